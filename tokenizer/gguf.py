@@ -1,0 +1,420 @@
+"""A strict, read-only GGUF parser: metadata and tensor directory, never tensor data.
+
+`read(path)` returns a `GGUFFile`. Every byte is taken through one bounds-checked
+cursor (`_Cursor`), and every length or count is checked against the bytes that
+remain before anything is allocated or looped over, so a hostile header can
+neither over-read, nor allocate gigabytes, nor loop for long. Anything wrong
+raises `GGUFError` naming the byte offset and the key or tensor.
+
+String values are returned as `str` decoded with ``surrogateescape``: valid
+UTF-8 reads as itself and any other byte survives as a lone surrogate, so
+``s.encode("utf-8", "surrogateescape")`` gives back the exact bytes on disk
+(see `as_bytes`). Keys and tensor names must be valid UTF-8.
+
+Example:
+    >>> f = read("ggml-vocab-llama-spm.gguf")
+    >>> f.metadata["tokenizer.ggml.model"]
+    'llama'
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .constants import (
+    DEFAULT_ALIGNMENT,
+    GGML_TYPES,
+    GGUF_MAGIC,
+    MAX_DIMS,
+    SCALAR_DTYPES,
+    SCALAR_FORMATS,
+    SUPPORTED_VERSIONS,
+    Keys,
+    ValueType,
+)
+from .errors import GGUFError
+
+__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes"]
+
+_MAX_ARRAY_DEPTH = 8  # nesting deeper than this is refused, not recursed into
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One entry of the tensor directory. `offset` is absolute in the file."""
+
+    name: str
+    shape: tuple[int, ...]
+    ggml_type: int
+    type_name: str
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class GGUFFile:
+    """A parsed GGUF header: metadata values, value types and tensor directory."""
+
+    version: int
+    metadata: dict[str, Any]
+    types: dict[str, tuple[ValueType, ValueType | None]]  # key -> (type, element type)
+    tensors: list[TensorInfo]
+    alignment: int
+    data_offset: int
+    file_size: int
+    offsets: dict[str, int] = field(default_factory=dict)  # key -> byte offset of its value
+
+    def where(self, key: str) -> str:
+        """`"key 'k' (offset 0x1f3a0)"`, for error messages about a key."""
+        off = self.offsets.get(key)
+        return f"key {key!r}" + ("" if off is None else f" (offset {off:#x})")
+
+
+def as_bytes(value: str) -> bytes:
+    """The exact on-disk bytes of a string value returned by the reader."""
+    return value.encode("utf-8", "surrogateescape")
+
+
+def read(path: str | os.PathLike) -> GGUFFile:
+    """Parse the GGUF header of the file at `path` (memory-mapped, read-only)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise GGUFError(f"{os.fspath(path)}: empty file (offset 0x0): not a GGUF file")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return parse(mm, name=os.fspath(path))
+
+
+def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>") -> GGUFFile:
+    """Parse a GGUF header held in memory."""
+    try:
+        return _Parser(buf, name).run()
+    except GGUFError:
+        raise
+    except (struct.error, ValueError, OverflowError, MemoryError, IndexError) as exc:
+        # Our own invariants should make this unreachable; if not, keep the contract.
+        raise GGUFError(f"{name}: malformed GGUF ({type(exc).__name__}: {exc})") from exc
+
+
+class _Cursor:
+    """The only thing that touches the bytes: every take is bounds-checked."""
+
+    def __init__(self, buf, name: str):
+        self.buf = buf
+        self.size = len(buf)
+        self.pos = 0
+        self.name = name
+
+    def remaining(self) -> int:
+        return self.size - self.pos
+
+    def fail(self, what: str, at: int | None = None) -> GGUFError:
+        at = self.pos if at is None else at
+        return GGUFError(f"{self.name}: {what} (offset {at:#x})")
+
+    def need(self, n: int, what: str) -> None:
+        if n < 0 or n > self.size - self.pos:
+            raise self.fail(
+                f"truncated: {what} needs {n} bytes but only {self.size - self.pos} remain"
+            )
+
+    def take(self, n: int, what: str) -> bytes:
+        self.need(n, what)
+        start = self.pos
+        self.pos += n
+        return bytes(self.buf[start:self.pos])
+
+    def scalar(self, vtype: ValueType, what: str):
+        fmt = SCALAR_FORMATS[vtype]
+        n = struct.calcsize(fmt)
+        self.need(n, what)
+        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += n
+        return value
+
+    def array(self, dtype: str, count: int, what: str) -> np.ndarray:
+        itemsize = np.dtype(dtype).itemsize
+        self.need(count * itemsize, what)
+        out = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos).copy()
+        self.pos += count * itemsize
+        return out
+
+
+class _Parser:
+    def __init__(self, buf, name: str):
+        self.cur = _Cursor(buf, name)
+        self.version = 0
+        self.len_type = ValueType.UINT64
+
+    # -- primitives ---------------------------------------------------------
+
+    def length(self, what: str) -> int:
+        return self.cur.scalar(self.len_type, what)
+
+    def string(self, what: str, *, strict: bool = False) -> str:
+        at = self.cur.pos
+        n = self.length(f"length of {what}")
+        raw = self.cur.take(n, what)
+        if strict:
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise self.cur.fail(f"{what} is not valid UTF-8 ({exc.reason})", at) from None
+        return raw.decode("utf-8", "surrogateescape")
+
+    def value_type(self, what: str) -> ValueType:
+        at = self.cur.pos
+        raw = self.cur.scalar(ValueType.UINT32, what)
+        try:
+            return ValueType(raw)
+        except ValueError:
+            raise self.cur.fail(f"{what}: unknown value type {raw}", at) from None
+
+    # -- values -------------------------------------------------------------
+
+    def value(self, vtype: ValueType, key: str, depth: int = 0):
+        if vtype == ValueType.STRING:
+            return self.string(f"string value of key {key!r}")
+        if vtype == ValueType.ARRAY:
+            return self.array(key, depth)
+        at = self.cur.pos
+        value = self.cur.scalar(vtype, f"value of key {key!r}")
+        if vtype == ValueType.BOOL:
+            if value not in (0, 1):
+                raise self.cur.fail(f"key {key!r}: bool byte is {value}, not 0 or 1", at)
+            return bool(value)
+        return value
+
+    def array(self, key: str, depth: int):
+        if depth >= _MAX_ARRAY_DEPTH:
+            raise self.cur.fail(f"key {key!r}: arrays nested deeper than {_MAX_ARRAY_DEPTH}")
+        etype = self.value_type(f"element type of array {key!r}")
+        count_at = self.cur.pos
+        count = self.length(f"element count of array {key!r}")
+        if count > self.cur.remaining() // _min_size(etype, self.len_type):
+            raise self.cur.fail(
+                f"key {key!r}: array claims {count} elements of type {etype.name}, "
+                f"more than the {self.cur.remaining()} remaining bytes can hold",
+                count_at,
+            )
+        if etype in SCALAR_DTYPES:
+            arr = self.cur.array(SCALAR_DTYPES[etype], count, f"array {key!r}")
+            if etype == ValueType.BOOL:
+                bad = np.flatnonzero(arr > 1)
+                if bad.size:
+                    i = int(bad[0])
+                    raise self.cur.fail(
+                        f"key {key!r}: element {i} is bool byte {arr[i]}, not 0 or 1",
+                        self.cur.pos - count + i,
+                    )
+                return arr.astype(bool)
+            return arr
+        if etype == ValueType.STRING:
+            return self.string_array(key, count)
+        return [self.array(key, depth + 1) for _ in range(count)]
+
+    def string_array(self, key: str, count: int) -> list[str]:
+        buf, cur = self.cur.buf, self.cur
+        fmt = SCALAR_FORMATS[self.len_type]
+        width = struct.calcsize(fmt)
+        unpack = struct.Struct(fmt).unpack_from
+        out = []
+        append = out.append
+        pos, size = cur.pos, cur.size
+        for i in range(count):
+            if pos + width > size:
+                cur.pos = pos
+                raise cur.fail(f"truncated: length of element {i} of array {key!r}")
+            (n,) = unpack(buf, pos)
+            pos += width
+            if n > size - pos:
+                cur.pos = pos
+                raise cur.fail(
+                    f"truncated: element {i} of array {key!r} claims {n} bytes "
+                    f"but only {size - pos} remain"
+                )
+            append(bytes(buf[pos:pos + n]).decode("utf-8", "surrogateescape"))
+            pos += n
+        cur.pos = pos
+        return out
+
+    # -- file structure -----------------------------------------------------
+
+    def header(self) -> tuple[int, int]:
+        magic = self.cur.take(4, "magic")
+        if magic != GGUF_MAGIC:
+            raise self.cur.fail(f"bad magic {magic!r}: not a GGUF file (expected b'GGUF')", 0)
+        self.version = self.cur.scalar(ValueType.UINT32, "version")
+        if self.version not in SUPPORTED_VERSIONS:
+            raise self.cur.fail(
+                f"unsupported GGUF version {self.version} (supported: "
+                f"{', '.join(map(str, SUPPORTED_VERSIONS))})", 4
+            )
+        if self.version == 1:
+            self.len_type = ValueType.UINT32
+        n_tensors = self.length("tensor count")
+        n_kv = self.length("metadata count")
+        return n_tensors, n_kv
+
+    def metadata(self, n_kv: int):
+        # smallest possible KV: key length + empty key + type + 1-byte value
+        self.check_count(n_kv, _len_width(self.len_type) + 4 + 1, "metadata count")
+        values: dict[str, Any] = {}
+        types: dict[str, tuple[ValueType, ValueType | None]] = {}
+        offsets: dict[str, int] = {}
+        for i in range(n_kv):
+            key_at = self.cur.pos
+            key = self.string(f"key of metadata entry {i}", strict=True)
+            if key in values:
+                raise self.cur.fail(f"duplicate key {key!r}", key_at)
+            vtype = self.value_type(f"value type of key {key!r}")
+            etype = None
+            if vtype == ValueType.ARRAY:
+                etype = _peek_element_type(self.cur)
+            offsets[key] = self.cur.pos
+            values[key] = self.value(vtype, key)
+            types[key] = (vtype, etype)
+        return values, types, offsets
+
+    def check_count(self, count: int, min_size: int, what: str) -> None:
+        if count > self.cur.remaining() // min_size:
+            raise self.cur.fail(
+                f"{what} is {count}, more than the {self.cur.remaining()} remaining bytes can hold"
+            )
+
+    def tensor_infos(self, n_tensors: int) -> list[tuple[str, tuple[int, ...], int, int, int]]:
+        w = _len_width(self.len_type)
+        self.check_count(n_tensors, w + 4 + 4 + 8, "tensor count")
+        infos = []
+        names = set()
+        for i in range(n_tensors):
+            at = self.cur.pos
+            name = self.string(f"name of tensor {i}", strict=True)
+            if name in names:
+                raise self.cur.fail(f"duplicate tensor name {name!r}", at)
+            names.add(name)
+            n_dims = self.cur.scalar(ValueType.UINT32, f"n_dims of tensor {name!r}")
+            if n_dims > MAX_DIMS:
+                raise self.cur.fail(f"tensor {name!r}: n_dims {n_dims} exceeds {MAX_DIMS}")
+            dim_type = ValueType.UINT32 if self.version == 1 else ValueType.INT64
+            shape = tuple(
+                self.cur.scalar(dim_type, f"dimension {d} of tensor {name!r}")
+                for d in range(n_dims)
+            )
+            type_at = self.cur.pos
+            ggml_type = self.cur.scalar(ValueType.UINT32, f"type of tensor {name!r}")
+            offset = self.cur.scalar(ValueType.UINT64, f"offset of tensor {name!r}")
+            infos.append((name, shape, ggml_type, offset, at, type_at))
+        return infos
+
+    def tensors(self, raw, data_offset: int, alignment: int) -> list[TensorInfo]:
+        out = []
+        for name, shape, ggml_type, offset, at, type_at in raw:
+            if ggml_type not in GGML_TYPES:
+                raise self.cur.fail(f"tensor {name!r}: unknown ggml type {ggml_type}", type_at)
+            type_name, block, type_size = GGML_TYPES[ggml_type]
+            nbytes = _tensor_nbytes(self.cur, name, shape, block, type_size, at)
+            if offset % alignment:
+                raise self.cur.fail(
+                    f"tensor {name!r}: data offset {offset} is not a multiple of "
+                    f"the alignment {alignment}", at)
+            start = data_offset + offset
+            if start + nbytes > self.cur.size:
+                raise self.cur.fail(
+                    f"tensor {name!r}: data [{start:#x}, {start + nbytes:#x}) lies outside "
+                    f"the file of {self.cur.size:#x} bytes", at)
+            out.append(TensorInfo(name, shape, ggml_type, type_name, start, nbytes))
+        _check_overlaps(self.cur, out)
+        return out
+
+    def run(self) -> GGUFFile:
+        n_tensors, n_kv = self.header()
+        values, types, offsets = self.metadata(n_kv)
+        alignment = _alignment(self.cur, values, types, offsets)
+        raw = self.tensor_infos(n_tensors)
+        info_end = self.cur.pos
+        data_offset = info_end + (-info_end) % alignment
+        if raw and data_offset > self.cur.size:
+            raise self.cur.fail(
+                f"truncated: tensor data should start at {data_offset:#x} but the file "
+                f"has {self.cur.size:#x} bytes")
+        tensors = self.tensors(raw, data_offset, alignment)
+        return GGUFFile(
+            version=self.version,
+            metadata=values,
+            types=types,
+            tensors=tensors,
+            alignment=alignment,
+            data_offset=data_offset,
+            file_size=self.cur.size,
+            offsets=offsets,
+        )
+
+
+def _len_width(len_type: ValueType) -> int:
+    return 4 if len_type == ValueType.UINT32 else 8
+
+
+def _min_size(etype: ValueType, len_type: ValueType) -> int:
+    """Fewest bytes one array element of `etype` can take on disk."""
+    if etype in SCALAR_DTYPES:
+        return np.dtype(SCALAR_DTYPES[etype]).itemsize
+    if etype == ValueType.STRING:
+        return _len_width(len_type)
+    return 4 + _len_width(len_type)  # nested array: element type + count
+
+
+def _peek_element_type(cur: _Cursor) -> ValueType | None:
+    if cur.remaining() < 4:
+        return None
+    raw = struct.unpack_from("<I", cur.buf, cur.pos)[0]
+    return ValueType(raw) if raw in ValueType._value2member_map_ else None
+
+
+def _alignment(cur: _Cursor, values, types, offsets) -> int:
+    if Keys.ALIGNMENT not in values:
+        return DEFAULT_ALIGNMENT
+    at = offsets[Keys.ALIGNMENT]
+    vtype = types[Keys.ALIGNMENT][0]
+    value = values[Keys.ALIGNMENT]
+    if vtype != ValueType.UINT32:
+        raise cur.fail(f"key {Keys.ALIGNMENT!r} has type {vtype.name}, expected UINT32", at)
+    if value == 0 or value & (value - 1):
+        raise cur.fail(f"key {Keys.ALIGNMENT!r} is {value}, not a power of two", at)
+    return value
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _tensor_nbytes(cur: _Cursor, name: str, shape, block: int, type_size: int, at: int) -> int:
+    elements = 1
+    for d, n in enumerate(shape):
+        if n < 0:
+            raise cur.fail(f"tensor {name!r}: dimension {d} is negative ({n})", at)
+        elements *= n
+        if elements > _INT64_MAX:
+            raise cur.fail(f"tensor {name!r}: element count {shape} overflows int64", at)
+    if shape and shape[0] % block:
+        raise cur.fail(
+            f"tensor {name!r}: first dimension {shape[0]} is not a multiple of the "
+            f"block size {block} of its type", at)
+    nbytes = elements // block * type_size
+    if nbytes > _INT64_MAX:
+        raise cur.fail(f"tensor {name!r}: byte size overflows int64", at)
+    return nbytes
+
+
+def _check_overlaps(cur: _Cursor, tensors: list[TensorInfo]) -> None:
+    ordered = sorted((t for t in tensors if t.nbytes), key=lambda t: t.offset)
+    for a, b in zip(ordered, ordered[1:]):
+        if a.offset + a.nbytes > b.offset:
+            raise cur.fail(
+                f"tensors {a.name!r} [{a.offset:#x}, {a.offset + a.nbytes:#x}) and "
+                f"{b.name!r} [{b.offset:#x}, ...) overlap", b.offset)
