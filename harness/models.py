@@ -1,0 +1,75 @@
+"""Where the shipped vocabularies live, and how a name becomes a path.
+
+The vocabularies come from llama-cpp-python's pinned source distribution
+(`python -m harness fetch`), extracted to a cache folder:
+``$GGUF_PARITY_CACHE`` or ``~/.cache/gguf-parity/<version>/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+FETCH_COMMAND = "python -m harness fetch"
+
+# The 19 vocabularies llama.cpp ships for its tokenizer tests, by short name.
+SHIPPED = (
+    "aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm",
+    "falcon", "gemma-4", "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt",
+    "nomic-bert-moe", "phi-3", "qwen2", "qwen35", "refact", "starcoder",
+)
+
+
+class SetupError(RuntimeError):
+    """Something the harness needs is missing; the message says how to get it."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("GGUF_PARITY_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "gguf-parity" / LLAMA_CPP_PYTHON_VERSION
+
+
+def models_dir() -> Path:
+    return cache_dir() / "models"
+
+
+def templates_dir() -> Path:
+    return cache_dir() / "templates"
+
+
+def vocab_path(name: str) -> Path:
+    return models_dir() / f"ggml-vocab-{name}.gguf"
+
+
+def resolve(name_or_path: str | os.PathLike) -> Path:
+    """A short name (`llama-spm`) or a path to a GGUF file, as an existing path.
+
+    Raises `SetupError` naming the fetch command when a shipped vocabulary is
+    not in the cache, and listing the known names when the name is unknown.
+    """
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    if path.suffix == ".gguf" or os.sep in text or path.exists():
+        if not path.is_file():
+            raise SetupError(f"no such GGUF file: {path}")
+        return path
+    if text not in SHIPPED:
+        raise SetupError(
+            f"unknown vocabulary {text!r}: give a path to a .gguf file or one of: "
+            + ", ".join(SHIPPED)
+        )
+    path = vocab_path(text)
+    if not path.is_file():
+        raise SetupError(
+            f"vocabulary {text!r} is not in the cache ({models_dir()}); run: {FETCH_COMMAND}"
+        )
+    return path
+
+
+def short_name(path: str | os.PathLike) -> str:
+    """`llama-spm` for `.../ggml-vocab-llama-spm.gguf`; the file stem otherwise."""
+    stem = Path(path).name.removesuffix(".gguf")
+    return stem.removeprefix("ggml-vocab-")
