@@ -1,0 +1,60 @@
+"""nox sessions: `nox -s tests` (the test suite) and `nox -s parity` (the main job).
+
+llama-cpp-python is compiled from source once, portable (GGML_NATIVE=OFF, so a
+cached wheel never hits an illegal instruction on another CPU), and the wheel is
+kept in ~/.cache/gguf-parity/wheels for every later session and run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+LLAMA_CPP_PYTHON = "0.3.36"
+WHEEL_DIR = Path(os.environ.get("GGUF_PARITY_WHEELS", Path.home() / ".cache" / "gguf-parity" / "wheels"))
+CMAKE_ARGS = " ".join([
+    "-DGGML_NATIVE=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_CURL=OFF",
+])
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def llama_wheel(session: nox.Session) -> Path:
+    """The cached llama-cpp-python wheel, built on first use (about 5 minutes on 2 cores)."""
+    pattern = f"llama_cpp_python-{LLAMA_CPP_PYTHON}-*.whl"
+    found = sorted(WHEEL_DIR.glob(pattern))
+    if found:
+        return found[-1]
+    WHEEL_DIR.mkdir(parents=True, exist_ok=True)
+    session.log(f"building llama-cpp-python {LLAMA_CPP_PYTHON} once into {WHEEL_DIR} (about 5 minutes) ...")
+    session.run(
+        "python", "-m", "pip", "wheel", "--no-deps", "--no-binary", "llama-cpp-python",
+        "-w", str(WHEEL_DIR), f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
+        env={"CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)},
+    )
+    found = sorted(WHEEL_DIR.glob(pattern))
+    if not found:
+        session.error(f"no wheel matching {pattern} in {WHEEL_DIR} after the build")
+    return found[-1]
+
+
+def install(session: nox.Session, *extras: str) -> None:
+    session.install(str(llama_wheel(session)))
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install("-e", spec)
+    session.run("python", "-m", "harness", "fetch")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite: fast, offline once set up; the nightly marker is excluded."""
+    install(session, "test")
+    session.run("python", "-m", "pytest", "-m", "not nightly", *session.posargs)
