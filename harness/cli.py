@@ -15,6 +15,7 @@ from .models import SetupError
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {
     "fetch": "fetch",
+    "inspect": "inspect",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
@@ -51,3 +52,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `... | head`: the reader left, nothing more to say
+        sys.stderr.close()
+        return 0

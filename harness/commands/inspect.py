@@ -1,0 +1,36 @@
+"""Summarise a GGUF file: version, architecture, tokenizer model and flags, special ids, tensors.
+
+FILE is a path to a .gguf file or a shipped vocabulary's short name (e.g. llama-spm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tokenizer import GGUFError
+
+from ..summary import render, summarize
+from ..models import resolve
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE|NAME")
+    parser.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def run(args: argparse.Namespace) -> int:
+    summaries, failed = [], False
+    for item in args.files:
+        try:
+            summaries.append(summarize(resolve(item)))
+        except GGUFError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed = True
+    if args.json and summaries:
+        out = summaries[0] if len(args.files) == 1 else summaries
+        print(json.dumps(out, indent=2, sort_keys=True))
+    elif summaries:
+        print("\n\n".join(render(s) for s in summaries))
+    return 2 if failed else 0
