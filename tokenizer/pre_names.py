@@ -157,6 +157,8 @@ class PreSpec:
     glm4, glm5); `tokenizer.ggml.bos_token_id` in the file still sets one.
     `merges_optional`: load() accepts a file without `tokenizer.ggml.merges`
     (kimi-k2 only; every other BPE vocabulary without merges is refused).
+    `force_add_bos`: after reading `tokenizer.ggml.add_bos_token`, load()
+    turns add_bos back on for the gemma4 behaviour (llama.cpp PR 21500).
     """
 
     name: str
@@ -164,6 +166,7 @@ class PreSpec:
     overrides: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     no_default_bos: bool = False
     merges_optional: bool = False
+    force_add_bos: bool = False
 
 
 def _flags(*layers: Mapping[str, bool]) -> Mapping[str, bool]:
@@ -201,4 +204,5 @@ def resolve(pre: str | None, *, model: str) -> PreSpec:
     except KeyError:
         raise _unknown(pre) from None
     return PreSpec(pre, pre_type, _flags(MODEL_FLAGS["bpe"], flags),
-                   no_default_bos=pre in _NO_DEFAULT_BOS, merges_optional=pre == "kimi-k2")
+                   no_default_bos=pre in _NO_DEFAULT_BOS, merges_optional=pre == "kimi-k2",
+                   force_add_bos=pre_type == "gemma4")
