@@ -4,17 +4,26 @@
 cursor (`_Cursor`), and every length or count is checked against the bytes that
 remain before anything is allocated or looped over, so a hostile header can
 neither over-read, nor allocate gigabytes, nor loop for long. Anything wrong
-raises `GGUFError` naming the byte offset and the key or tensor.
+raises `GGUFError` naming the byte offset and the key or tensor; `read()` raises
+nothing else, apart from `OSError` for the path itself.
 
-String values are returned as `str` decoded with ``surrogateescape``: valid
-UTF-8 reads as itself and any other byte survives as a lone surrogate, so
-``s.encode("utf-8", "surrogateescape")`` gives back the exact bytes on disk
-(see `as_bytes`). Keys and tensor names must be valid UTF-8.
+Versions 1, 2 and 3 are read (v1 has 32-bit lengths, counts and dimensions),
+with all 13 value types, arrays of every element type, arrays of strings and
+nested arrays (up to `MAX_ARRAY_DEPTH` deep), and `general.alignment`.
+
+Values: integers and floats come back as Python `int`/`float`, bools as `bool`,
+strings as `str`, numeric arrays as little-endian numpy arrays (BOOL arrays as
+numpy `bool`), string arrays as `list[str]`, nested arrays as `list` of arrays.
+String values are decoded with ``surrogateescape``: valid UTF-8 reads as itself
+and any other byte survives as a lone surrogate, so `as_bytes(s)` gives back the
+exact bytes on disk. Keys and tensor names must be valid UTF-8.
 
 Example:
     >>> f = read("ggml-vocab-llama-spm.gguf")
     >>> f.metadata["tokenizer.ggml.model"]
     'llama'
+    >>> f.types["tokenizer.ggml.scores"]
+    (<ValueType.ARRAY: 9>, <ValueType.FLOAT32: 6>)
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from .constants import (
     GGML_TYPES,
     GGUF_MAGIC,
     MAX_DIMS,
+    MAX_NAME,
     SCALAR_DTYPES,
     SCALAR_FORMATS,
     SUPPORTED_VERSIONS,
@@ -40,9 +50,12 @@ from .constants import (
 )
 from .errors import GGUFError
 
-__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes"]
+__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes", "MAX_ARRAY_DEPTH"]
 
-_MAX_ARRAY_DEPTH = 8  # nesting deeper than this is refused, not recursed into
+MAX_ARRAY_DEPTH = 8  # arrays nested deeper than this are refused, not recursed into
+_INT64_MAX = 2**63 - 1
+_SCALAR_STRUCTS = {vt: struct.Struct(fmt) for vt, fmt in SCALAR_FORMATS.items()}
+_SCALAR_NP = {vt: np.dtype(dt) for vt, dt in SCALAR_DTYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -59,7 +72,12 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class GGUFFile:
-    """A parsed GGUF header: metadata values, value types and tensor directory."""
+    """A parsed GGUF header: metadata values, value types and tensor directory.
+
+    `data_offset` is where the tensor data section starts, as llama.cpp's
+    `gguf_get_data_offset` reports it: padded to `alignment` when the file has
+    tensors, and the end of the header when it has none.
+    """
 
     version: int
     metadata: dict[str, Any]
@@ -82,24 +100,35 @@ def as_bytes(value: str) -> bytes:
 
 
 def read(path: str | os.PathLike) -> GGUFFile:
-    """Parse the GGUF header of the file at `path` (memory-mapped, read-only)."""
+    """Parse the GGUF header of the file at `path` (memory-mapped, read-only).
+
+    Only the pages the header spans are touched; tensor data is never read.
+    """
+    name = os.fspath(path)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
-            raise GGUFError(f"{os.fspath(path)}: empty file (offset 0x0): not a GGUF file")
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            return parse(mm, name=os.fspath(path))
+            raise GGUFError(f"{name}: empty file (offset 0x0): not a GGUF file")
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError as exc:  # e.g. a special file that cannot be mapped
+            raise GGUFError(f"{name}: cannot map the file (offset 0x0): {exc}") from None
+        with mm:
+            return parse(mm, name=name)
 
 
 def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>") -> GGUFFile:
-    """Parse a GGUF header held in memory."""
+    """Parse a GGUF header held in memory (same rules and errors as `read`)."""
     try:
         return _Parser(buf, name).run()
     except GGUFError:
         raise
-    except (struct.error, ValueError, OverflowError, MemoryError, IndexError) as exc:
-        # Our own invariants should make this unreachable; if not, keep the contract.
-        raise GGUFError(f"{name}: malformed GGUF ({type(exc).__name__}: {exc})") from exc
+    except (struct.error, ValueError, OverflowError, MemoryError, IndexError,
+            RecursionError) as exc:
+        # A safety net that the corruption tests check is never reached.
+        raise GGUFError(
+            f"{name}: malformed GGUF (internal error {type(exc).__name__}: {exc})"
+        ) from exc
 
 
 class _Cursor:
@@ -131,23 +160,52 @@ class _Cursor:
         return bytes(self.buf[start:self.pos])
 
     def scalar(self, vtype: ValueType, what: str):
-        fmt = SCALAR_FORMATS[vtype]
-        n = struct.calcsize(fmt)
-        self.need(n, what)
-        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += n
+        st = _SCALAR_STRUCTS[vtype]
+        self.need(st.size, what)
+        (value,) = st.unpack_from(self.buf, self.pos)
+        self.pos += st.size
         return value
 
-    def array(self, dtype: str, count: int, what: str) -> np.ndarray:
-        itemsize = np.dtype(dtype).itemsize
-        self.need(count * itemsize, what)
+    def array(self, vtype: ValueType, count: int, what: str) -> np.ndarray:
+        dtype = _SCALAR_NP[vtype]
+        self.need(count * dtype.itemsize, what)
         out = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos).copy()
-        self.pos += count * itemsize
+        self.pos += count * dtype.itemsize
+        return out
+
+    def strings(self, count: int, len_type: ValueType, what: str) -> list[str]:
+        """`count` length-prefixed strings, decoded with surrogateescape.
+
+        The hot loop of the reader (token texts and merges): locals only, and
+        one bounds check per length and per string.
+        """
+        buf, size = self.buf, self.size
+        unpack = _SCALAR_STRUCTS[len_type].unpack_from
+        width = _SCALAR_STRUCTS[len_type].size
+        out: list[str] = []
+        append = out.append
+        pos = self.pos
+        for i in range(count):
+            if width > size - pos:
+                self.pos = pos
+                raise self.fail(f"truncated: length of element {i} of {what}")
+            (n,) = unpack(buf, pos)
+            pos += width
+            if n > size - pos:
+                self.pos = pos - width
+                raise self.fail(
+                    f"truncated: element {i} of {what} claims {n} bytes "
+                    f"but only {size - pos} remain")
+            append(buf[pos:pos + n].decode("utf-8", "surrogateescape"))
+            pos += n
+        self.pos = pos
         return out
 
 
 class _Parser:
     def __init__(self, buf, name: str):
+        if isinstance(buf, memoryview):  # its slices cannot .decode(); bytes can
+            buf = buf.tobytes()
         self.cur = _Cursor(buf, name)
         self.version = 0
         self.len_type = ValueType.UINT64
@@ -192,8 +250,8 @@ class _Parser:
         return value
 
     def array(self, key: str, depth: int):
-        if depth >= _MAX_ARRAY_DEPTH:
-            raise self.cur.fail(f"key {key!r}: arrays nested deeper than {_MAX_ARRAY_DEPTH}")
+        if depth >= MAX_ARRAY_DEPTH:
+            raise self.cur.fail(f"key {key!r}: arrays nested deeper than {MAX_ARRAY_DEPTH}")
         etype = self.value_type(f"element type of array {key!r}")
         count_at = self.cur.pos
         count = self.length(f"element count of array {key!r}")
@@ -204,45 +262,22 @@ class _Parser:
                 count_at,
             )
         if etype in SCALAR_DTYPES:
-            arr = self.cur.array(SCALAR_DTYPES[etype], count, f"array {key!r}")
-            if etype == ValueType.BOOL:
-                bad = np.flatnonzero(arr > 1)
-                if bad.size:
-                    i = int(bad[0])
-                    raise self.cur.fail(
-                        f"key {key!r}: element {i} is bool byte {arr[i]}, not 0 or 1",
-                        self.cur.pos - count + i,
-                    )
-                return arr.astype(bool)
-            return arr
+            return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
-            return self.string_array(key, count)
+            return self.cur.strings(count, self.len_type, f"array {key!r}")
         return [self.array(key, depth + 1) for _ in range(count)]
 
-    def string_array(self, key: str, count: int) -> list[str]:
-        buf, cur = self.cur.buf, self.cur
-        fmt = SCALAR_FORMATS[self.len_type]
-        width = struct.calcsize(fmt)
-        unpack = struct.Struct(fmt).unpack_from
-        out = []
-        append = out.append
-        pos, size = cur.pos, cur.size
-        for i in range(count):
-            if pos + width > size:
-                cur.pos = pos
-                raise cur.fail(f"truncated: length of element {i} of array {key!r}")
-            (n,) = unpack(buf, pos)
-            pos += width
-            if n > size - pos:
-                cur.pos = pos
-                raise cur.fail(
-                    f"truncated: element {i} of array {key!r} claims {n} bytes "
-                    f"but only {size - pos} remain"
-                )
-            append(bytes(buf[pos:pos + n]).decode("utf-8", "surrogateescape"))
-            pos += n
-        cur.pos = pos
-        return out
+    def scalar_array(self, key: str, etype: ValueType, count: int) -> np.ndarray:
+        start = self.cur.pos
+        arr = self.cur.array(etype, count, f"array {key!r}")
+        if etype != ValueType.BOOL:
+            return arr
+        bad = np.flatnonzero(arr > 1)
+        if bad.size:
+            i = int(bad[0])
+            raise self.cur.fail(
+                f"key {key!r}: element {i} is bool byte {arr[i]}, not 0 or 1", start + i)
+        return arr.astype(bool)
 
     # -- file structure -----------------------------------------------------
 
@@ -252,8 +287,11 @@ class _Parser:
             raise self.cur.fail(f"bad magic {magic!r}: not a GGUF file (expected b'GGUF')", 0)
         self.version = self.cur.scalar(ValueType.UINT32, "version")
         if self.version not in SUPPORTED_VERSIONS:
+            hint = ""
+            if self.version and not self.version & 0xFFFF:
+                hint = " (a big-endian file? only little-endian GGUF is read)"
             raise self.cur.fail(
-                f"unsupported GGUF version {self.version} (supported: "
+                f"unsupported GGUF version {self.version}{hint} (supported: "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))})", 4
             )
         if self.version == 1:
@@ -263,45 +301,50 @@ class _Parser:
         return n_tensors, n_kv
 
     def metadata(self, n_kv: int):
-        # smallest possible KV: key length + empty key + type + 1-byte value
-        self.check_count(n_kv, _len_width(self.len_type) + 4 + 1, "metadata count")
+        w = _len_width(self.len_type)
+        # smallest possible KV: key length + 1-byte key + type + 1-byte value
+        self.check_count(n_kv, w + 1 + 4 + 1, "metadata count", 8 + w)
         values: dict[str, Any] = {}
         types: dict[str, tuple[ValueType, ValueType | None]] = {}
         offsets: dict[str, int] = {}
         for i in range(n_kv):
-            key_at = self.cur.pos
-            key = self.string(f"key of metadata entry {i}", strict=True)
-            if key in values:
-                raise self.cur.fail(f"duplicate key {key!r}", key_at)
+            key = self.key(i, values)
             vtype = self.value_type(f"value type of key {key!r}")
-            etype = None
-            if vtype == ValueType.ARRAY:
-                etype = _peek_element_type(self.cur)
+            etype = _peek_element_type(self.cur) if vtype == ValueType.ARRAY else None
             offsets[key] = self.cur.pos
             values[key] = self.value(vtype, key)
             types[key] = (vtype, etype)
         return values, types, offsets
 
-    def check_count(self, count: int, min_size: int, what: str) -> None:
+    def key(self, i: int, seen) -> str:
+        at = self.cur.pos
+        key = self.string(f"key of metadata entry {i}", strict=True)
+        if not key:
+            raise self.cur.fail(f"metadata entry {i} has an empty key", at)
+        if key in seen:
+            raise self.cur.fail(f"duplicate key {key!r} (metadata entry {i})", at)
+        return key
+
+    def check_count(self, count: int, min_size: int, what: str, at: int) -> None:
         if count > self.cur.remaining() // min_size:
             raise self.cur.fail(
-                f"{what} is {count}, more than the {self.cur.remaining()} remaining bytes can hold"
-            )
+                f"{what} is {count}, more than the {self.cur.remaining()} remaining "
+                f"bytes can hold", at)
 
-    def tensor_infos(self, n_tensors: int) -> list[tuple[str, tuple[int, ...], int, int, int]]:
+    def tensor_infos(self, n_tensors: int) -> list[tuple]:
         w = _len_width(self.len_type)
-        self.check_count(n_tensors, w + 4 + 4 + 8, "tensor count")
+        dim_w = 4 if self.version == 1 else 8
+        self.check_count(n_tensors, w + 4 + 4 + 8, "tensor count", 8)
         infos = []
-        names = set()
+        names: set[str] = set()
         for i in range(n_tensors):
             at = self.cur.pos
-            name = self.string(f"name of tensor {i}", strict=True)
-            if name in names:
-                raise self.cur.fail(f"duplicate tensor name {name!r}", at)
-            names.add(name)
+            name = self.tensor_name(i, names)
             n_dims = self.cur.scalar(ValueType.UINT32, f"n_dims of tensor {name!r}")
             if n_dims > MAX_DIMS:
-                raise self.cur.fail(f"tensor {name!r}: n_dims {n_dims} exceeds {MAX_DIMS}")
+                raise self.cur.fail(
+                    f"tensor {name!r}: n_dims {n_dims} exceeds {MAX_DIMS}", self.cur.pos - 4)
+            self.cur.need(n_dims * dim_w, f"dimensions of tensor {name!r}")
             dim_type = ValueType.UINT32 if self.version == 1 else ValueType.INT64
             shape = tuple(
                 self.cur.scalar(dim_type, f"dimension {d} of tensor {name!r}")
@@ -313,6 +356,18 @@ class _Parser:
             infos.append((name, shape, ggml_type, offset, at, type_at))
         return infos
 
+    def tensor_name(self, i: int, names: set[str]) -> str:
+        at = self.cur.pos
+        name = self.string(f"name of tensor {i}", strict=True)
+        if len(name.encode()) >= MAX_NAME:
+            raise self.cur.fail(
+                f"tensor {i} name {name[:MAX_NAME]!r}... is {len(name.encode())} bytes, "
+                f"llama.cpp allows at most {MAX_NAME - 1}", at)
+        if name in names:
+            raise self.cur.fail(f"duplicate tensor name {name!r} (tensor {i})", at)
+        names.add(name)
+        return name
+
     def tensors(self, raw, data_offset: int, alignment: int) -> list[TensorInfo]:
         out = []
         for name, shape, ggml_type, offset, at, type_at in raw:
@@ -323,12 +378,12 @@ class _Parser:
             if offset % alignment:
                 raise self.cur.fail(
                     f"tensor {name!r}: data offset {offset} is not a multiple of "
-                    f"the alignment {alignment}", at)
+                    f"the alignment {alignment}", type_at + 4)
             start = data_offset + offset
             if start + nbytes > self.cur.size:
                 raise self.cur.fail(
                     f"tensor {name!r}: data [{start:#x}, {start + nbytes:#x}) lies outside "
-                    f"the file of {self.cur.size:#x} bytes", at)
+                    f"the file of {self.cur.size:#x} bytes", type_at + 4)
             out.append(TensorInfo(name, shape, ggml_type, type_name, start, nbytes))
         _check_overlaps(self.cur, out)
         return out
@@ -338,12 +393,13 @@ class _Parser:
         values, types, offsets = self.metadata(n_kv)
         alignment = _alignment(self.cur, values, types, offsets)
         raw = self.tensor_infos(n_tensors)
-        info_end = self.cur.pos
-        data_offset = info_end + (-info_end) % alignment
-        if raw and data_offset > self.cur.size:
-            raise self.cur.fail(
-                f"truncated: tensor data should start at {data_offset:#x} but the file "
-                f"has {self.cur.size:#x} bytes")
+        data_offset = self.cur.pos
+        if raw:
+            data_offset += (-data_offset) % alignment
+            if data_offset > self.cur.size:
+                raise self.cur.fail(
+                    f"truncated: tensor data should start at {data_offset:#x} but the file "
+                    f"has {self.cur.size:#x} bytes")
         tensors = self.tensors(raw, data_offset, alignment)
         return GGUFFile(
             version=self.version,
@@ -358,22 +414,23 @@ class _Parser:
 
 
 def _len_width(len_type: ValueType) -> int:
-    return 4 if len_type == ValueType.UINT32 else 8
+    return _SCALAR_STRUCTS[len_type].size
 
 
 def _min_size(etype: ValueType, len_type: ValueType) -> int:
     """Fewest bytes one array element of `etype` can take on disk."""
     if etype in SCALAR_DTYPES:
-        return np.dtype(SCALAR_DTYPES[etype]).itemsize
+        return _SCALAR_NP[etype].itemsize
     if etype == ValueType.STRING:
         return _len_width(len_type)
     return 4 + _len_width(len_type)  # nested array: element type + count
 
 
 def _peek_element_type(cur: _Cursor) -> ValueType | None:
+    """The element type of the array at the cursor, or None (the read then fails)."""
     if cur.remaining() < 4:
         return None
-    raw = struct.unpack_from("<I", cur.buf, cur.pos)[0]
+    raw = _SCALAR_STRUCTS[ValueType.UINT32].unpack_from(cur.buf, cur.pos)[0]
     return ValueType(raw) if raw in ValueType._value2member_map_ else None
 
 
@@ -390,24 +447,22 @@ def _alignment(cur: _Cursor, values, types, offsets) -> int:
     return value
 
 
-_INT64_MAX = 2**63 - 1
-
-
 def _tensor_nbytes(cur: _Cursor, name: str, shape, block: int, type_size: int, at: int) -> int:
     elements = 1
     for d, n in enumerate(shape):
         if n < 0:
             raise cur.fail(f"tensor {name!r}: dimension {d} is negative ({n})", at)
         elements *= n
-        if elements > _INT64_MAX:
-            raise cur.fail(f"tensor {name!r}: element count {shape} overflows int64", at)
+    if elements > _INT64_MAX:
+        raise cur.fail(
+            f"tensor {name!r}: element count of shape {shape} overflows int64", at)
     if shape and shape[0] % block:
         raise cur.fail(
             f"tensor {name!r}: first dimension {shape[0]} is not a multiple of the "
             f"block size {block} of its type", at)
     nbytes = elements // block * type_size
     if nbytes > _INT64_MAX:
-        raise cur.fail(f"tensor {name!r}: byte size overflows int64", at)
+        raise cur.fail(f"tensor {name!r}: byte size {nbytes} overflows int64", at)
     return nbytes
 
 
