@@ -139,3 +139,41 @@ class Keys:
     NORMALIZER_LOWERCASE = "tokenizer.ggml.normalizer.lowercase"
     NORMALIZER_STRIP_ACCENTS = "tokenizer.ggml.normalizer.strip_accents"
     RWKV_WORLD = "tokenizer.rwkv.world"
+    HF_JSON = "tokenizer.huggingface.json"
+    PREFIX_ID = "tokenizer.ggml.prefix_token_id"
+    SUFFIX_ID = "tokenizer.ggml.suffix_token_id"
+    MIDDLE_ID = "tokenizer.ggml.middle_token_id"
+    CHAT_TEMPLATES = "tokenizer.chat_templates"
+
+
+def _token_id_keys() -> tuple[str, ...]:
+    return tuple(v for k, v in vars(Keys).items() if k.endswith("_ID"))
+
+
+# The on-disk type llama.cpp's loader insists on for the keys it reads
+# (`llama_model_loader::get_key` throws "key ... has wrong type" otherwise):
+# key -> ValueType, or (ValueType.ARRAY, element type). The writer uses it for
+# keys whose type the caller does not give.
+KEY_TYPES: dict[str, ValueType | tuple[ValueType, ValueType]] = {
+    Keys.ALIGNMENT: ValueType.UINT32,
+    Keys.ARCHITECTURE: ValueType.STRING,
+    Keys.NAME: ValueType.STRING,
+    Keys.MODEL: ValueType.STRING,
+    Keys.PRE: ValueType.STRING,
+    Keys.CHAT_TEMPLATE: ValueType.STRING,
+    Keys.HF_JSON: ValueType.STRING,
+    Keys.TOKENS: (ValueType.ARRAY, ValueType.STRING),
+    Keys.MERGES: (ValueType.ARRAY, ValueType.STRING),
+    Keys.TOKEN_TYPE: (ValueType.ARRAY, ValueType.INT32),
+    Keys.SCORES: (ValueType.ARRAY, ValueType.FLOAT32),
+    Keys.PRECOMPILED_CHARSMAP: (ValueType.ARRAY, ValueType.UINT8),
+    Keys.TOKEN_TYPE_COUNT: ValueType.UINT32,
+    Keys.ADD_BOS: ValueType.BOOL,
+    Keys.ADD_EOS: ValueType.BOOL,
+    Keys.ADD_SEP: ValueType.BOOL,
+    Keys.ADD_SPACE_PREFIX: ValueType.BOOL,
+    Keys.REMOVE_EXTRA_WS: ValueType.BOOL,
+    Keys.NORMALIZER_LOWERCASE: ValueType.BOOL,
+    Keys.NORMALIZER_STRIP_ACCENTS: ValueType.BOOL,
+    **{key: ValueType.UINT32 for key in _token_id_keys()},
+}
