@@ -1,0 +1,37 @@
+"""Model families: a family name -> the vocabularies that stand for it.
+
+`run --family bpe` checks every model listed here under `bpe`. The shipped
+vocabularies are grouped by the tokenizer llama.cpp runs for them (gemma-4's
+`gemma4` model is a BPE vocabulary in llama.cpp). `pre-sweep` holds synthetic
+vocabularies, one per pre-tokenizer name, once they are generated; other
+families may gain synthetic members the same way.
+"""
+
+from __future__ import annotations
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "spm": ("llama-spm", "baichuan", "phi-3"),
+    "bpe": ("aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2",
+            "gpt-neox", "llama-bpe", "mpt", "qwen2", "qwen35", "refact", "starcoder"),
+    "wpm": ("bert-bge",),
+    "ugm": ("nomic-bert-moe",),
+    "rwkv": (),
+    "plamo2": (),
+    "pre-sweep": (),
+}
+
+
+def models_of(family: str) -> tuple[str, ...]:
+    """The model names of a family; `KeyError` naming the known families when unknown."""
+    try:
+        return FAMILIES[family]
+    except KeyError:
+        raise KeyError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})") from None
+
+
+def family_of(model: str) -> str:
+    """The family a model name belongs to, or `other` for a path or unknown name."""
+    for family, models in FAMILIES.items():
+        if model in models:
+            return family
+    return "other"
