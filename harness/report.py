@@ -1,0 +1,244 @@
+"""Run results as `report.json` and a self-contained `report.html`.
+
+A report is a plain dict (what `report.json` holds):
+
+    {"version": 1, "meta": {...},
+     "summary": {"cases", "mismatches", "failing_cases", "oracle_crashes", "engine_errors",
+                 "vocab_mismatches", "models", "pass_rate", "per_model": {...}, "per_family": {...}},
+     "mismatches": [{"model", "case_id", "text", "add_special", "parse_special",
+                     "expected", "got", "first_diff", "category", ...}],
+     "oracle_crashes": [...], "engine_errors": [...], "vocab_mismatches": [...]}
+
+`per_model` holds the counts each run measured; every other figure is derived
+from it, so `merge()` can fold reports from separate runs (one nox session per
+family, a CI matrix) into one summary. The HTML page is rendered with jinja2
+from `templates/report.html.j2`, with inline CSS and JS only, so it works
+offline; pandas computes the summary tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from .compare import visible
+
+REPORT_VERSION = 1
+COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
+LISTS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
+HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
+
+
+@dataclass
+class ModelResult:
+    """What one run found on one vocabulary; the run fills it, `build()` turns it into a report."""
+
+    model: str
+    family: str
+    cases: int = 0
+    failing: set[str] = field(default_factory=set)
+    mismatches: list[dict] = field(default_factory=list)
+    oracle_crashes: list[dict] = field(default_factory=list)
+    engine_errors: list[dict] = field(default_factory=list)
+    vocab_mismatches: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, entry: dict) -> None:
+        """Record a finding of `kind` (one of LISTS); a case with any finding counts as failing."""
+        entry = {"model": self.model, "family": self.family, **entry}
+        getattr(self, kind).append(entry)
+        if entry.get("case_id") is not None and kind != "vocab_mismatches":
+            self.failing.add(str(entry["case_id"]))
+
+    def counts(self) -> dict:
+        return {"family": self.family, "cases": self.cases, "failing_cases": len(self.failing),
+                "mismatches": len(self.mismatches), "oracle_crashes": len(self.oracle_crashes),
+                "engine_errors": len(self.engine_errors),
+                "vocab_mismatches": len(self.vocab_mismatches), "notes": list(self.notes)}
+
+
+def build(results: Iterable[ModelResult], *, meta: dict) -> dict:
+    """The report dict for a run's per-model results."""
+    results = list(results)
+    per_model = {r.model: r.counts() for r in results}
+    report = {"version": REPORT_VERSION, "meta": meta, "summary": summarize(per_model)}
+    for kind in LISTS:
+        report[kind] = [entry for r in results for entry in getattr(r, kind)]
+    return report
+
+
+def summarize(per_model: dict[str, dict]) -> dict:
+    """Totals, per-family breakdown and pass rates from per-model counts."""
+    frame = _frame(per_model)
+    totals = {k: int(frame[k].sum()) if len(frame) else 0 for k in COUNTS}
+    per_family = {}
+    if len(frame):
+        grouped = frame.groupby("family", sort=True)[list(COUNTS)].sum()
+        grouped["models"] = frame.groupby("family").size()
+        per_family = {fam: _with_rate({k: int(v) for k, v in row.items()})
+                      for fam, row in grouped.iterrows()}
+    return _with_rate({**totals, "models": len(per_model), "per_model":
+                       {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
+                       "per_family": per_family})
+
+
+def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
+    rows = [{"model": m, "family": c.get("family", "?"), **{k: int(c.get(k, 0)) for k in COUNTS}}
+            for m, c in per_model.items()]
+    return pd.DataFrame(rows, columns=["model", "family", *COUNTS])
+
+
+def _with_rate(counts: dict) -> dict:
+    cases = counts.get("cases", 0)
+    passed = max(cases - counts.get("failing_cases", 0), 0)
+    counts["passed"] = passed
+    counts["pass_rate"] = round(passed / cases, 6) if cases else None
+    return counts
+
+
+def found_anything(report: dict) -> bool:
+    """True when the report holds any mismatch, engine error, oracle crash or vocab mismatch."""
+    s = report["summary"]
+    return any(s.get(k, 0) for k in ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches"))
+
+
+def one_line(report: dict) -> str:
+    """The one-line verdict printed at the end of a run."""
+    s = report["summary"]
+    verdict = "differences found" if found_anything(report) else "all match"
+    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
+            f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
+            f"{s['oracle_crashes']} oracle crashes, {s['vocab_mismatches']} vocab mismatches")
+
+
+# --- merging --------------------------------------------------------------------------------
+
+def load(path: Path) -> dict:
+    """A report.json (or the directory holding one), checked for the fields `merge` needs."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read report {path}: {exc}") from None
+    if not isinstance(report, dict) or "per_model" not in report.get("summary", {}):
+        raise ValueError(f"{path} is not a gguf-parity report.json (no summary.per_model)")
+    return report
+
+
+def merge(reports: Iterable[dict], *, meta: dict) -> dict:
+    """One report from several; a model seen in more than one adds its counts up."""
+    per_model: dict[str, dict] = {}
+    merged = {kind: [] for kind in LISTS}
+    sources = []
+    for report in reports:
+        sources.append(report.get("meta", {}))
+        for model, counts in report["summary"]["per_model"].items():
+            _add_counts(per_model, model, counts)
+        for kind in LISTS:
+            merged[kind].extend(report.get(kind, []))
+    return {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
+            "summary": summarize(per_model), **merged}
+
+
+def _add_counts(per_model: dict, model: str, counts: dict) -> None:
+    into = per_model.setdefault(model, {"family": counts.get("family", "?"), "notes": []})
+    for key in COUNTS:
+        into[key] = into.get(key, 0) + int(counts.get(key, 0))
+    into["notes"] = into["notes"] + list(counts.get("notes", []))
+
+
+# --- writing --------------------------------------------------------------------------------
+
+def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
+    """Write `report.json` and `report.html` into `out_dir`; returns both paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = out_dir / "report.json", out_dir / "report.html"
+    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=_jsonable) + "\n",
+                         encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return json_path, html_path
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("harness", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def summary_rows(report: dict) -> tuple[list[dict], list[dict]]:
+    """Rows for the per-family and per-model tables, sorted worst first (pandas)."""
+    s = report["summary"]
+    models = pd.DataFrame([{"name": m, **c} for m, c in s["per_model"].items()])
+    families = pd.DataFrame([{"name": f, **c} for f, c in s["per_family"].items()])
+    return _rows(families), _rows(models)
+
+
+def _rows(frame: pd.DataFrame) -> list[dict]:
+    if frame.empty:
+        return []
+    frame = frame.copy()
+    frame["findings"] = frame[["mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches"]].sum(axis=1)
+    frame["pass_pct"] = frame["pass_rate"].map(lambda r: "n/a" if r is None or pd.isna(r) else f"{r:.1%}")
+    frame = frame.sort_values(["findings", "name"], ascending=[False, True])
+    return frame.to_dict("records")
+
+
+def render_html(report: dict) -> str:
+    """The report page as one self-contained HTML string."""
+    families, models = summary_rows(report)
+    entries = _entries(report)
+    categories = sorted({e["category"] for e in entries})
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        report=report, summary=report["summary"], families=families, models=models,
+        entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
+        model_names=sorted(report["summary"]["per_model"]), categories=categories,
+        verdict=one_line(report),
+    )
+
+
+def _entries(report: dict) -> list[dict]:
+    """Every finding as one display entry with a `kind` and a `category` to filter on."""
+    out = []
+    for kind, default_category in (("oracle_crashes", "oracle crash"), ("engine_errors", "engine error"),
+                                   ("mismatches", None), ("vocab_mismatches", "vocabulary")):
+        for entry in report.get(kind, []):
+            out.append(_display(entry, kind=kind, category=entry.get("category") or default_category))
+    return out
+
+
+ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "aligned": None,
+                  "detokenize": [], "crash": {}, "error": None, "add_special": None,
+                  "parse_special": None, "first_diff": None, "expected": None, "got": None,
+                  "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
+                  "got_piece_hex": "", "token": None, "field": ""}
+
+
+def _display(entry: dict, *, kind: str, category: str) -> dict:
+    """An entry with every field the template reads, and its input made visible."""
+    out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
+    if out["bytes"]:
+        out["text_visible"] = visible(bytes.fromhex(out["bytes"]))
+    else:
+        out["text_visible"] = visible(out["text"] or "")
+    return out
