@@ -1,0 +1,384 @@
+"""Synthetic GGUF vocabularies, built deterministically from the shipped ones.
+
+llama.cpp ships no RWKV or PLaMo-2 vocabulary, and only a dozen of the ~90
+`tokenizer.ggml.pre` names it accepts, so these builders derive realistic
+files from the shipped vocabularies with our GGUF writer. The same shipped
+file always gives byte-identical output (the golden records its sha256).
+
+Families of recipes (`RECIPES`, name -> `Recipe`):
+
+- ``rwkv-world``: GPT-2's tokens as raw bytes, escaped the way RWKV world
+  vocabularies are (``repr(bytes)[2:-1]``), behind a CONTROL ``<s>`` and padded
+  with UNUSED ``[PADn]`` tokens; eos 0 and the "\\n\\n" token as eot, as
+  llama.cpp's converter writes them.
+- ``plamo2``: llama-spm's pieces with ``▁`` turned back into spaces, Zipf-like
+  log-probability scores, ``<|plamo:*|>`` specials, the 256 ``<0xNN>`` byte
+  tokens and ``[PADn]`` tokens with score -1000, laid out as the converter does.
+- ``pre-<name>``: every pre-tokenizer name llama.cpp accepts, on a BPE
+  vocabulary cut down to its first `PRE_SWEEP_TOKENS` ordinary tokens (plus
+  every special one) so that ~90 goldens stay small.
+- ``model-<name>``: the other `tokenizer.ggml.model` values (``none``,
+  ``no_vocab``, ``hybriddna``, ``whitespace``, ``gemma4``, ``test``) and one
+  llama.cpp does not know.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from tokenizer import gguf, gguf_writer
+from tokenizer.attrs import TokenType
+from tokenizer.constants import Keys, ValueType
+from tokenizer.pre_names import PRE_NAMES
+
+from .models import cache_dir, resolve
+
+SYNTH_COMMAND = "python -m harness synth"
+PRE_SWEEP_TOKENS = 8192   # ordinary tokens kept in each pre-<name> vocabulary
+Meta = dict[str, object]
+Types = dict[str, tuple[ValueType, ValueType | None]]
+
+_STR_ARRAY = (ValueType.ARRAY, ValueType.STRING)
+_I32_ARRAY = (ValueType.ARRAY, ValueType.INT32)
+_F32_ARRAY = (ValueType.ARRAY, ValueType.FLOAT32)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to make one synthetic vocabulary from one shipped vocabulary."""
+
+    name: str
+    source: str
+    summary: str
+    make: Callable[[gguf.GGUFFile], tuple[Meta, Types]]
+
+
+def synthetic_dir() -> Path:
+    return cache_dir() / "synthetic"
+
+
+def synthetic_path(name: str) -> Path:
+    return synthetic_dir() / f"{name}.gguf"
+
+
+def build(name: str) -> bytes:
+    """The bytes of synthetic vocabulary `name` (`KeyError` listing known names)."""
+    recipe = recipe_for(name)
+    meta, types = recipe.make(_source(recipe.source))
+    return gguf_writer.build(meta, types=types)
+
+
+def write(name: str, directory: str | os.PathLike | None = None) -> Path:
+    """Build `name` into `directory` (default: the cache's synthetic folder); returns the path."""
+    folder = Path(directory) if directory is not None else synthetic_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.gguf"
+    data = build(name)
+    if not (path.is_file() and path.read_bytes() == data):
+        tmp = path.with_suffix(".gguf.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
+
+
+def recipe_for(name: str) -> Recipe:
+    try:
+        return RECIPES[name]
+    except KeyError:
+        raise KeyError(f"unknown synthetic vocabulary {name!r} (known: "
+                       f"{', '.join(sorted(RECIPES))})") from None
+
+
+@lru_cache(maxsize=4)
+def _source(name: str) -> gguf.GGUFFile:
+    return gguf.read(resolve(name))
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+def _general(src: gguf.GGUFFile, name: str) -> tuple[Meta, Types]:
+    """The source's non-tokenizer keys (architecture and hyper-parameters), renamed."""
+    meta = {k: v for k, v in src.metadata.items() if not k.startswith("tokenizer.")}
+    meta[Keys.NAME] = name
+    return meta, dict(src.types)
+
+
+def _tokenizer_keys(src: gguf.GGUFFile) -> Meta:
+    return {k: v for k, v in src.metadata.items() if k.startswith("tokenizer.")}
+
+
+@lru_cache(maxsize=1)
+def _gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, character -> byte."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = list(printable)
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+def gpt2_bytes(text: str) -> bytes:
+    """The raw bytes a GPT-2 byte-level token text stands for."""
+    table = _gpt2_byte_decoder()
+    return bytes(table[ch] for ch in text)
+
+
+def rwkv_escape(raw: bytes) -> str:
+    """An RWKV world token text: the body of Python's bytes literal, as the converter writes it."""
+    return repr(raw)[2:-1]
+
+
+def _pad_to(tokens: list, types: list, multiple: int, *, scores: list | None = None) -> None:
+    while len(tokens) % multiple:
+        tokens.append(f"[PAD{len(tokens)}]")
+        types.append(int(TokenType.UNUSED))
+        if scores is not None:
+            scores.append(-1000.0)
+
+
+# --- RWKV ------------------------------------------------------------------------------------
+
+def _rwkv_world(src: gguf.GGUFFile) -> tuple[Meta, Types]:
+    meta, types = _general(src, "rwkv-world")
+    tokens, kinds = ["<s>"], [int(TokenType.CONTROL)]
+    src_types = np.asarray(src.metadata[Keys.TOKEN_TYPE])
+    for text, kind in zip(src.metadata[Keys.TOKENS], src_types):
+        if kind == TokenType.NORMAL:
+            tokens.append(rwkv_escape(gpt2_bytes(text)))
+            kinds.append(int(TokenType.NORMAL))
+    _pad_to(tokens, kinds, 64)
+    meta |= {
+        Keys.MODEL: "rwkv",
+        Keys.TOKENS: tokens,
+        Keys.TOKEN_TYPE: np.asarray(kinds, dtype="<i4"),
+        Keys.BOS_ID: 0,
+        Keys.EOS_ID: 0,
+        Keys.EOT_ID: tokens.index(rwkv_escape(b"\n\n")),
+    }
+    types |= {Keys.TOKENS: _STR_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    return meta, types
+
+
+# --- PLaMo-2 ---------------------------------------------------------------------------------
+
+PLAMO2_SPECIALS = (
+    ("<|plamo:unk|>", TokenType.UNKNOWN),
+    ("<|plamo:bos|>", TokenType.CONTROL),
+    ("<|plamo:eos|>", TokenType.CONTROL),
+    ("<|plamo:pad|>", TokenType.CONTROL),
+    ("<|plamo:op|>", TokenType.CONTROL),
+)
+
+
+def _plamo2(src: gguf.GGUFFile) -> tuple[Meta, Types]:
+    meta, types = _general(src, "plamo2")
+    tokens = [text for text, _ in PLAMO2_SPECIALS] + [f"<0x{b:02X}>" for b in range(256)]
+    kinds = [int(kind) for _, kind in PLAMO2_SPECIALS] + [int(TokenType.BYTE)] * 256
+    scores = [0.0] * len(tokens)
+    src_types = np.asarray(src.metadata[Keys.TOKEN_TYPE])
+    rank = 0
+    for text, kind in zip(src.metadata[Keys.TOKENS], src_types):
+        if kind != TokenType.NORMAL:
+            continue
+        tokens.append(text.replace("\u2581", " "))
+        kinds.append(int(TokenType.NORMAL))
+        scores.append(-1.0 - math.log(rank + 1))  # Zipf: log-probability falls with rank
+        rank += 1
+    _pad_to(tokens, kinds, 128, scores=scores)
+    arch = meta.get(Keys.ARCHITECTURE)
+    if f"{arch}.vocab_size" in meta:
+        meta[f"{arch}.vocab_size"] = len(tokens)
+    meta |= {
+        Keys.MODEL: "plamo2",
+        Keys.PRE: "default",
+        Keys.TOKENS: tokens,
+        Keys.SCORES: np.asarray(scores, dtype="<f4"),
+        Keys.TOKEN_TYPE: np.asarray(kinds, dtype="<i4"),
+        Keys.BOS_ID: 1,
+        Keys.EOS_ID: 2,
+        Keys.PAD_ID: 3,
+        Keys.UNK_ID: 0,
+        Keys.EOT_ID: 4,
+        Keys.ADD_SPACE_PREFIX: False,
+    }
+    types |= {Keys.TOKENS: _STR_ARRAY, Keys.SCORES: _F32_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    return meta, types
+
+
+# --- cut-down BPE bases ----------------------------------------------------------------------
+
+_ID_KEYS = tuple(v for k, v in vars(Keys).items() if k.endswith("_ID"))
+
+
+def cut_bpe(src: gguf.GGUFFile, keep: int) -> Meta:
+    """The source's tokenizer keys with only its first `keep` ordinary tokens.
+
+    Special (non-NORMAL) tokens all stay, renumbered after the ordinary ones;
+    a merge stays when both halves and the result stay. Special-id keys follow
+    their token; one whose token is dropped is dropped too.
+    """
+    meta = _tokenizer_keys(src)
+    texts = src.metadata[Keys.TOKENS]
+    kinds = np.asarray(src.metadata[Keys.TOKEN_TYPE])
+    ordinary = [i for i in range(len(texts)) if kinds[i] == TokenType.NORMAL][:keep]
+    kept = ordinary + [i for i in range(len(texts)) if kinds[i] != TokenType.NORMAL]
+    new_id = {old: new for new, old in enumerate(kept)}
+    tokens = [texts[i] for i in kept]
+    present = set(tokens)
+    merges = [m for m in src.metadata.get(Keys.MERGES, []) if _merge_kept(m, present)]
+    meta |= {
+        Keys.TOKENS: tokens,
+        Keys.TOKEN_TYPE: np.asarray([kinds[i] for i in kept], dtype="<i4"),
+        Keys.MERGES: merges,
+    }
+    if Keys.SCORES in meta:
+        meta[Keys.SCORES] = np.asarray(src.metadata[Keys.SCORES])[kept].astype("<f4")
+    for key in _ID_KEYS:
+        if key in meta:
+            old = int(meta[key])
+            if old in new_id:
+                meta[key] = new_id[old]
+            else:
+                del meta[key]
+    return meta
+
+
+def _merge_kept(merge: str, present: set[str]) -> bool:
+    left, sep, right = merge.partition(" ")
+    return bool(sep) and left in present and right in present and left + right in present
+
+
+# --- pre-tokenizer sweep ---------------------------------------------------------------------
+
+# The shipped vocabulary each llama.cpp pre-tokenizer behaviour is put on.
+_PRE_BASES = {
+    "gpt2": "gpt-2",
+    "gemma4": "gemma-4",
+    "sarvam_moe": "gemma-4",
+    "qwen2": "qwen2",
+    "qwen35": "qwen2",
+    "llama3": "llama-bpe",
+}
+_PRE_DEFAULT_BASE = "qwen2"
+
+
+def pre_base(pre_name: str) -> str:
+    """The shipped vocabulary that `pre-<pre_name>` is built on."""
+    behaviour = PRE_NAMES[pre_name][0]
+    return _PRE_BASES.get(behaviour, _PRE_DEFAULT_BASE)
+
+
+def _pre_recipe(pre_name: str) -> Recipe:
+    base = pre_base(pre_name)
+
+    def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
+        meta, types = _general(src, f"pre-{pre_name}")
+        meta |= cut_bpe(src, PRE_SWEEP_TOKENS) | {Keys.MODEL: "gpt2", Keys.PRE: pre_name}
+        return meta, types | {Keys.MERGES: _STR_ARRAY}
+
+    return Recipe(f"pre-{pre_name}", base,
+                  f"pre-tokenizer {pre_name!r} on {base} (first {PRE_SWEEP_TOKENS} tokens)", make)
+
+
+# --- other model names -----------------------------------------------------------------------
+
+def _model_recipe(model: str, source: str, summary: str,
+                  extra: Callable[[gguf.GGUFFile, Meta], None] | None = None) -> Recipe:
+    def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
+        meta, types = _general(src, f"model-{model}")
+        meta |= cut_bpe(src, PRE_SWEEP_TOKENS) | {Keys.MODEL: model}
+        if extra is not None:
+            extra(src, meta)
+        return meta, types | {Keys.MERGES: _STR_ARRAY}
+
+    return Recipe(f"model-{model}", source, summary, make)
+
+
+def _no_vocab(model: str) -> Recipe:
+    def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
+        meta, types = _general(src, f"model-{model}")
+        meta[Keys.MODEL] = model
+        return meta, types
+
+    return Recipe(f"model-{model}", "gpt-2", f"tokenizer model {model!r}: no vocabulary", make)
+
+
+DNA_MARKER = "\ue000"   # llama.cpp's suffix that keeps k-mer texts apart from BPE tokens
+
+
+def _add_dna(src: gguf.GGUFFile, meta: Meta) -> None:
+    """Append <dna>, </dna>, <oov> and every 6-mer of ACGT (with the marker)."""
+    kmers = [""]
+    for _ in range(6):
+        kmers = [k + c for k in kmers for c in "ACGT"]
+    added = ["<dna>", "</dna>", "<oov>"] + [k + DNA_MARKER for k in kmers]
+    kinds = [int(TokenType.USER_DEFINED)] * 3 + [int(TokenType.NORMAL)] * len(kmers)
+    meta[Keys.TOKENS] = list(meta[Keys.TOKENS]) + added
+    meta[Keys.TOKEN_TYPE] = np.concatenate([meta[Keys.TOKEN_TYPE], np.asarray(kinds, "<i4")])
+
+
+def _set(**values) -> Callable[[gguf.GGUFFile, Meta], None]:
+    keyed = {getattr(Keys, k.upper()): v for k, v in values.items()}
+    return lambda src, meta: meta.update(keyed)
+
+
+def _model_recipes() -> list[Recipe]:
+    return [
+        _no_vocab("none"),
+        _no_vocab("no_vocab"),
+        _model_recipe("hybriddna", "gpt-2", "BPE with DNA k-mers inside <dna>...</dna>",
+                      lambda src, meta: (_add_dna(src, meta), meta.update({Keys.PRE: "gpt-2"}))),
+        _model_recipe("whitespace", "gpt-2", "BPE over whitespace-separated words",
+                      _set(pre="whitespace")),
+        _model_recipe("gemma4", "gemma-4", "model gemma4 forces pre gemma4 over the file's pre",
+                      _set(pre="qwen2")),
+        _model_recipe("test", "gpt-2", "llama.cpp's hashing test tokenizer"),
+        _model_recipe("bogus", "gpt-2", "a tokenizer model llama.cpp does not know"),
+    ]
+
+
+def _all_recipes() -> dict[str, Recipe]:
+    recipes = [
+        Recipe("rwkv-world", "gpt-2", "RWKV world layout over GPT-2's byte tokens", _rwkv_world),
+        Recipe("plamo2", "llama-spm", "PLaMo-2 layout over llama-spm's pieces", _plamo2),
+        *(_pre_recipe(name) for name in sorted(PRE_NAMES)),
+        *_model_recipes(),
+    ]
+    table: dict[str, Recipe] = {}
+    for recipe in recipes:
+        if recipe.name in table:
+            raise ValueError(f"synthetic vocabulary {recipe.name!r} defined twice")
+        table[recipe.name] = recipe
+    return table
+
+
+RECIPES: dict[str, Recipe] = _all_recipes()
+
+
+def names(prefix: str = "") -> list[str]:
+    """Synthetic vocabulary names (starting with `prefix`), sorted."""
+    return sorted(n for n in RECIPES if n.startswith(prefix))
+
+
+def pre_sweep_names() -> list[str]:
+    return names("pre-")
+
+
+def model_name_files() -> list[str]:
+    return names("model-")
+
+
+def sources(selected: Sequence[str]) -> list[str]:
+    """The shipped vocabularies the selected recipes read."""
+    return sorted({recipe_for(n).source for n in selected})
