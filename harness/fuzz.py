@@ -224,25 +224,33 @@ class VocabView:
         printer.text(repr(self))
 
 
-def vocab_view(api, *, name: str, max_pieces: int = 4000) -> VocabView:
-    """A `VocabView` of any object with the Tokenizer API (the engine or the oracle)."""
-    pieces, specials, has_bytes = [], [], False
-    n = api.n_tokens
-    stride = max(n // max_pieces, 1)
-    for token in range(n):
-        attr = api.token_attr(token)
+def vocab_view(*, name: str, texts, attrs, pieces, max_pieces: int = 4000) -> VocabView:
+    """A `VocabView` from parallel per-token lists: GGUF texts, llama_token_attr bits, pieces.
+
+    Normal tokens are sampled evenly down to `max_pieces` so a 256k vocabulary
+    stays cheap; every control and user-defined token text is kept (up to 2000).
+    """
+    kept, specials, has_bytes = [], [], False
+    stride = max(len(texts) // max_pieces, 1)
+    for token, (text, attr) in enumerate(zip(texts, attrs)):
         if attr & (ATTR_CONTROL | ATTR_USER_DEFINED):
-            text = api.token_text(token).decode("utf-8", "surrogateescape")
             if text:
-                specials.append(text)
+                specials.append(text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else text)
         elif attr & ATTR_BYTE:
             has_bytes = True
-        elif token % stride == 0:
-            piece = api.token_to_piece(token, special=False)
-            if piece:
-                pieces.append(piece)
-    return VocabView(name=name, pieces=tuple(pieces), specials=tuple(specials[:2000]),
+        elif token % stride == 0 and token < len(pieces) and pieces[token]:
+            kept.append(bytes(pieces[token]))
+    return VocabView(name=name, pieces=tuple(kept), specials=tuple(specials[:2000]),
                      byte_fallback=has_bytes)
+
+
+def vocab_view_of(api, *, name: str, max_pieces: int = 4000) -> VocabView:
+    """A `VocabView` of any object with the Tokenizer API (the engine or the oracle)."""
+    n = api.n_tokens
+    return vocab_view(name=name, texts=[api.token_text(t) for t in range(n)],
+                      attrs=[api.token_attr(t) for t in range(n)],
+                      pieces=[api.token_to_piece(t, special=False) for t in range(n)],
+                      max_pieces=max_pieces)
 
 
 @st.composite

@@ -242,3 +242,12 @@ def _display(entry: dict, *, kind: str, category: str) -> dict:
     else:
         out["text_visible"] = visible(out["text"] or "")
     return out
+
+
+def versions() -> dict:
+    """llama-cpp-python's version (the llama.cpp pin) for the report's meta block."""
+    from importlib import metadata
+    try:
+        return {"llama_cpp_python": metadata.version("llama_cpp_python")}
+    except metadata.PackageNotFoundError:
+        return {"llama_cpp_python": None}

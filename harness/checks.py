@@ -1,0 +1,149 @@
+"""One vocabulary under test: its engine, its reference token table, and how a case is judged.
+
+A `Subject` holds what every comparison of one model needs. `findings()` turns
+a reference record (llama.cpp's, live or golden) and the engine's outcome for
+one case into a list of `(kind, entry)` findings, kinds as in
+`harness.report.LISTS`; it has no side effects, so the fuzzer can call it on
+every example and only keep the minimal failure.
+"""
+
+from __future__ import annotations
+
+import shlex
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .compare import TokenTable, diff_encoding
+from .evaluate import evaluate_case, field_bytes, unpack_array
+
+ERROR_TAIL = 1200
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A model under test: display name, how it was named, the engine and both sides' tables."""
+
+    name: str
+    arg: str
+    path: Path
+    engine: Any
+    table: TokenTable
+    engine_table: TokenTable
+    command: Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """An engine that raised on a case: the exception, one line, plus the traceback tail."""
+
+    error: str
+    traceback: str
+
+
+def run_engine(engine, case: dict) -> dict | EngineError:
+    """`evaluate_case` on the engine; any exception becomes an `EngineError` value."""
+    try:
+        return evaluate_case(engine, case)
+    except Exception as exc:  # noqa: BLE001 - an engine error is a finding, not a harness failure
+        return EngineError(f"{type(exc).__name__}: {exc}", traceback.format_exc()[-ERROR_TAIL:])
+
+
+def case_fields(case: dict, subject: Subject) -> dict:
+    """The fields every finding about `case` carries."""
+    return {"case_id": case["id"], "text": case.get("text", ""), "bytes": case.get("bytes"),
+            "command": subject.command(case["id"])}
+
+
+def detok_map(encoding: dict) -> dict[tuple[bool, bool], bytes]:
+    return {(d["remove_special"], d["unparse_special"]): field_bytes(d)
+            for d in encoding.get("detokenize", [])}
+
+
+def findings(subject: Subject, case: dict, expected: dict | None, got: dict | EngineError,
+             *, crash: dict | None = None) -> list[tuple[str, dict]]:
+    """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`."""
+    base = case_fields(case, subject)
+    if crash is not None:
+        return [("oracle_crashes", {**base, "crash": crash})]
+    if isinstance(got, EngineError):
+        return [("engine_errors", {**base, "error": got.error, "traceback": got.traceback})]
+    out = []
+    for exp, eng in zip(expected["encode"], got["encode"]):
+        found = diff_encoding(exp["ids"], eng["ids"], subject.table, got_table=subject.engine_table,
+                              expected_detok=detok_map(exp), got_detok=detok_map(eng))
+        if found:
+            out.append(("mismatches", {**base, "add_special": exp["add_special"],
+                                       "parse_special": exp["parse_special"], **found}))
+    return out
+
+
+# --- token tables -----------------------------------------------------------------------------
+
+def gguf_texts(path: Path) -> list[bytes]:
+    """Every token's exact text from the GGUF file (what llama_vocab_get_text returns)."""
+    from tokenizer import gguf
+    tokens = gguf.read(path).metadata.get("tokenizer.ggml.tokens") or []
+    return [gguf.as_bytes(t) for t in tokens]
+
+
+def reference_table(texts: list[bytes], vocab: dict, pieces: list[bytes] | None) -> TokenTable:
+    """llama.cpp's side: GGUF texts, the attrs from its vocab record, its pieces if known."""
+    attrs = unpack_array(vocab["attrs"], "<i4").tolist() if "attrs" in vocab else []
+    specials = vocab.get("specials", {})
+    edges = frozenset(v for k, v in specials.items() if k in ("bos", "eos", "sep") and v is not None)
+    return TokenTable(texts=texts, attrs=attrs, pieces=pieces or texts, edge_ids=edges)
+
+
+def engine_table(engine, fallback: TokenTable) -> TokenTable:
+    """The engine's own view of its tokens, or the reference's when the engine cannot say."""
+    if engine is None:
+        return fallback
+    try:
+        n = int(engine.n_tokens)
+        texts = [bytes(engine.token_text(t)) for t in range(n)]
+        attrs = [int(engine.token_attr(t)) for t in range(n)]
+        pieces = [bytes(engine.token_to_piece(t, special=True)) for t in range(n)]
+    except Exception:  # noqa: BLE001 - display only; the vocabulary diff reports the real problem
+        return fallback
+    return TokenTable(texts=texts, attrs=attrs, pieces=pieces, edge_ids=fallback.edge_ids)
+
+
+def reproduce_command(*, arg: str, engine: str | None, cases_file: Path) -> Callable[[str], str]:
+    """A function case_id -> the shell command that re-runs exactly that case."""
+    parts = ["python", "-m", "harness", "run", "--model", arg, "--corpus", str(cases_file),
+             "--no-default-corpora"]
+    if engine:
+        parts += ["--engine", engine]
+    prefix = shlex.join(parts)
+    return lambda case_id: f"{prefix} --case {shlex.quote(case_id)}"
+
+
+def vocab_findings(subject: Subject, expected: dict, got: dict | EngineError) -> list[tuple[str, dict]]:
+    """Vocabulary differences (flags, special ids, per-token text/score/attr/pieces) as findings."""
+    from .evaluate import diff_vocab
+    if isinstance(got, EngineError):
+        return [("engine_errors", {"case_id": "<vocab>", "text": "", "error": got.error,
+                                   "traceback": got.traceback, "command": None})]
+    rows = diff_vocab(expected, got)
+    return [("vocab_mismatches", _vocab_entry(subject, row, expected, got)) for row in rows]
+
+
+def _vocab_entry(subject: Subject, row: dict, expected: dict, got: dict) -> dict:
+    token = row.get("token")
+    entry = {"field": row["field"], "token": token, "category": "vocabulary"}
+    if token is None:
+        entry.update(token=row.get("block"), expected=row["expected"], got=row["got"])
+        return entry
+    entry["expected"] = _token_side(subject.table, expected, token, row["expected"])
+    entry["got"] = _token_side(subject.engine_table, got, token, row["got"])
+    return entry
+
+
+def _token_side(table: TokenTable, vocab: dict, token: int, value) -> dict:
+    from .compare import visible
+    scores = unpack_array(vocab["scores"], "<f4")
+    return {"text": visible(table.text(token)), "score": float(scores[token]) if token < len(scores) else None,
+            "attr": table.attr(token), "value": value}

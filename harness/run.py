@@ -1,0 +1,264 @@
+"""The engine of `python -m harness run`: engine against live llama.cpp, corpora then fuzz.
+
+For each model: load the engine (`--engine`, ours by default) and llama.cpp
+(`harness.live.OracleSession`, crash-isolated, `--jobs` of them); compare the
+vocabularies; compare every corpus case under the four add_special x
+parse_special flags with their detokenizations; then let Hypothesis generate
+`fuzz` inputs (`harness.fuzz.fuzz_inputs`), checking each live and shrinking
+the first failure to a minimal input. Every failing case is written to
+`<report>/cases/<model>.jsonl` (the reproduce command replays it), and fuzz
+failures also to `corpora/found/<model>.jsonl`, which later runs include.
+
+An engine that raises on a case is an engine error for that case; llama.cpp
+dying on a case is an oracle crash for that case; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Queue
+
+from . import fuzz
+from .checks import (EngineError, Subject, engine_table, findings, gguf_texts, reference_table,
+                     reproduce_command, run_engine, vocab_findings)
+from .corpus import CorpusError, default_corpora, load_corpus
+from .engines import describe, load_engine
+from .evaluate import vocab_record
+from .families import family_of
+from .hunt import hunt
+from .live import OracleCrash, OracleError, OracleSession
+from .models import SetupError, resolve, short_name
+from .progress import Progress
+from .report import ModelResult
+
+FOUND_DIR = fuzz.project_root() / "corpora" / "found"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything `run` was asked to do; built by `harness.commands.run` from the CLI."""
+
+    models: tuple[str, ...]
+    report_dir: Path
+    corpora: tuple[Path, ...] = ()
+    default_corpora: bool = True
+    case_ids: tuple[str, ...] = ()
+    fuzz: int = 0
+    seed: int | None = None
+    engine: str | None = None
+    jobs: int = 1
+    timeout: float = 60.0
+    found_dir: Path | None = FOUND_DIR
+    quiet: bool = False
+    meta: dict = field(default_factory=dict)
+
+
+def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
+    """Default corpora, --corpus files and this model's found corpus, ids made unique."""
+    cases: list[dict] = []
+    try:
+        if config.default_corpora:
+            cases += default_corpora(path)
+        for corpus in config.corpora:
+            cases += _tagged(load_corpus(corpus), corpus)
+        found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
+        if config.default_corpora and found and found.is_file():
+            cases += _tagged(load_corpus(found), found)
+    except CorpusError as exc:
+        raise SetupError(str(exc)) from None
+    cases = _unique(cases)
+    if config.case_ids:
+        cases = [c for c in cases if c["id"] in config.case_ids]
+    return cases
+
+
+def _tagged(cases: list[dict], path: Path) -> list[dict]:
+    return [{**c, "source": path.stem} for c in cases]
+
+
+def _unique(cases: list[dict]) -> list[dict]:
+    """Drop exact repeats; rename a clashing id by prefixing its corpus name."""
+    seen: dict[str, dict] = {}
+    for case in cases:
+        key = case["id"]
+        if key in seen and seen[key].get("text") == case.get("text") and seen[key].get("bytes") == case.get("bytes"):
+            continue
+        if key in seen:
+            key = f"{case.get('source', 'corpus')}:{key}"
+        seen[key] = {k: v for k, v in case.items() if k != "source"} | {"id": key}
+    return list(seen.values())
+
+
+class OraclePool:
+    """`jobs` oracle sessions for one model, shared by worker threads."""
+
+    def __init__(self, path: Path, *, jobs: int, timeout: float) -> None:
+        self.sessions = [OracleSession(path, timeout=timeout) for _ in range(max(jobs, 1))]
+        self._free: Queue = Queue()
+        for session in self.sessions:
+            self._free.put(session)
+        self.executor = ThreadPoolExecutor(max_workers=len(self.sessions))
+
+    def evaluate(self, case: dict) -> tuple[dict | None, dict | None]:
+        """(record, None) or (None, crash dict)."""
+        session = self._free.get()
+        try:
+            return session.evaluate(case), None
+        except OracleCrash as crash:
+            return None, crash.as_dict()
+        except OracleError as exc:
+            return None, {"reason": "llama.cpp error", "stderr": str(exc)}
+        finally:
+            self._free.put(session)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+        for session in self.sessions:
+            session.close()
+
+
+def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
+    """Everything `run` checks on one vocabulary, as a `ModelResult`."""
+    path = resolve(arg)
+    name = short_name(path)
+    result = ModelResult(name, family_of(name))
+    engine = _load_engine(factory, path, result)
+    cases = gather_cases(path, name, config)
+    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
+    try:
+        subject = _prepare(pool, path, name, arg, engine, config, result)
+        if subject is None:
+            return result
+        with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
+            _check_cases(subject, pool, cases, result, bar)
+            if config.fuzz and engine is not None:
+                _fuzz(subject, pool.sessions[0], config, result, bar)
+    finally:
+        pool.close()
+    _save_failing(result, cases, config)
+    return result
+
+
+def _load_engine(factory, path: Path, result: ModelResult):
+    try:
+        return factory(path)
+    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding
+        result.add("engine_errors", {"case_id": "<load>", "text": "", "error": f"{type(exc).__name__}: {exc}",
+                                     "command": None, "category": "engine error"})
+        result.notes.append(f"engine failed to load: {type(exc).__name__}")
+        return None
+
+
+def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: RunConfig,
+             result: ModelResult) -> Subject | None:
+    """llama.cpp's vocabulary and tables, the vocab diff; None when llama.cpp cannot load it."""
+    oracle = pool.sessions[0]
+    try:
+        vocab = oracle.call("vocab")
+        pieces = oracle.call("pieces")
+    except (OracleCrash, OracleError) as exc:
+        crash = exc.as_dict() if isinstance(exc, OracleCrash) else {"reason": str(exc), "stderr": ""}
+        result.add("oracle_crashes", {"case_id": "<load>", "text": "", "crash": crash, "command": None})
+        result.notes.append("llama.cpp could not load the vocabulary")
+        return None
+    if result.family == "other":
+        result.family = vocab.get("vocab_type", "other")
+    table = reference_table(gguf_texts(path), vocab, pieces)
+    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
+    subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
+                      engine_table=engine_table(engine, table),
+                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
+    if engine is not None:
+        got = _engine_vocab(engine)
+        for kind, entry in vocab_findings(subject, vocab, got):
+            result.add(kind, entry)
+    return subject
+
+
+def _engine_vocab(engine) -> dict | EngineError:
+    try:
+        return vocab_record(engine)
+    except Exception as exc:  # noqa: BLE001
+        return EngineError(f"{type(exc).__name__}: {exc}", "")
+
+
+def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: ModelResult,
+                 bar: Progress) -> None:
+    futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
+    for case, future in zip(cases, futures):
+        got = run_engine(subject.engine, case) if subject.engine is not None else None
+        expected, crash = future.result()
+        result.cases += 1
+        if got is not None or crash is not None:
+            for kind, entry in findings(subject, case, expected, got, crash=crash):
+                result.add(kind, entry)
+        bar.advance(note=f"{len(result.failing)} failing")
+
+
+def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
+          bar: Progress) -> None:
+    view = fuzz.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+                           pieces=subject.table.pieces)
+
+    def judge(case: dict) -> list[tuple[str, dict]]:
+        try:
+            expected, crash = session.evaluate(case), None
+        except OracleCrash as exc:
+            expected, crash = None, exc.as_dict()
+        except OracleError as exc:
+            expected, crash = None, {"reason": "llama.cpp error", "stderr": str(exc)}
+        return findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)
+
+    outcome = hunt(fuzz.fuzz_inputs(view), judge, n=config.fuzz, seed=config.seed, key=subject.name,
+                   on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
+    result.cases += outcome.generated
+    if outcome.case is not None:
+        for kind, entry in outcome.findings:
+            result.add(kind, {**entry, "fuzz": True})
+        result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")
+        _append_found(config, subject.name, outcome.case)
+
+
+def _append_found(config: RunConfig, name: str, case: dict) -> None:
+    if config.found_dir is None:
+        return
+    path = config.found_dir / f"{name}.jsonl"
+    known = {c["id"] for c in load_corpus(path)} if path.is_file() else set()
+    if case["id"] in known:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(case, ensure_ascii=False) + "\n")
+
+
+def _save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
+    """The failing cases as a corpus file, so each reproduce command finds its input."""
+    failing = [c for c in cases if c["id"] in result.failing]
+    extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
+             if e.get("fuzz")}
+    failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
+                for i, e in extra.items()]
+    if not failing:
+        return
+    path = config.report_dir / "cases" / f"{result.model}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = {c["id"]: json.dumps({k: c[k] for k in ("id", "text", "bytes") if k in c}, ensure_ascii=False)
+             for c in failing}
+    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")
+
+
+def run(config: RunConfig) -> list[ModelResult]:
+    """Check every model of `config`; a `SetupError` for a bad name, path or corpus."""
+    factory = load_engine(config.engine)
+    for arg in config.models:
+        resolve(arg)  # fail fast on a bad name before any work
+    results = []
+    for arg in config.models:
+        if not config.quiet:
+            print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)
+        results.append(check_model(arg, config, factory))
+    return results
