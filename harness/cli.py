@@ -16,6 +16,7 @@ from .models import SetupError
 COMMANDS = {
     "fetch": "fetch",
     "inspect": "inspect",
+    "run": "run",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
