@@ -1,0 +1,137 @@
+"""Record golden files: llama.cpp's tokenizer behaviour on each vocabulary, as JSON.
+
+For each model (default: the 19 shipped vocabularies) the oracle runs in
+worker processes on the default corpora (the model's own .inp vectors, our
+edge-case and prose corpora, cases built from its special and user-defined
+tokens) or on the --corpus files given, and writes <out>/<gguf stem>.json.
+A case on which llama.cpp crashes is recorded as an oracle-crash finding and
+the run goes on.  Exit status 1 when any crash was recorded.
+
+    python -m harness record --model llama-spm --jobs 2
+    python -m harness record --model path/to/synthetic.gguf --out golden/
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+from .. import golden as goldens
+from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
+from ..models import SHIPPED, SetupError, resolve
+from ..workers import DEFAULT_TIMEOUT, LoadFailure, inspect_model, run_cases
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", action="append", metavar="NAME|PATH",
+                        help="a shipped vocabulary name or a .gguf path (repeatable; default: all shipped)")
+    parser.add_argument("--corpus", action="append", type=Path, metavar="FILE",
+                        help="a .jsonl or .inp corpus to use instead of the defaults (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="oracle worker processes")
+    parser.add_argument("--out", type=Path, default=goldens.GOLDEN_DIR, metavar="DIR",
+                        help="where golden files go (default: golden/)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="seconds before a hanging case counts as an oracle crash")
+    parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise SetupError("--jobs must be at least 1")
+    paths = [resolve(m) for m in (args.model or SHIPPED)]
+    extra = _load_corpora(args.corpus) if args.corpus else None
+    crashes = 0
+    for path in paths:
+        cases = unique_ids(extra + vocab_cases(path)) if extra is not None else default_corpora(path)
+        golden = record_model(path, cases, jobs=args.jobs, timeout=args.timeout, verbose=args.verbose)
+        target = goldens.write_golden(goldens.golden_path(args.out, path), golden)
+        found = count_crashes(golden)
+        crashes += found
+        print(f"{path.name}: {len(golden['cases'])} cases, {found} oracle crash(es)"
+              f" -> {target} ({target.stat().st_size / 1024:.0f} KiB)")
+    if crashes:
+        print(f"recorded {crashes} oracle crash finding(s); see the \"crash\" records in the golden files")
+        return 1
+    return 0
+
+
+def _load_corpora(files: list[Path]) -> list[dict]:
+    cases = []
+    for file in files:
+        try:
+            cases += [{**c, "id": f"{file.stem}-{c['id']}"} for c in load_corpus(file)]
+        except CorpusError as exc:
+            raise SetupError(str(exc)) from None
+    return cases
+
+
+def count_crashes(golden: dict) -> int:
+    """Oracle-crash findings in a golden: crashed cases, plus a crashed load or vocabulary read."""
+    return sum("crash" in c for c in golden["cases"]) + bool((golden.get("load_error") or {}).get("crash"))
+
+
+def record_model(path: Path, cases: list[dict], *, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT,
+                 verbose: bool = False) -> dict:
+    """The golden dict for one GGUF file: header, vocabulary record and case records."""
+    gguf = file_info(path)
+    try:
+        info = inspect_model(path, verbose=verbose)
+    except LoadFailure as exc:
+        error = {"message": exc.message, **({"crash": exc.crash} if exc.crash else {})}
+        return goldens.new_golden(gguf=gguf, llama=_build_info(), tokenizer={"meta": {}},
+                                  vocab=None, cases=[], load_error=error)
+    progress = Progress(path.name, len(cases))
+    results = run_cases(path, cases, jobs=jobs, timeout=timeout, progress=progress, verbose=verbose)
+    progress.close()
+    load_error = {"message": "reading the vocabulary crashed", "crash": info["vocab_crash"]} \
+        if info.get("vocab_crash") else None
+    return goldens.new_golden(gguf=gguf, llama=info["llama"] or _build_info(),
+                              tokenizer=info["tokenizer"] or {"meta": {}}, vocab=info["vocab"],
+                              cases=results, load_error=load_error)
+
+
+def _build_info() -> dict:
+    from ..oracle import build_info
+
+    return build_info()
+
+
+def file_info(path: Path) -> dict:
+    """Name, sha256 and size of a GGUF file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"file": path.name, "sha256": digest.hexdigest(), "size": path.stat().st_size}
+
+
+class Progress:
+    """A one-line bar on a terminal; a plain line every 10% otherwise (to stderr)."""
+
+    def __init__(self, label: str, total: int, *, stream=None) -> None:
+        self.label, self.total = label, total
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.started = time.monotonic()
+        self._last_tenth = -1
+
+    def __call__(self, done: int, total: int, case_id: str) -> None:
+        if self.tty:
+            width = 30
+            filled = width * done // max(total, 1)
+            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                              f"{done}/{total} {case_id[:30]:<30}")
+            self.stream.flush()
+            return
+        tenth = 10 * done // max(total, 1)
+        if tenth != self._last_tenth:
+            self._last_tenth = tenth
+            print(f"{self.label}: {done}/{total} cases", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write(f"\r{' ' * 100}\r")
+            self.stream.flush()

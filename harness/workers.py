@@ -1,0 +1,370 @@
+"""Crash isolation: llama.cpp runs in worker processes, so an abort becomes a finding.
+
+llama.cpp aborts (GGML_ASSERT, an uncaught C++ exception) or could hang on some
+inputs.  Every oracle call here runs in a subprocess (`python -m
+harness.workers --serve MODEL`) that loads the model once and answers
+JSON-line requests.  When a worker dies or passes its timeout the case becomes
+an **oracle-crash record**, the worker is restarted and the run goes on:
+
+    {"id": ..., "text"|"bytes": ..., "crash": {"kind": "signal", "signal": "SIGABRT",
+     "exit": -6, "stderr": "llama-vocab.cpp:4183: GGML_ASSERT(...) failed",
+     "call": "tokenize(add_special=False, parse_special=False)"}}
+
+`kind` is "signal" (killed by a signal), "exit" (exited), "timeout" (killed
+after `timeout` seconds) or "error" (llama-cpp-python raised; the message is
+in `stderr`).  `stderr` keeps only llama.cpp's assert/abort/exception lines
+with build paths cut to file names, so a crash record is deterministic.
+
+API: `run_cases(model, cases, *, jobs, timeout, progress)` and
+`record_vocab(model)` / `inspect_model(model)`.  A model llama.cpp refuses to
+load raises `LoadFailure` (with `.crash` set when loading itself crashed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 60.0
+LOAD_TIMEOUT = 300.0
+VOCAB_TIMEOUT = 900.0
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Lines of a dying worker's stderr worth keeping; everything else (backtraces) varies.
+_KEEP = re.compile(r"GGML_ASSERT|GGML_ABORT|terminate called|what\(\)|error|Error|fatal")
+_PATH = re.compile(r"(?:[^\s:]*/)([^/\s:]+\.(?:cpp|cc|c|h|hpp))")
+
+Progress = Callable[[int, int, str], None]
+
+
+class LoadFailure(RuntimeError):
+    """llama.cpp could not load the model: `.message`, and `.crash` if loading crashed."""
+
+    def __init__(self, message: str, crash: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.crash = crash
+
+
+# -- the parent side --------------------------------------------------------------
+
+class Worker:
+    """One `--serve` subprocess, its stderr in a temporary file, its replies in a queue."""
+
+    def __init__(self, model: str | os.PathLike, *, verbose: bool = False) -> None:
+        self.model = Path(model)
+        self._stderr = tempfile.TemporaryFile()
+        path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
+        argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model)]
+        if verbose:
+            argv.append("--verbose")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, env=env, cwd=PROJECT_ROOT)
+        self._buffer = b""
+        self.messages: deque[dict] = deque()
+        self.eof = False
+        self.task: tuple[int, dict] | None = None
+        self.deadline = time.monotonic() + LOAD_TIMEOUT
+        self.step: str | None = None
+        self._stderr_at = 0
+
+    def start(self) -> None:
+        """Wait for the model to load; raise `LoadFailure` if it does not."""
+        message = self.wait(self.deadline)
+        if message is not None and "ready" in message:
+            return
+        if message is not None and "load_error" in message:
+            self.close()
+            raise LoadFailure(message["load_error"])
+        crash = self.crash_record(timeout=LOAD_TIMEOUT)
+        self.close()
+        raise LoadFailure(f"loading {self.model.name} crashed: {_describe(crash)}", crash)
+
+    def send(self, request: dict, *, timeout: float) -> None:
+        """Start a request; its reply (or the worker's death) is awaited with `wait`/`pump`."""
+        self._stderr_at = self._stderr.seek(0, os.SEEK_END)
+        self.step = None
+        self.deadline = time.monotonic() + timeout
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+
+    @property
+    def fd(self) -> int:
+        return self.proc.stdout.fileno()
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Read what the worker has sent, waiting up to `timeout` for the first bytes."""
+        if self.eof or not select.select([self.fd], [], [], max(timeout, 0.0))[0]:
+            return
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.eof = True
+            return
+        *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            if "step" in message:
+                self.step = message["step"]
+            else:
+                self.messages.append(message)
+
+    def wait(self, deadline: float) -> dict | None:
+        """The next reply, or None if the worker died (`eof`) or the deadline passed."""
+        while not self.messages and not self.eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.pump(remaining)
+        return self.messages.popleft() if self.messages else None
+
+    def crash_record(self, *, timeout: float) -> dict:
+        """Why the worker stopped answering: a signal, an exit status or a timeout; its stderr."""
+        timed_out = not self.eof
+        if timed_out:
+            self.kill()
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        kind = "timeout" if timed_out else ("signal" if code < 0 else "exit")
+        record = {"kind": kind, "signal": _signal_name(code), "exit": code,
+                  "stderr": self._stderr_tail(), "call": self.step}
+        if timed_out:
+            record["timeout"] = float(timeout)
+        return record
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(self._stderr_at)
+        return clean_stderr(self._stderr.read().decode("utf-8", "replace"))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        """Stop the worker (EOF on its stdin, then kill if it lingers)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _signal_name(code: int) -> str | None:
+    if code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"SIG{-code}"
+
+
+def clean_stderr(text: str) -> str:
+    """The deterministic part of a crash's stderr: assert/abort/exception lines, paths cut."""
+    lines = [_PATH.sub(r"\1", line.strip()) for line in text.splitlines() if _KEEP.search(line)]
+    if not lines:
+        lines = [line.strip() for line in text.splitlines() if line.strip()][-3:]
+    return "\n".join(lines)[:2000]
+
+
+def _describe(crash: dict) -> str:
+    what = crash["signal"] or f"exit {crash['exit']}"
+    return f"{crash['kind']} {what}" + (f": {crash['stderr']}" if crash["stderr"] else "")
+
+
+def crash_case(case: dict, crash: dict) -> dict:
+    """An oracle-crash record for `case`."""
+    return {**{k: case[k] for k in ("id", "text", "bytes") if k in case}, "crash": crash}
+
+
+def error_crash(message: str, call: str | None) -> dict:
+    """The crash record of a Python-level error inside the worker (the worker survives)."""
+    return {"kind": "error", "signal": None, "exit": None, "stderr": message, "call": call}
+
+
+def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
+              timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None,
+              verbose: bool = False) -> list[dict]:
+    """`evaluate_case` on llama.cpp for every case, in `jobs` workers; results in case order.
+
+    A case whose worker dies or hangs past `timeout` seconds becomes a crash
+    record (see the module docstring); its worker is replaced and the run
+    continues.  `progress(done, total, case_id)` is called after each case.
+    """
+    results: list[dict | None] = [None] * len(cases)
+    pending = deque(enumerate(cases))
+    workers = [_started(model, verbose) for _ in range(max(1, min(jobs, len(cases))))]
+    done = 0
+    try:
+        while pending or any(w.task for w in workers):
+            for w in workers:
+                if w.task is None and pending:
+                    w.task = pending.popleft()
+                    w.send({"op": "case", "case": w.task[1]}, timeout=timeout)
+            _await_any([w for w in workers if w.task])
+            for i, w in enumerate(workers):
+                outcome = _outcome(w, timeout) if w.task else None
+                if outcome is None:
+                    continue
+                index, case = w.task
+                results[index] = outcome
+                w.task = None
+                if "crash" in outcome and outcome["crash"]["kind"] != "error":
+                    w.close()
+                    workers[i] = _started(model, verbose)
+                done += 1
+                if progress:
+                    progress(done, len(cases), case["id"])
+    finally:
+        for w in workers:
+            w.close()
+    return results
+
+
+def _started(model, verbose: bool) -> Worker:
+    worker = Worker(model, verbose=verbose)
+    worker.start()
+    return worker
+
+
+def _await_any(busy: list[Worker]) -> None:
+    """Block until a busy worker has news or the earliest deadline passes; read what came."""
+    if not any(w.messages or w.eof for w in busy):
+        wait = min(w.deadline for w in busy) - time.monotonic()
+        select.select([w.fd for w in busy], [], [], max(wait, 0.0))
+    for w in busy:
+        w.pump(0.0)
+
+
+def _outcome(worker: Worker, timeout: float) -> dict | None:
+    """The finished task's record, or None while it is still running."""
+    index, case = worker.task
+    if worker.messages:
+        message = worker.messages.popleft()
+        if "error" in message:
+            return crash_case(case, error_crash(message["error"], worker.step))
+        return message["result"]
+    if worker.eof or time.monotonic() >= worker.deadline:
+        return crash_case(case, worker.crash_record(timeout=timeout))
+    return None
+
+
+def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
+                  verbose: bool = False) -> dict:
+    """`{"llama", "tokenizer", "vocab"}` from llama.cpp, in a worker.
+
+    Raises `LoadFailure` if the model does not load; a crash or hang while
+    reading the vocabulary gives `{"vocab": None, "vocab_crash": {...}}`.
+    """
+    worker = _started(model, verbose)
+    try:
+        worker.send({"op": "inspect"}, timeout=timeout)
+        message = worker.wait(worker.deadline)
+        if message is not None and "result" in message:
+            return message["result"]
+        crash = (worker.crash_record(timeout=timeout) if message is None
+                 else error_crash(message["error"], worker.step))
+        return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
+    finally:
+        worker.close()
+
+
+def record_vocab(model: str | os.PathLike, **options) -> dict | None:
+    """`harness.evaluate.vocab_record` of llama.cpp for `model`, isolated in a worker."""
+    return inspect_model(model, **options)["vocab"]
+
+
+# -- the worker side ------------------------------------------------------------
+
+class _Tracer:
+    """Wraps the oracle so each llama.cpp call is announced before it runs."""
+
+    def __init__(self, oracle, send) -> None:
+        self._oracle, self._send = oracle, send
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def tokenize(self, text, *, add_special, parse_special):
+        self._send({"step": f"tokenize(add_special={add_special}, parse_special={parse_special})"})
+        return self._oracle.tokenize(text, add_special=add_special, parse_special=parse_special)
+
+    def detokenize(self, ids, *, remove_special, unparse_special):
+        self._send({"step": f"detokenize(remove_special={remove_special}, "
+                            f"unparse_special={unparse_special})"})
+        return self._oracle.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
+
+
+def _inspect(oracle) -> dict:
+    from .evaluate import vocab_record
+
+    keys = ("general.architecture", "tokenizer.ggml.model", "tokenizer.ggml.pre")
+    tokenizer = {"meta": {k: oracle.meta(k) for k in keys}, **oracle.internals()}
+    return {"llama": dict(oracle.build_info), "tokenizer": tokenizer, "vocab": vocab_record(oracle)}
+
+
+def serve(model: str, *, verbose: bool = False) -> int:
+    """Worker main loop: load `model`, then answer JSON-line requests on stdin."""
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # anything C prints to stdout must not corrupt the protocol
+
+    def send(message: dict) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    from .evaluate import evaluate_case
+    from .oracle import LlamaOracle, OracleError
+
+    try:
+        oracle = LlamaOracle(model, verbose=verbose)
+    except OracleError as exc:
+        send({"load_error": str(exc)})
+        return 0
+    send({"ready": True})
+    traced = _Tracer(oracle, send)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            if request["op"] == "case":
+                result = evaluate_case(traced, request["case"])
+            else:
+                result = _inspect(oracle)
+        except Exception as exc:  # reported per case; the worker lives on
+            send({"error": f"{type(exc).__name__}: {exc}"})
+            continue
+        send({"result": result})
+    oracle.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m harness.workers",
+                                     description="An oracle worker (started by harness.workers).")
+    parser.add_argument("--serve", required=True, metavar="MODEL")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    return serve(args.serve, verbose=args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
