@@ -137,6 +137,7 @@ def _vocab_entry(subject: Subject, row: dict, expected: dict, got: dict) -> dict
     if token is None:
         entry.update(token=row.get("block"), expected=row["expected"], got=row["got"])
         return entry
+    entry["sides"] = True
     entry["expected"] = _token_side(subject.table, expected, token, row["expected"])
     entry["got"] = _token_side(subject.engine_table, got, token, row["got"])
     return entry

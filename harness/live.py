@@ -55,6 +55,7 @@ def _serve(path: str, conn, stderr_path: str) -> None:
     """Child main loop: load the vocabulary, then answer (op, args) until the pipe closes."""
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 2)
+    os.environ.setdefault("GGML_NO_BACKTRACE", "1")  # no gdb attach on abort: fast, quiet restarts
     from .oracle import LlamaOracle
     ops = _ops()
     try:

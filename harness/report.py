@@ -231,7 +231,7 @@ ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "
                   "detokenize": [], "crash": {}, "error": None, "add_special": None,
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
-                  "got_piece_hex": "", "token": None, "field": ""}
+                  "got_piece_hex": "", "token": None, "field": "", "sides": False}
 
 
 def _display(entry: dict, *, kind: str, category: str) -> dict:

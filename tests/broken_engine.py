@@ -45,3 +45,51 @@ def load(path) -> BrokenEngine:
 def load_tab(path) -> BrokenEngine:
     from harness.oracle import LlamaOracle
     return BrokenEngine(LlamaOracle(path), wrong=b"\t")
+
+
+class StubEngine:
+    """An engine that never touches llama.cpp and gets everything wrong (empty outputs).
+
+    For the crash-isolation test: the vocabulary there makes llama.cpp abort,
+    so the engine must not run llama.cpp in-process.
+    """
+
+    def __init__(self, path) -> None:
+        from tokenizer import gguf
+        self.n_tokens = len(gguf.read(path).metadata.get("tokenizer.ggml.tokens") or [])
+        self.vocab_type, self.pre = "bpe", ""
+        self.add_bos = self.add_eos = self.add_sep = False
+
+    def __getattr__(self, name):
+        if name in ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
+                    "fim_mid", "fim_pad", "fim_rep", "fim_sep"):
+            return None
+        raise AttributeError(name)
+
+    def tokenize(self, text, *, add_special: bool, parse_special: bool) -> list[int]:
+        return []
+
+    def detokenize(self, ids, *, remove_special: bool, unparse_special: bool) -> bytes:
+        return b""
+
+    def token_to_piece(self, token: int, *, lstrip: int = 0, special: bool) -> bytes:
+        return b""
+
+    def token_text(self, token: int) -> bytes:
+        return b""
+
+    def token_score(self, token: int) -> float:
+        return 0.0
+
+    def token_attr(self, token: int) -> int:
+        return 0
+
+    def is_eog(self, token: int) -> bool:
+        return False
+
+    def is_control(self, token: int) -> bool:
+        return False
+
+
+def load_stub(path) -> StubEngine:
+    return StubEngine(path)
