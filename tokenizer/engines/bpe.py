@@ -1,0 +1,260 @@
+"""llama.cpp's BPE engine (`llm_tokenizer_bpe_session`), for every pre-tokenizer.
+
+Per raw-text fragment: (for SPM-style BPE such as gemma4) spaces become ▁;
+the text is decoded the lenient llama.cpp way, split by the pre-tokenizer's
+regexes (`tokenizer.splitter`), each piece GPT-2 byte-encoded unless the
+behaviour works on raw UTF-8, then merged by rank.  A final symbol that is
+not a token falls back to one token per byte (the byte's own one-byte token
+for byte-level vocabularies, `<0xXX>` otherwise), and bytes without a token
+vanish silently, as in llama.cpp.
+
+Two model names get a session of their own, as in llama.cpp:
+`whitespace` (drop whitespace, optionally lower-case, BPE each run) and
+`hybriddna` (6-mer DNA tokens between `<dna>` and `</dna>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import pretokenizers, unicode
+from ..attrs import Attr
+from ..errors import UnsupportedVocab
+from ..pieces import hex_byte_piece
+from ..splitter import Splitter
+from .base import Engine, register
+
+_SHOWN_AS_TEXT = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)
+_NORMAL = int(Attr.NORMAL)
+_BYTE = int(Attr.BYTE)
+ESCAPED_SPACE = "\u2581".encode()
+DNA_MARKER = "\ue000".encode()
+_CACHE_LIMIT = 1 << 17
+# UTF-8 sequence length by the high nibble of the lead byte (unicode_len_utf8)
+_UTF8_LEN = (1,) * 12 + (2, 2, 3, 4)
+
+
+def _utf8_symbols(word: bytes) -> list[bytes]:
+    """The initial BPE symbols: one per UTF-8 character, by lead byte."""
+    out, i, n = [], 0, len(word)
+    while i < n:
+        step = _UTF8_LEN[word[i] >> 4]
+        out.append(word[i:i + step])
+        i += step
+    return out
+
+
+class Merger:
+    """Rank-ordered merging: the lowest rank first, the leftmost of equals first.
+
+    That is the order llama.cpp's priority queue (rank, then left index)
+    produces; stale queue entries it skips never change the outcome.
+    """
+
+    def __init__(self, merges: Sequence[tuple[bytes, bytes]]) -> None:
+        ranks: dict[tuple[bytes, bytes], int] = {}
+        for rank, pair in enumerate(merges):
+            ranks.setdefault(pair, rank)  # std::map::emplace keeps the first
+        self.ranks = ranks
+
+    def merge(self, symbols: list[bytes]) -> list[bytes]:
+        get = self.ranks.get
+        ranks = [get(p) for p in zip(symbols, symbols[1:])]
+        while True:
+            best, at = None, -1
+            for i, r in enumerate(ranks):
+                if r is not None and (best is None or r < best):
+                    best, at = r, i
+            if best is None:
+                return symbols
+            symbols[at:at + 2] = [symbols[at] + symbols[at + 1]]
+            del ranks[at]
+            if at > 0:
+                ranks[at - 1] = get((symbols[at - 1], symbols[at]))
+            if at < len(ranks):
+                ranks[at] = get((symbols[at], symbols[at + 1]))
+
+
+@register
+class BPEEngine(Engine):
+    """Byte-pair encoding as llama.cpp does it; see the module docstring."""
+
+    vocab_type = "bpe"
+
+    def __init__(self, vocab) -> None:
+        super().__init__(vocab)
+        self.pre = pretokenizers.get(vocab.pre_type)
+        self.splitter = Splitter.for_pretokenizer(self.pre)
+        self.merger = Merger(vocab.merges)
+        self.ids = vocab.token_to_id
+        self.byte_ids = self._byte_fallback_ids()
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._session = _SESSIONS.get(vocab.model, _plain_session)
+        self._texts = _display_texts(vocab)
+
+    def _byte_fallback_ids(self) -> tuple[int | None, ...]:
+        spell = (lambda b: bytes((b,))) if self.pre.byte_encode else (lambda b: b"<0x%02X>" % b)
+        return tuple(self.ids.get(spell(b)) for b in range(256))
+
+    # -- tokenize -------------------------------------------------------------------
+    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
+        v = self.vocab
+        out: list[int] = []
+        if add_special and v.add_bos:
+            out.append(self._required("bos"))
+        for fragment in fragments:
+            if isinstance(fragment, int):
+                out.append(fragment)
+                continue
+            if v.escape_whitespaces:
+                fragment = fragment.replace(b" ", ESCAPED_SPACE)
+            self._session(self, fragment, out)
+        if add_special and v.add_eos:
+            out.append(self._required("eos"))
+        return out
+
+    def _required(self, role: str) -> int:
+        token = self.vocab.special[role]
+        if token < 0:
+            raise UnsupportedVocab(
+                f"the vocabulary adds {role.upper()} but has no {role.upper()} token "
+                "(llama.cpp aborts on a GGML_ASSERT here)"
+            )
+        return token
+
+    def encode_text(self, text: bytes, out: list[int]) -> None:
+        """`llm_tokenizer_bpe_session::tokenize` for one raw text."""
+        self.encode_cps(unicode.decode_lenient(text), out)
+
+    def encode_cps(self, cps: str, out: list[int]) -> None:
+        cache = self._cache
+        for word in self.splitter.split(cps):
+            ids = cache.get(word)
+            if ids is None:
+                if len(cache) > _CACHE_LIMIT:
+                    cache.clear()
+                ids = cache[word] = tuple(self._encode_word(word))
+            out.extend(ids)
+
+    def _encode_word(self, word: str) -> list[int]:
+        raw = unicode.encode(word)
+        key = unicode.byte_encode(raw).encode() if self.pre.byte_encode else raw
+        whole = self.ids.get(key)
+        if whole is not None and self._keep_whole(key):
+            return [whole]
+        out: list[int] = []
+        for symbol in self.merger.merge(_utf8_symbols(key)):
+            token = self.ids.get(symbol)
+            if token is not None:
+                out.append(token)
+            else:
+                out.extend(t for t in map(self.byte_ids.__getitem__, symbol) if t is not None)
+        return out
+
+    def _keep_whole(self, key: bytes) -> bool:
+        """ignore_merges, or gemma4's rule for a run of newlines that is a token."""
+        if self.vocab.ignore_merges:
+            return True
+        return self.vocab.pre_type == "gemma4" and not key.strip(b"\n")
+
+    # -- pieces ---------------------------------------------------------------------
+    def piece(self, token: int) -> bytes:
+        attr, text = self.vocab.attrs[token], self._texts[token]
+        if attr & _SHOWN_AS_TEXT:
+            return text
+        if attr & _NORMAL:
+            if self.vocab.escape_whitespaces:
+                return text.replace(ESCAPED_SPACE, b" ")
+            return decode_byte_level(text)
+        if attr & _BYTE:
+            return hex_byte_piece(text)
+        return b""
+
+
+def decode_byte_level(text: bytes) -> bytes:
+    """`llama_decode_text`: undo the GPT-2 byte mapping.
+
+    A character outside the mapping is spelled `[UNK_BYTE_0x<its utf-8 hex>`
+    followed by the *whole* token text and `]`, as llama.cpp does.
+    """
+    table = unicode.char_to_byte()
+    out = bytearray()
+    for ch in unicode.decode_lenient(text):
+        b = table.get(ch)
+        if b is not None:
+            out.append(b)
+        else:
+            out += b"[UNK_BYTE_0x" + unicode.encode(ch).hex().encode() + text + b"]"
+    return bytes(out)
+
+
+def _display_texts(vocab) -> tuple[bytes, ...]:
+    """Token texts as llama.cpp's id_to_token holds them (hybriddna drops its k-mer marker)."""
+    texts = vocab.texts
+    if vocab.model != "hybriddna" or b"<oov>" not in vocab.token_to_id:
+        return texts
+    start = vocab.token_to_id[b"<oov>"] + 1
+    marker = len(DNA_MARKER)
+    return texts[:start] + tuple(
+        t[:-marker] if len(t) > marker and t.endswith(DNA_MARKER) else t for t in texts[start:]
+    )
+
+
+# -- sessions by model name -------------------------------------------------------------
+
+def _plain_session(engine: BPEEngine, text: bytes, out: list[int]) -> None:
+    engine.encode_text(text, out)
+
+
+def _whitespace_session(engine: BPEEngine, text: bytes, out: list[int]) -> None:
+    """llama.cpp's whitespace session: whitespace separates runs and is dropped."""
+    flags = unicode.flags_array()
+    lower = engine.vocab.normalizer_lowercase
+    segment: list[str] = []
+    for ch in unicode.decode_lenient(text):
+        if flags[ord(ch)] & unicode.WHITESPACE:
+            if segment:
+                engine.encode_cps("".join(segment), out)
+                segment.clear()
+        else:
+            segment.append(chr(unicode.tolower(ord(ch))) if lower else ch)
+    if segment:
+        engine.encode_cps("".join(segment), out)
+
+
+_DNA_OPEN, _DNA_CLOSE, _DNA_OOV, _KMER = b"<dna>", b"</dna>", b"<oov>", 6
+
+
+def _hybriddna_session(engine: BPEEngine, text: bytes, out: list[int]) -> None:
+    """DNA between `<dna>` and `</dna>` as 6-mers (padded with A), the rest as BPE."""
+    ids = engine.ids
+    open_id, close_id, oov = ids.get(_DNA_OPEN), ids.get(_DNA_CLOSE), ids.get(_DNA_OOV)
+    if open_id is None or close_id is None or oov is None:
+        engine.encode_text(text, out)
+        return
+    pos = 0
+    while pos < len(text):
+        start = text.find(_DNA_OPEN, pos)
+        if start < 0:
+            engine.encode_text(text[pos:], out)
+            return
+        if start > pos:
+            engine.encode_text(text[pos:start], out)
+        out.append(open_id)
+        body = start + len(_DNA_OPEN)
+        end = text.find(_DNA_CLOSE, body)
+        _dna_kmers(ids, text[body:len(text) if end < 0 else end], oov, out)
+        if end < 0:
+            return
+        out.append(close_id)
+        pos = end + len(_DNA_CLOSE)
+
+
+def _dna_kmers(ids, raw: bytes, oov: int, out: list[int]) -> None:
+    seq = bytes(c - 32 if 0x61 <= c <= 0x7A else c for c in raw)
+    for i in range(0, len(seq), _KMER):
+        kmer = seq[i:i + _KMER].ljust(_KMER, b"A")
+        out.append(ids.get(kmer + DNA_MARKER, oov))
+
+
+_SESSIONS = {"whitespace": _whitespace_session, "hybriddna": _hybriddna_session}
