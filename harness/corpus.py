@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenizer import gguf
-
 CORPORA_DIR = Path(__file__).resolve().parent.parent / "corpora"
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
 INP_SEPARATOR = b"\n__ggml_vocab_test__\n"
@@ -141,6 +139,8 @@ def vocab_cases(model: str | os.PathLike) -> list[dict]:
     after a newline and at the end of a sentence, so the special-token
     partition, lstrip/rstrip handling and parse_special are all exercised.
     """
+    from tokenizer import gguf  # here, so the oracle side never depends on the engines importing
+
     metadata = gguf.read(model).metadata
     tokens = metadata.get("tokenizer.ggml.tokens") or []
     chosen = _chosen_tokens(tokens, metadata.get("tokenizer.ggml.token_type"))
@@ -162,6 +162,8 @@ _VARIANTS = {
 
 
 def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
+    from tokenizer import gguf
+
     if types is None or not tokens:
         return []
     types = np.asarray(types)

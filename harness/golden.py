@@ -208,3 +208,74 @@ def _validate_packed(golden: dict, *, where: str) -> None:
     if error is not None:
         place = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise GoldenError(f"{where}: schema violation at {place}: {error.message[:300]}")
+
+
+# -- comparing two recordings -------------------------------------------------------
+
+def case_input_of(case: dict) -> dict:
+    """Just the input of a golden case: `{"id", "text"|"bytes"}`, ready to replay."""
+    return {k: case[k] for k in ("id", "text", "bytes") if k in case}
+
+
+def diff_cases(old: dict, new: dict) -> list[str]:
+    """Readable differences between two records of the same case (empty when equal)."""
+    if old == new:
+        return []
+    if ("crash" in old) != ("crash" in new):
+        was, now = (_crash_words(c) for c in (old, new))
+        return [f"{was} -> {now}"]
+    if "crash" in old:
+        return [f"crash changed: {old['crash']} -> {new['crash']}"]
+    out = []
+    for a, b in zip(old["encode"], new["encode"]):
+        flags = f"add_special={a['add_special']} parse_special={a['parse_special']}"
+        if a["ids"] != b["ids"]:
+            out.append(f"[{flags}] ids {a['ids']} -> {b['ids']}")
+            continue
+        for da, db in zip(a["detokenize"], b["detokenize"]):
+            if da != db:
+                out.append(f"[{flags} remove_special={da['remove_special']} "
+                           f"unparse_special={da['unparse_special']}] detokenize "
+                           f"{_shown(da)} -> {_shown(db)}")
+    return out or ["record changed"]
+
+
+def _crash_words(case: dict) -> str:
+    crash = case.get("crash")
+    if not crash:
+        return "ok"
+    return f"oracle crash ({crash['kind']} {crash['signal'] or crash['exit']})"
+
+
+def _shown(record: dict) -> str:
+    return repr(record["text"]) if "text" in record else f"bytes {record['bytes']}"
+
+
+def diff_goldens(old: dict, new: dict) -> list[str]:
+    """Every behavioural difference between two goldens of one GGUF file, one line each.
+
+    Header differences that are not behaviour (llama.cpp build, llama-cpp-python
+    version) are not listed; compare `old["llama"]` yourself for those.
+    """
+    from .evaluate import diff_vocab
+
+    out = []
+    if old.get("load_error") != new.get("load_error"):
+        out.append(f"load: {old.get('load_error')} -> {new.get('load_error')}")
+    for key in sorted(set(old["tokenizer"]) | set(new["tokenizer"])):
+        if old["tokenizer"].get(key) != new["tokenizer"].get(key):
+            out.append(f"tokenizer.{key}: {old['tokenizer'].get(key)!r} -> {new['tokenizer'].get(key)!r}")
+    if old.get("vocab") and new.get("vocab"):
+        for d in diff_vocab(old["vocab"], new["vocab"]):
+            where = f" token {d['token']}" if "token" in d else (f" tokens {d['block']}" if "block" in d else "")
+            out.append(f"vocab {d['field']}{where}: {d['expected']!r} -> {d['got']!r}")
+    elif bool(old.get("vocab")) != bool(new.get("vocab")):
+        out.append("vocab record appeared or disappeared")
+    new_cases = {c["id"]: c for c in new["cases"]}
+    for case in old["cases"]:
+        other = new_cases.get(case["id"])
+        if other is None:
+            out.append(f"case {case['id']}: missing from the new recording")
+            continue
+        out += [f"case {case['id']}: {line}" for line in diff_cases(case, other)]
+    return out

@@ -1,0 +1,85 @@
+"""Replay golden files against the installed llama.cpp and report every changed case.
+
+Each golden file names its GGUF (file name and sha256); the file is looked up
+in --models-dir folders (default: the shipped-vocabulary cache and the golden
+folder).  Every recorded case is run again in crash-isolated workers, the
+vocabulary record is re-read, and each difference is printed on one line.
+Exit status 1 if anything changed, 2 if a GGUF file is missing or differs.
+
+    python -m harness drift                  # all of golden/
+    python -m harness drift --golden golden/ --model llama-spm --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import golden as goldens
+from ..models import SetupError, models_dir, short_name
+from ..workers import DEFAULT_TIMEOUT
+from .record import file_info, record_model
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", type=Path, default=goldens.GOLDEN_DIR, metavar="DIR",
+                        help="folder of golden files (default: golden/)")
+    parser.add_argument("--model", action="append", metavar="NAME",
+                        help="only the golden of this vocabulary (short name or GGUF file name; repeatable)")
+    parser.add_argument("--models-dir", action="append", type=Path, metavar="DIR",
+                        help="where to find the GGUF files the goldens name (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="oracle worker processes")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="seconds before a hanging case counts as an oracle crash")
+    parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.golden.is_dir():
+        raise SetupError(f"no golden folder {args.golden}; record one with: python -m harness record")
+    files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]
+    if not files:
+        raise SetupError(f"no golden files to replay in {args.golden}")
+    search = list(args.models_dir or []) + [models_dir(), args.golden]
+    changed = 0
+    for file in files:
+        old = goldens.load_golden(file)
+        path = find_gguf(old["gguf"], search)
+        cases = [goldens.case_input_of(c) for c in old["cases"]]
+        new = record_model(path, cases, jobs=args.jobs, timeout=args.timeout, verbose=args.verbose)
+        lines = goldens.diff_goldens(old, new)
+        _report_build(file.name, old["llama"], new["llama"])
+        for line in lines:
+            print(f"{file.name}: {line}")
+        print(f"{file.name}: {len(cases)} cases, {len(lines)} change(s)")
+        changed += bool(lines)
+    if changed:
+        print(f"drift: behaviour changed in {changed} of {len(files)} golden file(s)")
+        return 1
+    print(f"drift: no change in {len(files)} golden file(s)")
+    return 0
+
+
+def _wanted(file: Path, names: list[str] | None) -> bool:
+    if not names:
+        return True
+    stem = file.name.split(".json")[0]
+    return any(n in (stem, short_name(stem), Path(n).name.removesuffix(".gguf")) for n in names)
+
+
+def _report_build(name: str, old: dict, new: dict) -> None:
+    if old != new:
+        print(f"{name}: recorded with {old}, replayed with {new}")
+
+
+def find_gguf(info: dict, folders: list[Path]) -> Path:
+    """The GGUF file a golden was recorded from, checked by sha256."""
+    for folder in folders:
+        path = Path(folder) / info["file"]
+        if path.is_file():
+            if file_info(path)["sha256"] != info["sha256"]:
+                raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
+            return path
+    where = ", ".join(str(f) for f in folders)
+    raise SetupError(f"cannot find {info['file']} (looked in {where}); pass --models-dir, "
+                     f"or run: python -m harness fetch")
