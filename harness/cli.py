@@ -17,6 +17,8 @@ COMMANDS = {
     "fetch": "fetch",
     "inspect": "inspect",
     "run": "run",
+    "record": "record",
+    "drift": "drift",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
