@@ -17,6 +17,8 @@ COMMANDS = {
     "fetch": "fetch",
     "inspect": "inspect",
     "run": "run",
+    "compare": "compare",
+    "merge-reports": "merge_reports",
     "record": "record",
     "drift": "drift",
 }

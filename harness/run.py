@@ -126,7 +126,7 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     path = resolve(arg)
     name = short_name(path)
     result = ModelResult(name, family_of(name))
-    engine = _load_engine(factory, path, result)
+    engine = load_engine_for(factory, path, result)
     cases = gather_cases(path, name, config)
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
     try:
@@ -139,11 +139,11 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
                 _fuzz(subject, pool.sessions[0], config, result, bar)
     finally:
         pool.close()
-    _save_failing(result, cases, config)
+    save_failing(result, cases, config)
     return result
 
 
-def _load_engine(factory, path: Path, result: ModelResult):
+def load_engine_for(factory, path: Path, result: ModelResult):
     try:
         return factory(path)
     except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding
@@ -173,13 +173,13 @@ def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: 
                       engine_table=engine_table(engine, table),
                       command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
     if engine is not None:
-        got = _engine_vocab(engine)
+        got = engine_vocab(engine)
         for kind, entry in vocab_findings(subject, vocab, got):
             result.add(kind, entry)
     return subject
 
 
-def _engine_vocab(engine) -> dict | EngineError:
+def engine_vocab(engine) -> dict | EngineError:
     try:
         return vocab_record(engine)
     except Exception as exc:  # noqa: BLE001
@@ -235,7 +235,7 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
         out.write(json.dumps(case, ensure_ascii=False) + "\n")
 
 
-def _save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
+def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
     """The failing cases as a corpus file, so each reproduce command finds its input."""
     failing = [c for c in cases if c["id"] in result.failing]
     extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes

@@ -1,0 +1,56 @@
+"""Check an engine against recorded golden files, offline (no llama.cpp needed).
+
+Every golden in --golden DIR (python -m harness record writes them) is
+replayed: the engine loads the same GGUF (found in the cache by file name and
+sha256) and each recorded case is judged exactly as `run` judges it live.
+Writes report.json and report.html to --report DIR.
+
+Exit status: 0 all match; 1 any mismatch, engine error or recorded oracle
+crash; 2 usage or set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from .. import report as reporting
+from ..families import FAMILIES, models_of
+from ..models import SetupError
+from ..offline import compare
+from ..run import RunConfig
+
+EXIT_OK, EXIT_FOUND = 0, 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", type=Path, required=True, metavar="DIR", help="folder of golden files")
+    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE",
+                        help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
+    parser.add_argument("--report", type=Path, default=Path("reports/compare"), metavar="DIR",
+                        help="where report.json and report.html go (default reports/compare)")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME",
+                        help="only this vocabulary's golden (repeatable; default all)")
+    parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
+                        help="only the goldens of this family (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def run(args: argparse.Namespace) -> int:
+    names = list(args.model)
+    for family in args.family:
+        names += models_of(family)
+    if args.family and not names:
+        raise SetupError(f"family {', '.join(args.family)} has no models yet")
+    config = RunConfig(models=tuple(names), report_dir=args.report, engine=args.engine, quiet=args.quiet)
+    results = compare(args.golden, config)
+    meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
+            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),
+            **reporting.versions()}
+    report = reporting.build(results, meta=meta)
+    _, html_path = reporting.write(report, args.report)
+    print(reporting.one_line(report))
+    print(f"report: {html_path}")
+    return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK

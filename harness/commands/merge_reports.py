@@ -1,0 +1,38 @@
+"""Fold several report.json files (one per nox session or CI job) into one summary and HTML page.
+
+    python -m harness merge-reports reports/parity-spm reports/parity-bpe --out reports/all
+
+Each REPORT_DIR is a folder holding report.json (or the file itself). Counts
+of a model found in several reports add up. Exit status: 0 when the merged
+report holds no finding, 1 when it holds any, 2 when a report cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import report as reporting
+from ..models import SetupError
+
+EXIT_OK, EXIT_FOUND = 0, 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT_DIR",
+                        help="folders holding report.json (or report.json files)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="where the merged report.json and report.html go")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        reports = [reporting.load(path) for path in args.reports]
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    merged = reporting.merge(reports, meta={"command": "merge-reports",
+                                            "merged": [str(p) for p in args.reports]})
+    _, html_path = reporting.write(merged, args.out)
+    print(reporting.one_line(merged))
+    print(f"report: {html_path}")
+    return EXIT_FOUND if reporting.found_anything(merged) else EXIT_OK
