@@ -21,6 +21,7 @@ COMMANDS = {
     "merge-reports": "merge_reports",
     "record": "record",
     "drift": "drift",
+    "synth": "synth",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2

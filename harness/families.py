@@ -2,12 +2,16 @@
 
 `run --family bpe` checks every model listed here under `bpe`. The shipped
 vocabularies are grouped by the tokenizer llama.cpp runs for them (gemma-4's
-`gemma4` model is a BPE vocabulary in llama.cpp). `pre-sweep` holds synthetic
-vocabularies, one per pre-tokenizer name, once they are generated; other
-families may gain synthetic members the same way.
+`gemma4` model is a BPE vocabulary in llama.cpp). The synthetic vocabularies
+(`harness.synth`, built by `python -m harness synth`) make up `rwkv`,
+`plamo2`, `pre-sweep` (one per `tokenizer.ggml.pre` name llama.cpp accepts)
+and `model-names` (the other `tokenizer.ggml.model` values llama.cpp loads and
+tokenizes with).
 """
 
 from __future__ import annotations
+
+from . import synth
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "spm": ("llama-spm", "baichuan", "phi-3"),
@@ -15,9 +19,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
             "gpt-neox", "llama-bpe", "mpt", "qwen2", "qwen35", "refact", "starcoder"),
     "wpm": ("bert-bge",),
     "ugm": ("nomic-bert-moe",),
-    "rwkv": (),
-    "plamo2": (),
-    "pre-sweep": (),
+    "rwkv": ("rwkv-world",),
+    "plamo2": ("plamo2",),
+    "pre-sweep": tuple(synth.pre_sweep_names()),
+    "model-names": ("model-gemma4", "model-hybriddna", "model-whitespace"),
 }
 
 

@@ -57,14 +57,35 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
             raise SetupError(f"no such GGUF file: {path}")
         return path
     if text not in SHIPPED:
+        synthetic = _resolve_synthetic(text)
+        if synthetic is not None:
+            return synthetic
         raise SetupError(
             f"unknown vocabulary {text!r}: give a path to a .gguf file or one of: "
-            + ", ".join(SHIPPED)
+            + ", ".join(SHIPPED) + " (or a synthetic name: `python -m harness synth --list`)"
         )
     path = vocab_path(text)
     if not path.is_file():
         raise SetupError(
             f"vocabulary {text!r} is not in the cache ({models_dir()}); run: {FETCH_COMMAND}"
+        )
+    return path
+
+
+def _resolve_synthetic(name: str) -> Path | None:
+    """The cached file of a synthetic vocabulary (`rwkv-world`, `pre-qwen2`, ...), if `name` is one.
+
+    Raises `SetupError` naming the build command when it is not built yet.
+    """
+    from . import synth  # late: synth imports this module
+
+    if name not in synth.RECIPES:
+        return None
+    path = synth.synthetic_path(name)
+    if not path.is_file():
+        raise SetupError(
+            f"synthetic vocabulary {name!r} is not built ({path}); run: "
+            f"{synth.SYNTH_COMMAND} {name}  (it needs the shipped vocabularies: {FETCH_COMMAND})"
         )
     return path
 

@@ -42,6 +42,7 @@ from .models import cache_dir, resolve
 
 SYNTH_COMMAND = "python -m harness synth"
 PRE_SWEEP_TOKENS = 8192   # ordinary tokens kept in each pre-<name> vocabulary
+PRE_SWEEP_CHARS = 1024    # ... plus this many single-character tokens beyond them
 Meta = dict[str, object]
 Types = dict[str, tuple[ValueType, ValueType | None]]
 
@@ -224,15 +225,17 @@ _ID_KEYS = tuple(v for k, v in vars(Keys).items() if k.endswith("_ID"))
 def cut_bpe(src: gguf.GGUFFile, keep: int) -> Meta:
     """The source's tokenizer keys with only its first `keep` ordinary tokens.
 
-    Special (non-NORMAL) tokens all stay, renumbered after the ordinary ones;
+    SentencePiece-style vocabularies list single characters last, so the most
+    frequent `PRE_SWEEP_CHARS` of those stay as well. Special (non-NORMAL) tokens all stay, renumbered after the ordinary ones;
     a merge stays when both halves and the result stay. Special-id keys follow
     their token; one whose token is dropped is dropped too.
     """
     meta = _tokenizer_keys(src)
     texts = src.metadata[Keys.TOKENS]
     kinds = np.asarray(src.metadata[Keys.TOKEN_TYPE])
-    ordinary = [i for i in range(len(texts)) if kinds[i] == TokenType.NORMAL][:keep]
-    kept = ordinary + [i for i in range(len(texts)) if kinds[i] != TokenType.NORMAL]
+    ordinary = [i for i in range(len(texts)) if kinds[i] == TokenType.NORMAL]
+    chars = [i for i in ordinary[keep:] if len(texts[i]) == 1][:PRE_SWEEP_CHARS]
+    kept = ordinary[:keep] + chars + [i for i in range(len(texts)) if kinds[i] != TokenType.NORMAL]
     new_id = {old: new for new, old in enumerate(kept)}
     tokens = [texts[i] for i in kept]
     present = set(tokens)
@@ -279,12 +282,18 @@ def pre_base(pre_name: str) -> str:
     return _PRE_BASES.get(behaviour, _PRE_DEFAULT_BASE)
 
 
+@lru_cache(maxsize=4)
+def _cut(source: str) -> Meta:
+    """`cut_bpe` of a shipped vocabulary, shared by the recipes built on it (never mutated)."""
+    return cut_bpe(_source(source), PRE_SWEEP_TOKENS)
+
+
 def _pre_recipe(pre_name: str) -> Recipe:
     base = pre_base(pre_name)
 
     def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
         meta, types = _general(src, f"pre-{pre_name}")
-        meta |= cut_bpe(src, PRE_SWEEP_TOKENS) | {Keys.MODEL: "gpt2", Keys.PRE: pre_name}
+        meta |= _cut(base) | {Keys.MODEL: "gpt2", Keys.PRE: pre_name}
         return meta, types | {Keys.MERGES: _STR_ARRAY}
 
     return Recipe(f"pre-{pre_name}", base,
@@ -297,7 +306,7 @@ def _model_recipe(model: str, source: str, summary: str,
                   extra: Callable[[gguf.GGUFFile, Meta], None] | None = None) -> Recipe:
     def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
         meta, types = _general(src, f"model-{model}")
-        meta |= cut_bpe(src, PRE_SWEEP_TOKENS) | {Keys.MODEL: model}
+        meta |= _cut(source) | {Keys.MODEL: model}
         if extra is not None:
             extra(src, meta)
         return meta, types | {Keys.MERGES: _STR_ARRAY}
