@@ -2,14 +2,12 @@
 
 This package never imports llama.cpp, ggml, HF tokenizers, sentencepiece or
 tiktoken; `harness` checks it against llama.cpp from the outside.
+
+    >>> from tokenizer import Tokenizer
+    >>> tok = Tokenizer.from_gguf("ggml-vocab-llama-spm.gguf")
 """
 
-from .errors import GGUFError, UnsupportedVocab
+from .api import Tokenizer
+from .errors import GGUFError, InvalidToken, UnsupportedVocab
 
-__all__ = ["GGUFError", "UnsupportedVocab"]
-
-try:  # the API module arrives with the engines
-    from .api import Tokenizer  # noqa: F401
-    __all__.append("Tokenizer")
-except ImportError:  # pragma: no cover
-    pass
+__all__ = ["GGUFError", "InvalidToken", "Tokenizer", "UnsupportedVocab"]

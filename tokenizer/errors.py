@@ -17,3 +17,7 @@ class GGUFError(ValueError):
 
 class UnsupportedVocab(ValueError):
     """A well-formed vocabulary that this package refuses to reproduce."""
+
+
+class InvalidToken(ValueError):
+    """A token id passed to the API is not in the vocabulary (llama.cpp throws out_of_range)."""

@@ -2,8 +2,27 @@
 
 An engine holds the rules that differ between llama.cpp's vocabulary types:
 how a fragment of raw text becomes ids, where BOS/EOS/SEP go, and how a
-token's piece is spelled. Everything shared (special-token partitioning,
-`token_to_piece` attribute handling, `detokenize`) lives in `tokenizer.api`.
+token's piece is spelled. Everything shared lives elsewhere:
+special-token partitioning in `tokenizer.special`, the attribute rules of
+`token_to_piece` and all of `detokenize` in `tokenizer.pieces`, the public
+API in `tokenizer.api`.
+
+What an engine receives:
+
+- `__init__(vocab)`: a validated `tokenizer.vocab.Vocab` (texts as bytes,
+  `token_to_id`, float32 scores as floats, final `attrs` and the `base_attrs`
+  llama.cpp's tokenizer object was built with, `special` ids with -1 for none,
+  the flags, `merges`, `precompiled_charsmap`, raw `metadata`). Build lookup
+  tables here; refuse what you cannot reproduce with `UnsupportedVocab`.
+- `tokenize(fragments, *, add_special)`: the input after partitioning, a list
+  alternating raw text (`bytes`, never empty, possibly invalid UTF-8) and
+  special token ids (`int`) already split out. Return every id, including the
+  BOS/EOS/SEP this vocabulary type inserts when `add_special` is true.
+  An empty input arrives as `[]`.
+- `piece(token)`: the bytes `token_to_piece(token, special=True)` gives, for a
+  valid id (the API checks the range, applies `special=False` and `lstrip`).
+- `linefeed()`: llama.cpp's newline id for vocabulary types whose loader
+  tokenizes "\\n" (the default here does exactly that).
 """
 
 from __future__ import annotations
@@ -20,7 +39,7 @@ ENGINES: dict[str, type[Engine]] = {}
 
 
 class Engine:
-    """Base class: subclasses set `vocab_type` and override the two hooks."""
+    """Base class: subclasses set `vocab_type` and override `tokenize` and `piece`."""
 
     vocab_type: ClassVar[str]
 
@@ -28,16 +47,17 @@ class Engine:
         self.vocab = vocab
 
     def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        """Ids for the partitioned input.
-
-        `fragments` alternates raw text (`bytes`, possibly invalid UTF-8) and
-        special token ids already split out by the partitioner.
-        """
+        """Ids for the partitioned input (see the module docstring)."""
         raise NotImplementedError
 
     def piece(self, token: int) -> bytes:
-        """The spelling of a non-special token, as `token_to_piece(special=True)` gives it."""
+        """The spelling of `token` as `token_to_piece(special=True)` gives it."""
         raise NotImplementedError
+
+    def linefeed(self) -> int:
+        """llama.cpp's `linefeed_id` for types whose loader tokenizes "\\n" (BPE, UGM, RWKV, ...)."""
+        ids = self.tokenize([b"\n"], add_special=False)
+        return ids[0] if ids else self.vocab.default_pad
 
 
 def register(cls: type[Engine]) -> type[Engine]:

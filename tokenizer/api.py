@@ -1,0 +1,130 @@
+"""`Tokenizer`: the public API, mirroring llama.cpp's vocabulary functions.
+
+    >>> tok = Tokenizer.from_gguf("ggml-vocab-llama-spm.gguf")
+    >>> tok.tokenize("Hello world", add_special=True, parse_special=False)
+    [1, 15043, 3186]
+    >>> tok.detokenize([1, 15043, 3186], remove_special=True, unparse_special=False)
+    b'Hello world'
+
+Semantics are those of `llama_tokenize`, `llama_detokenize`,
+`llama_token_to_piece` and the `llama_vocab_*` getters of the pinned
+llama.cpp. `str` input is encoded as UTF-8; `bytes` are used as they are
+(invalid UTF-8 included). Ids outside the vocabulary raise `InvalidToken`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from . import gguf, pieces
+from .attrs import Attr
+from .engines import Engine, engine_for
+from .special import partition
+from .vocab import Vocab, load_vocab
+
+_ROLE_GETTERS = ("bos", "eos", "eot", "eom", "sep", "pad", "mask", "unk",
+                 "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+
+
+class Tokenizer:
+    """A GGUF vocabulary with llama.cpp's tokenize/detokenize behaviour."""
+
+    def __init__(self, vocab: Vocab, engine: Engine) -> None:
+        self.vocab = vocab
+        self.engine = engine
+        self._pieces: list[bytes | None] = [None] * len(vocab.texts)
+        self._nl = vocab.linefeed if vocab.linefeed is not None else engine.linefeed()
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike) -> Tokenizer:
+        """Load a vocabulary: `GGUFError` for a bad file, `UnsupportedVocab` for what we refuse."""
+        vocab = load_vocab(gguf.read(path))
+        return cls(vocab, engine_for(vocab.vocab_type)(vocab))
+
+    # -- llama_tokenize / llama_detokenize / llama_token_to_piece ----------------
+    def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
+        """Token ids for `text`, as `llama_tokenize(text, add_special, parse_special)`."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        fragments = partition(data, self.vocab, parse_special=parse_special)
+        return self.engine.tokenize(fragments, add_special=add_special)
+
+    def detokenize(self, ids: Sequence[int], *, remove_special: bool, unparse_special: bool) -> bytes:
+        """The bytes of `ids`, as `llama_detokenize(ids, remove_special, unparse_special)`."""
+        return pieces.detokenize(self.vocab, self._piece, ids, remove_special=remove_special,
+                                 unparse_special=unparse_special)
+
+    def token_to_piece(self, token: int, *, lstrip: int = 0, special: bool) -> bytes:
+        """The bytes of one token, as `llama_token_to_piece(token, lstrip, special)`."""
+        return pieces.token_to_piece(self.vocab, self._piece, token, lstrip=lstrip, special=special)
+
+    def _piece(self, token: int) -> bytes:
+        cached = self._pieces[token]
+        if cached is None:
+            cached = self._pieces[token] = self.engine.piece(token)
+        return cached
+
+    # -- the vocabulary ------------------------------------------------------------
+    @property
+    def n_tokens(self) -> int:
+        return len(self.vocab.texts)
+
+    @property
+    def vocab_type(self) -> str:
+        return self.vocab.vocab_type
+
+    @property
+    def pre(self) -> str:
+        return self.vocab.pre
+
+    def token_text(self, token: int) -> bytes:
+        pieces.check_token(self.vocab, token)
+        return self.vocab.texts[token]
+
+    def token_score(self, token: int) -> float:
+        pieces.check_token(self.vocab, token)
+        return self.vocab.scores[token]
+
+    def token_attr(self, token: int) -> int:
+        pieces.check_token(self.vocab, token)
+        return self.vocab.attrs[token]
+
+    def is_eog(self, token: int) -> bool:
+        return token in self.vocab.eog
+
+    def is_control(self, token: int) -> bool:
+        pieces.check_token(self.vocab, token)
+        return bool(self.vocab.attrs[token] & Attr.CONTROL)
+
+    @property
+    def nl(self) -> int | None:
+        return None if self._nl is None or self._nl < 0 else self._nl
+
+    @property
+    def add_bos(self) -> bool:
+        return self.vocab.add_bos
+
+    @property
+    def add_eos(self) -> bool:
+        return self.vocab.add_eos
+
+    @property
+    def add_sep(self) -> bool:
+        return self.vocab.add_sep
+
+    def __repr__(self) -> str:
+        v = self.vocab
+        return f"<Tokenizer {v.vocab_type} model={v.model!r} pre={v.pre!r} n_tokens={len(v.texts)}>"
+
+
+def _special_getter(role: str) -> property:
+    def get(self: Tokenizer) -> int | None:
+        token = self.vocab.special[role]
+        return None if token < 0 else token
+
+    get.__doc__ = f"llama_vocab_{role}: the {role} id, None where llama.cpp reports -1."
+    return property(get)
+
+
+for _role in _ROLE_GETTERS:
+    setattr(Tokenizer, _role, _special_getter(_role))

@@ -1,0 +1,191 @@
+"""SPM (`tokenizer.ggml.model = "llama"`): SentencePiece BPE as llama.cpp runs it.
+
+Per raw fragment, llama.cpp prefixes a space when the vocabulary adds a space
+prefix and the fragment starts the input or follows a special token, replaces
+every space with U+2581 (always, whatever `escape_whitespaces` says), cuts the
+bytes into UTF-8 characters by their lead byte (a stray continuation byte is a
+character of its own; a truncated sequence at the end is cut short), and then
+repeatedly merges the adjacent pair whose concatenation is a token with the
+highest score, the leftmost pair on a tie. A final symbol that is not a token
+falls back to one byte token per byte (`<0xXX>`, else the raw one-byte token).
+BOS goes first when `add_special` and `add_bos`, EOS last when `add_special`
+and `add_eos`.
+
+The merge result of a stretch of text cannot depend on text beyond a point that
+no token spans. When no token contains U+2581 right after another character,
+every U+2581 that follows a non-U+2581 character is such a point, so valid
+UTF-8 text is cut there and each piece is cached (the heap algorithm itself is
+unchanged, tests/test_spm.py checks the cut against uncut runs).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+import regex
+
+from ..errors import UnsupportedVocab
+from ..pieces import ESCAPED_SPACE, spm_piece
+from .base import Engine, register
+
+_SEGMENT = regex.compile("\u2581*[^\u2581]+|\u2581+")
+_CACHE_LIMIT = 1 << 16
+# UTF-8 sequence length by the high nibble of the lead byte, as llama.cpp's unicode_len_utf8
+_LEN_BY_NIBBLE = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)
+
+
+@register
+class SpmEngine(Engine):
+    """llama.cpp's `llm_tokenizer_spm_session` and the SPM branch of `tokenize`."""
+
+    vocab_type = "spm"
+
+    def __init__(self, vocab) -> None:
+        super().__init__(vocab)
+        _refuse_nan_scores(vocab)
+        self._ids = vocab.token_to_id
+        self._scores = vocab.scores
+        self._byte_ids = [vocab.byte_token(b) for b in range(256)]
+        self._cuttable = _no_token_spans_a_word_start(vocab.texts)
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
+        v = self.vocab
+        out: list[int] = []
+        if add_special and v.add_bos:
+            out.append(_required(v.special["bos"], "BOS"))
+        prev_special = True
+        for frag in fragments:
+            if isinstance(frag, int):
+                out.append(frag)
+                prev_special = True
+                continue
+            text = b" " + frag if v.add_space_prefix and prev_special else frag
+            self._encode(text.replace(b" ", ESCAPED_SPACE), out)
+            prev_special = False
+        if add_special and v.add_eos:
+            out.append(_required(v.special["eos"], "EOS"))
+        return out
+
+    def piece(self, token: int) -> bytes:
+        return spm_piece(self.vocab, token)
+
+    def _encode(self, data: bytes, out: list[int]) -> None:
+        if self._cuttable:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                for seg in _SEGMENT.findall(text):
+                    out.extend(self._segment(seg))
+                return
+        out.extend(self.merge(_symbols(data)))
+
+    def _segment(self, seg: str) -> tuple[int, ...]:
+        ids = self._cache.get(seg)
+        if ids is None:
+            ids = tuple(self.merge([c.encode("utf-8") for c in seg]))
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[seg] = ids
+        return ids
+
+    def merge(self, syms: list[bytes]) -> list[int]:
+        """Best-score-first merging of adjacent symbols, then ids (byte fallback for the rest)."""
+        n = len(syms)
+        ids, scores = self._ids, self._scores
+        nxt = list(range(1, n + 1))
+        nxt[-1] = -1
+        prev = list(range(-1, n - 1))
+        heap = []
+        for i in range(n - 1):
+            tid = ids.get(syms[i] + syms[i + 1])
+            if tid is not None:
+                heap.append((-scores[tid], i, i + 1, len(syms[i]) + len(syms[i + 1])))
+        heapq.heapify(heap)
+        while heap:
+            _, left, right, size = heapq.heappop(heap)
+            a, b = syms[left], syms[right]
+            if not a or not b or len(a) + len(b) != size:
+                continue  # one side was merged away since this pair was queued
+            merged = syms[left] = a + b
+            syms[right] = b""
+            after = nxt[left] = nxt[right]
+            if after >= 0:
+                prev[after] = left
+            before = prev[left]
+            if before >= 0:
+                self._push(heap, before, left, syms[before] + merged)
+            if after >= 0:
+                self._push(heap, left, after, merged + syms[after])
+        return self._emit(syms, nxt)
+
+    def _push(self, heap: list, left: int, right: int, text: bytes) -> None:
+        tid = self._ids.get(text)
+        if tid is not None:
+            heapq.heappush(heap, (-self._scores[tid], left, right, len(text)))
+
+    def _emit(self, syms: list[bytes], nxt: list[int]) -> list[int]:
+        out: list[int] = []
+        i = 0
+        while i != -1:
+            tid = self._ids.get(syms[i])
+            if tid is not None:
+                out.append(tid)
+            else:
+                out.extend(self._byte_fallback(syms[i]))
+            i = nxt[i]
+        return out
+
+    def _byte_fallback(self, text: bytes) -> list[int]:
+        out = []
+        for byte in text:
+            tid = self._byte_ids[byte]
+            if tid is None:
+                raise UnsupportedVocab(
+                    f"no token for byte 0x{byte:02X} (neither <0x{byte:02X}> nor the raw byte): "
+                    "llama.cpp throws std::out_of_range here")
+            out.append(tid)
+        return out
+
+
+def _symbols(data: bytes) -> list[bytes]:
+    """`data` cut into characters by lead byte, as llama.cpp does for any bytes."""
+    try:
+        return [c.encode("utf-8") for c in data.decode("utf-8")]
+    except UnicodeDecodeError:
+        pass
+    out, pos, n = [], 0, len(data)
+    while pos < n:
+        step = _LEN_BY_NIBBLE[data[pos] >> 4]
+        out.append(data[pos:pos + step])
+        pos += step
+    return out
+
+
+def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
+    """True when no token holds U+2581 right after some other character."""
+    esc = ESCAPED_SPACE
+    for t in texts:
+        at = t.find(esc, 1)
+        while at > 0:
+            if t[max(0, at - 3):at] != esc:
+                return False
+            at = t.find(esc, at + 1)
+    return True
+
+
+def _required(token: int, what: str) -> int:
+    if token < 0:
+        raise UnsupportedVocab(f"the vocabulary adds {what} but has no {what} id: llama.cpp aborts here")
+    return token
+
+
+def _refuse_nan_scores(vocab) -> None:
+    for i, s in enumerate(vocab.scores):
+        if math.isnan(s):
+            raise UnsupportedVocab(
+                f"token {i} has a NaN score: llama.cpp's merge queue has no defined order then")

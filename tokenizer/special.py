@@ -1,0 +1,81 @@
+"""Special-token partitioning: llama.cpp's `tokenizer_st_partition`, on bytes.
+
+Before an engine sees any text, llama.cpp splits the input at every occurrence
+of a special token, walking its special-token cache (CONTROL, USER_DEFINED and
+UNKNOWN tokens, longest text first, `Vocab.special_tokens`). For each token in
+that order it splits every remaining raw fragment at each occurrence, left to
+right. A token with the LSTRIP attribute eats the whitespace before it (within
+the fragment), one with RSTRIP the whitespace after it ("whitespace" is C's
+`isspace`: space, \\t, \\n, \\v, \\f, \\r).
+
+With `parse_special=False` CONTROL and UNKNOWN tokens are left in the text, but
+USER_DEFINED tokens are still split out (as HF tokenizers does).
+
+Example:
+    >>> partition(b"a<s>b", vocab, parse_special=True)   # llama-spm
+    [b'a', 1, b'b']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .attrs import Attr
+
+if TYPE_CHECKING:
+    from .vocab import Vocab
+
+Fragment = bytes | int
+
+_SPACE = frozenset(b" \t\n\v\f\r")
+_HIDDEN_UNLESS_SPECIAL = int(Attr.CONTROL | Attr.UNKNOWN)
+_LSTRIP = int(Attr.LSTRIP)
+_RSTRIP = int(Attr.RSTRIP)
+
+
+def partition(data: bytes, vocab: Vocab, *, parse_special: bool) -> list[Fragment]:
+    """`data` as raw byte fragments and special token ids, in order. Empty input gives []."""
+    if not data:
+        return []
+    spans: list[tuple[int, int] | int] = [(0, len(data))]
+    texts, attrs = vocab.texts, vocab.attrs
+    for tid in vocab.special_tokens:
+        attr = attrs[tid]
+        if not parse_special and attr & _HIDDEN_UNLESS_SPECIAL:
+            continue
+        text = texts[tid]
+        if text not in data:
+            continue
+        spans = _split_all(data, spans, text, tid, attr)
+    return [data[s[0]:s[1]] if isinstance(s, tuple) else s for s in spans]
+
+
+def _split_all(data: bytes, spans: list, text: bytes, tid: int, attr: int) -> list:
+    out: list = []
+    for span in spans:
+        if isinstance(span, int):
+            out.append(span)
+        else:
+            _split(data, span[0], span[1], text, tid, attr, out)
+    return out
+
+
+def _split(data: bytes, start: int, end: int, text: bytes, tid: int, attr: int, out: list) -> None:
+    while True:
+        at = data.find(text, start, end)
+        if at < 0:
+            out.append((start, end))
+            return
+        left = at
+        if attr & _LSTRIP:
+            while left > start and data[left - 1] in _SPACE:
+                left -= 1
+        if left > start:
+            out.append((start, left))
+        out.append(tid)
+        start = at + len(text)
+        if attr & _RSTRIP:
+            while start < end and data[start] in _SPACE:
+                start += 1
+        if start >= end:
+            return

@@ -1,0 +1,397 @@
+"""The vocabulary descriptor: what llama.cpp's loader makes of a file's tokenizer metadata.
+
+`load_vocab(gguf_file)` reproduces `llama_vocab::impl::load` (pinned llama.cpp,
+src/llama-vocab.cpp): model name -> vocabulary type, default special ids per
+type, flags (model defaults, then the pre-tokenizer's, then the file's), token
+texts, scores and attributes, the by-text overrides (`tokenizer.vocab_rules`),
+the end-of-generation set, the special-token cache the partitioner walks, and
+the strip attributes set by model name.
+
+It is also the strict gate in front of the engines: whatever an engine relies on
+is checked here, and a problem raises `GGUFError` (malformed metadata) or
+`UnsupportedVocab` (well formed, but not reproducible or refused by llama.cpp)
+naming the key, its byte offset and the token id. Where llama.cpp quietly
+accepts something odd (a special id out of range, a score array longer than
+the token list, a byte token spelled `<0x1FF>`), we refuse it and say so.
+
+What an engine receives (`Engine.__init__(vocab)`), all indexed by token id:
+`texts` (bytes, empty texts already replaced by llama.cpp's `[EMPTY_<id>]`),
+`token_to_id`, `scores` (float32 values as floats), `attrs` (final
+`llama_token_attr` bits) and `base_attrs` (the bits as they stood when llama.cpp
+built its tokenizer object: token types only, before any by-text override;
+tables built at construction must use these), `special` ids (-1 for none),
+the flags, `merges` (BPE), `precompiled_charsmap` (UGM) and the raw `metadata`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import cxxorder, vocab_rules
+from .attrs import TYPE_TO_ATTR, Attr
+from .constants import Keys, ValueType
+from .errors import GGUFError, UnsupportedVocab
+from .gguf import GGUFFile, as_bytes
+
+NULL = -1
+INT32_MAX = 2**31 - 1
+
+# tokenizer.ggml.model -> (vocabulary type, default special ids) as load() sets them
+MODELS: dict[str, tuple[str, dict[str, int]]] = {
+    "llama": ("spm", {"bos": 1, "eos": 2, "unk": 0}),
+    "bert": ("wpm", {"bos": 101, "eos": NULL, "unk": 100, "sep": 102, "pad": 0, "mask": 103}),
+    "gpt2": ("bpe", {"bos": 11, "eos": 11, "unk": NULL}),
+    "hybriddna": ("bpe", {"bos": 11, "eos": 11, "unk": NULL}),
+    "whitespace": ("bpe", {"bos": 11, "eos": 11, "unk": NULL}),
+    "gemma4": ("bpe", {"bos": NULL, "eos": NULL, "unk": NULL}),
+    "t5": ("ugm", {"bos": NULL, "eos": 1, "unk": 2, "pad": 0}),
+    "rwkv": ("rwkv", {"bos": NULL, "eos": NULL, "unk": NULL}),
+    "plamo2": ("plamo2", {"bos": 1, "eos": 2, "unk": 0, "pad": 3}),
+    "test": ("test", {"bos": NULL, "eos": NULL, "unk": NULL}),
+    "no_vocab": ("none", {"bos": NULL, "eos": NULL, "unk": NULL}),
+    "none": ("none", {"bos": NULL, "eos": NULL, "unk": NULL}),
+}
+
+ROLES = ("bos", "eos", "eot", "eom", "unk", "sep", "pad", "mask",
+         "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+
+# (role, key) in the order load() reads them; the deprecated keys come last and win
+SPECIAL_KEYS = (
+    ("bos", Keys.BOS_ID), ("eos", Keys.EOS_ID), ("eot", Keys.EOT_ID), ("eom", Keys.EOM_ID),
+    ("unk", Keys.UNK_ID), ("sep", Keys.SEP_ID), ("pad", Keys.PAD_ID), ("mask", Keys.MASK_ID),
+    ("fim_pre", Keys.FIM_PRE_ID), ("fim_suf", Keys.FIM_SUF_ID), ("fim_mid", Keys.FIM_MID_ID),
+    ("fim_pad", Keys.FIM_PAD_ID), ("fim_rep", Keys.FIM_REP_ID), ("fim_sep", Keys.FIM_SEP_ID),
+    ("fim_pre", "tokenizer.ggml.prefix_token_id"), ("fim_suf", "tokenizer.ggml.suffix_token_id"),
+    ("fim_mid", "tokenizer.ggml.middle_token_id"),
+)
+
+FLAGS = ("add_space_prefix", "add_bos", "add_eos", "add_sep", "ignore_merges", "clean_spaces",
+         "remove_extra_whitespaces", "escape_whitespaces", "treat_whitespace_as_suffix")
+
+# vocabulary types whose byte tokens llama.cpp parses as "<0xXX>"
+_HEX_BYTE_TYPES = frozenset({"spm", "ugm", "bpe"})
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """Everything the engines and the shared code need, validated. See the module docstring."""
+
+    model: str
+    vocab_type: str
+    pre: str
+    pre_type: str
+    texts: tuple[bytes, ...]
+    token_to_id: Mapping[bytes, int]
+    scores: tuple[float, ...]
+    attrs: tuple[int, ...]
+    base_attrs: tuple[int, ...]
+    special: Mapping[str, int]
+    default_pad: int
+    linefeed: int | None
+    eog: frozenset[int]
+    special_tokens: tuple[int, ...]
+    merges: tuple[tuple[bytes, bytes], ...]
+    precompiled_charsmap: bytes | None
+    normalizer_lowercase: bool
+    normalizer_strip_accents: bool
+    n_token_types: int
+    suppress_tokens: tuple[int, ...]
+    max_token_len: int
+    add_space_prefix: bool = False
+    add_bos: bool = False
+    add_eos: bool = False
+    add_sep: bool = False
+    ignore_merges: bool = False
+    clean_spaces: bool = False
+    remove_extra_whitespaces: bool = False
+    escape_whitespaces: bool = True
+    treat_whitespace_as_suffix: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    where: Callable[[str], str] = field(default=repr, repr=False, compare=False)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.texts)
+
+    def byte_token(self, byte: int) -> int | None:
+        """llama.cpp's `byte_to_token` for SPM/UGM: `<0xXX>`, else the raw byte's token."""
+        found = self.token_to_id.get(b"<0x%02X>" % byte)
+        return found if found is not None else self.token_to_id.get(bytes((byte,)))
+
+
+def load_vocab(gguf_file: GGUFFile) -> Vocab:
+    """The `Vocab` llama.cpp's loader builds from `gguf_file`, or a precise refusal."""
+    d = _Draft(gguf_file)
+    d.read_model()
+    d.read_tokens()
+    d.compute_linefeed()
+    d.read_special_ids()
+    d.read_late_flags()
+    vocab_rules.detect_by_text(d)
+    vocab_rules.mark_unused(d)
+    eog = vocab_rules.build_eog(d)
+    cache = vocab_rules.special_cache(d)
+    vocab_rules.strip_by_model(d, cache)
+    d.check_byte_tokens()
+    return d.finish(eog, cache)
+
+
+class _Draft:
+    """Mutable state while loading; `finish()` freezes it into a `Vocab`."""
+
+    def __init__(self, f: GGUFFile) -> None:
+        self.f = f
+        self.flags: dict[str, bool] = {}
+        self.special: dict[str, int] = dict.fromkeys(ROLES, NULL)
+        self.merges: tuple[tuple[bytes, bytes], ...] = ()
+        self.charsmap: bytes | None = None
+        self.lowercase = True
+        self.strip_accents = True
+        self._rank: np.ndarray | None = None
+
+    # -- typed metadata access -------------------------------------------------
+    def refuse(self, message: str) -> None:
+        raise UnsupportedVocab(message)
+
+    def bad(self, key: str, message: str) -> GGUFError:
+        return GGUFError(f"{self.f.where(key)}: {message}")
+
+    def get(self, key: str, vtype: ValueType, elem: ValueType | None = None) -> Any:
+        """The value of `key` if present, checked to have llama.cpp's required type."""
+        if key not in self.f.metadata:
+            return None
+        have = self.f.types.get(key, (None, None))
+        want = (vtype, elem)
+        if have[0] != vtype or (elem is not None and have[1] != elem):
+            raise self.bad(key, f"has type {_type_name(have)}, llama.cpp requires {_type_name(want)}")
+        return self.f.metadata[key]
+
+    def text_key(self, key: str) -> str:
+        value = self.f.metadata.get(key)
+        return value if isinstance(value, str) else ""
+
+    # -- the steps of load(), in order -------------------------------------------
+    def read_model(self) -> None:
+        from . import pre_names
+        from .engines import engine_for
+
+        model = self.get(Keys.MODEL, ValueType.STRING)
+        if model is None:
+            raise GGUFError(f"{Keys.MODEL} is missing: llama.cpp cannot load a vocabulary without it")
+        if model not in MODELS:
+            self.refuse(f"{self.f.where(Keys.MODEL)} = {model!r}: llama.cpp refuses it "
+                        f"(\"unknown tokenizer\"); known: {', '.join(sorted(MODELS))}")
+        self.model = model
+        self.vocab_type, defaults = MODELS[model]
+        try:
+            engine_for(self.vocab_type)
+        except UnsupportedVocab as e:
+            raise UnsupportedVocab(f"tokenizer.ggml.model {model!r}: {e}") from None
+        self.special.update(defaults)
+        pre = self.get(Keys.PRE, ValueType.STRING)
+        spec = pre_names.resolve(pre, model=model)
+        self.pre, self.pre_type, self.force_add_bos = spec.name, spec.pre_type, spec.force_add_bos
+        self.flags.update(spec.overrides)
+        if spec.no_default_bos:
+            self.special["bos"] = NULL
+        if spec.pre_type == "whitespace":
+            self.lowercase = False
+        if self.vocab_type == "bpe":
+            self.read_merges(optional=spec.merges_optional)
+        if self.vocab_type == "ugm":
+            self.read_charsmap()
+        self.n_token_types = self.get(Keys.TOKEN_TYPE_COUNT, ValueType.UINT32) or 0
+        for flag, key in (("add_space_prefix", Keys.ADD_SPACE_PREFIX),
+                          ("remove_extra_whitespaces", Keys.REMOVE_EXTRA_WS)):
+            value = self.get(key, ValueType.BOOL)
+            if value is not None:
+                self.flags[flag] = bool(value)
+
+    def read_merges(self, *, optional: bool) -> None:
+        merges = self.get(Keys.MERGES, ValueType.ARRAY, ValueType.STRING)
+        if merges is None:
+            if optional:
+                return
+            raise GGUFError(f"{Keys.MERGES} is missing: llama.cpp refuses a BPE vocabulary without merges")
+        self.merges = tuple(_split_merge(as_bytes(m)) for m in merges)
+
+    def read_charsmap(self) -> None:
+        key = Keys.PRECOMPILED_CHARSMAP
+        if key not in self.f.metadata:
+            return
+        have = self.f.types.get(key, (None, None))
+        if have[0] != ValueType.ARRAY or have[1] not in (ValueType.INT8, ValueType.UINT8):
+            raise self.bad(key, f"has type {_type_name(have)}, llama.cpp requires an int8/uint8 array")
+        blob = np.asarray(self.f.metadata[key]).astype(np.uint8).tobytes()
+        if len(blob) < 4:
+            raise self.bad(key, f"is {len(blob)} bytes, shorter than its 4-byte header")
+        size = int.from_bytes(blob[:4], "little")
+        if size + 4 >= len(blob):
+            raise self.bad(key, f"header says {size} bytes of trie, but only {len(blob) - 4} follow")
+        self.charsmap = blob
+
+    def read_tokens(self) -> None:
+        tokens = self.get(Keys.TOKENS, ValueType.ARRAY, ValueType.STRING)
+        if tokens is None:
+            raise GGUFError(f"{Keys.TOKENS} is missing: llama.cpp cannot load a vocabulary without it")
+        n = len(tokens)
+        if n > INT32_MAX:
+            raise self.bad(Keys.TOKENS, f"has {n} tokens; token ids are int32")
+        self.texts = _token_texts(self, tokens)
+        self.token_to_id = _unique_ids(self, self.texts)
+        self.scores = self._scores(n)
+        self.attrs = self._attrs(n)
+        self.base_attrs = tuple(self.attrs)
+        self.max_token_len = max(map(len, self.texts), default=0)
+
+    def _scores(self, n: int) -> tuple[float, ...]:
+        key = Keys.SCORES
+        if key not in self.f.metadata:
+            return (0.0,) * n
+        have = self.f.types.get(key, (None, None))
+        if have[0] != ValueType.ARRAY or have[1] not in (ValueType.FLOAT32, ValueType.INT32):
+            raise self.bad(key, f"has type {_type_name(have)}, llama.cpp requires a float32 (or int32) array")
+        values = np.asarray(self.f.metadata[key])
+        self._same_length(key, len(values), n)
+        return tuple(values.astype(np.float32).tolist())
+
+    def _attrs(self, n: int) -> list[int]:
+        types = self.get(Keys.TOKEN_TYPE, ValueType.ARRAY, ValueType.INT32)
+        if types is None:
+            return [int(Attr.NORMAL)] * n
+        self._same_length(Keys.TOKEN_TYPE, len(types), n)
+        table = {int(k): int(v) for k, v in TYPE_TO_ATTR.items()}
+        return [table.get(t, 0) for t in np.asarray(types).tolist()]
+
+    def _same_length(self, key: str, have: int, n: int) -> None:
+        if have != n:
+            extra = " (llama.cpp ignores the extra entries; we refuse the mismatch)" if have > n else ""
+            raise self.bad(key, f"has {have} entries but {Keys.TOKENS} has {n}{extra}")
+
+    def compute_linefeed(self) -> None:
+        self.default_pad = self.special["pad"]
+        if self.vocab_type == "spm":
+            found = self.token_to_id.get(b"<0x0A>", self.token_to_id.get(b"\n"))
+            self.linefeed = found if found is not None else self.default_pad
+        elif self.vocab_type == "wpm":
+            self.linefeed = self.default_pad
+        else:
+            self.linefeed = None  # the engine tokenizes "\n", as llama.cpp does
+
+    def read_special_ids(self) -> None:
+        n = len(self.texts)
+        for role, key in SPECIAL_KEYS:
+            if self.special[role] >= n:
+                self.special[role] = NULL  # a default beyond a small vocabulary is dropped
+            value = self.get(key, ValueType.UINT32)
+            if value is None:
+                continue
+            if value >= n:
+                raise self.bad(key, f"= {value} is outside the vocabulary of {n} tokens "
+                                    "(llama.cpp warns and keeps the default; we refuse)")
+            self.special[role] = int(value)
+
+    def read_late_flags(self) -> None:
+        for flag, key in (("add_bos", Keys.ADD_BOS), ("add_eos", Keys.ADD_EOS), ("add_sep", Keys.ADD_SEP)):
+            value = self.get(key, ValueType.BOOL)
+            if value is not None:
+                self.flags[flag] = bool(value)
+        if self.force_add_bos:
+            self.flags["add_bos"] = True
+        lower = self.get(Keys.NORMALIZER_LOWERCASE, ValueType.BOOL)
+        if lower is not None:
+            self.lowercase = bool(lower)
+        self.strip_accents = self.lowercase
+        strip = self.get(Keys.NORMALIZER_STRIP_ACCENTS, ValueType.BOOL)
+        if strip is not None:
+            self.strip_accents = bool(strip)
+        suppress = self.get("tokenizer.ggml.suppress_tokens", ValueType.ARRAY, ValueType.INT32)
+        ids = [] if suppress is None else np.asarray(suppress).tolist()
+        self.suppress = tuple(i for i in ids if 0 <= i < len(self.texts))
+
+    def map_rank(self) -> np.ndarray:
+        """Position of each id in llama.cpp's `token_to_id` iteration order (computed once)."""
+        if self._rank is None:
+            order = cxxorder.map_order(cxxorder.hash_all(self.texts))
+            self._rank = np.empty(len(order), dtype=np.int64)
+            self._rank[order] = np.arange(len(order))
+        return self._rank
+
+    def check_byte_tokens(self) -> None:
+        """Byte tokens whose piece llama.cpp would parse (or abort on) must be `<0xXX>`."""
+        shown = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED | Attr.NORMAL)
+        for i, attr in enumerate(self.attrs):
+            if not attr & int(Attr.BYTE) or attr & shown:
+                continue
+            if self.vocab_type == "wpm":
+                self.refuse(f"token {i} is a byte token in a WPM vocabulary: llama.cpp aborts loading it")
+            if self.vocab_type in _HEX_BYTE_TYPES and not _is_hex_byte(self.texts[i]):
+                raise self.bad(Keys.TOKEN_TYPE, f"token {i} has type BYTE but text {self.texts[i]!r}, "
+                                                "not <0xXX> (llama.cpp would misread it)")
+
+    def finish(self, eog: set[int], cache: tuple[int, ...]) -> Vocab:
+        flags = {k: self.flags.get(k, False) for k in FLAGS}
+        flags["escape_whitespaces"] = self.flags.get("escape_whitespaces", True)
+        return Vocab(
+            model=self.model, vocab_type=self.vocab_type, pre=self.pre, pre_type=self.pre_type,
+            texts=self.texts, token_to_id=self.token_to_id, scores=self.scores,
+            attrs=tuple(self.attrs), base_attrs=self.base_attrs, special=dict(self.special),
+            default_pad=self.default_pad, linefeed=self.linefeed, eog=frozenset(eog),
+            special_tokens=cache, merges=self.merges, precompiled_charsmap=self.charsmap,
+            normalizer_lowercase=self.lowercase, normalizer_strip_accents=self.strip_accents,
+            n_token_types=int(self.n_token_types), suppress_tokens=self.suppress,
+            max_token_len=self.max_token_len, metadata=self.f.metadata, where=self.f.where,
+            **flags,
+        )
+
+
+def _type_name(t: tuple) -> str:
+    vtype, elem = t
+    if vtype is None:
+        return "?"
+    if vtype == ValueType.ARRAY:
+        return f"array of {elem.name if elem is not None else '?'}"
+    return vtype.name
+
+
+def _split_merge(word: bytes) -> tuple[bytes, bytes]:
+    # llama.cpp splits at the first space after position 0; no space gives ("", "")
+    pos = word.find(b" ", 1)
+    if pos < 0:
+        return (b"", b"")
+    return (word[:pos], word[pos + 1:])
+
+
+def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
+    texts = [s.encode("utf-8", "surrogateescape") for s in tokens]
+    for i, t in enumerate(texts):
+        if not t:
+            texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
+        elif len(t) >= INT32_MAX:
+            raise d.bad(Keys.TOKENS, f"token {i} is {len(t)} bytes: llama.cpp aborts on pieces "
+                                     "beyond the int32 limit")
+    return tuple(texts)
+
+
+def _unique_ids(d: _Draft, texts: tuple[bytes, ...]) -> dict[bytes, int]:
+    ids = {t: i for i, t in enumerate(texts)}
+    if len(ids) != len(texts):
+        first: dict[bytes, int] = {}
+        for i, t in enumerate(texts):
+            if t in first:
+                raise d.bad(Keys.TOKENS, f"tokens {first[t]} and {i} have the same text {t!r} "
+                                         "(llama.cpp aborts: token_to_id size != id_to_token size)")
+            first[t] = i
+    return ids
+
+
+def _is_hex_byte(text: bytes) -> bool:
+    return len(text) == 6 and text.startswith(b"<0x") and text.endswith(b">") and all(
+        c in b"0123456789abcdefABCDEF" for c in text[3:5])
+
+
+__all__ = ["Vocab", "load_vocab", "MODELS", "ROLES", "NULL", "Attr"]

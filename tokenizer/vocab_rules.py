@@ -1,0 +1,168 @@
+"""The by-text rules llama.cpp's vocabulary loader applies after reading token types.
+
+llama.cpp (src/llama-vocab.cpp, `llama_vocab::impl::load`) does not trust token
+types alone: it recognises end-of-turn, end-of-message and fill-in-the-middle
+tokens by their text, marks control tokens whose text says "unused", builds the
+end-of-generation set from another list of texts, and sets strip attributes by
+model name. This module holds those tables and applies them to a mutable
+`_Draft` (see `tokenizer.vocab`), in llama.cpp's order.
+
+Where llama.cpp keeps the first match while walking its `unordered_map`, the
+walk follows `tokenizer.cxxorder.map_order`, so the same token wins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import cxxorder
+from .attrs import Attr
+
+if TYPE_CHECKING:
+    from .vocab import _Draft
+
+# role -> texts that make a token that role when its id is not set by metadata
+DETECT_BY_TEXT: dict[str, tuple[str, ...]] = {
+    "eot": (
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+        "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>",
+        "<end_of_utterance>",
+    ),
+    "eom": ("<|eom_id|>",),
+    "fim_pre": (
+        "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+        "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
+    ),
+    "fim_suf": (
+        "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
+        "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+    ),
+    "fim_mid": (
+        "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+        "▁<MID>", "<|code_middle|>", "<|middle|>",
+    ),
+    "fim_pad": ("<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"),
+    "fim_rep": ("<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"),
+    "fim_sep": ("<|file_sep|>",),
+}
+
+EOG_TEXTS = (
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+    "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>",
+    "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>",
+    "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+)
+
+# gpt-oss: always rendered, whatever the file says
+FORCE_USER_DEFINED = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>")
+
+_CONTROL = int(Attr.CONTROL)
+
+
+def _b(texts: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(t.encode("utf-8") for t in texts)
+
+
+def detect_by_text(d: _Draft) -> None:
+    """EOT/EOM/FIM ids by text, first match in llama.cpp's map order; forces CONTROL."""
+    for role, texts in DETECT_BY_TEXT.items():
+        if d.special[role] != -1:
+            continue
+        found = [d.token_to_id[t] for t in _b(texts) if t in d.token_to_id]
+        if not found:
+            continue
+        chosen = found[0] if len(found) == 1 else _first_in_map_order(d, found)
+        d.special[role] = chosen
+        d.attrs[chosen] |= _CONTROL
+
+
+def _first_in_map_order(d: _Draft, ids: list[int]) -> int:
+    rank = d.map_rank()
+    return min(ids, key=lambda i: rank[i])
+
+
+def mark_unused(d: _Draft) -> None:
+    """Control tokens whose text contains "unused" get the UNUSED bit."""
+    for i, attr in enumerate(d.attrs):
+        if attr & _CONTROL and b"unused" in d.texts[i].split(b"\0", 1)[0]:
+            d.attrs[i] = attr | int(Attr.UNUSED)
+
+
+def build_eog(d: _Draft) -> set[int]:
+    """The end-of-generation set, with llama.cpp's special cases."""
+    eog = {d.special[r] for r in ("fim_pad", "fim_rep", "fim_sep") if d.special[r] != -1}
+    for t in _b(EOG_TEXTS):
+        i = d.token_to_id.get(t)
+        if i is not None:
+            eog.add(i)
+            d.attrs[i] |= _CONTROL
+    for t in _b(FORCE_USER_DEFINED):
+        i = d.token_to_id.get(t)
+        if i is not None:
+            d.attrs[i] = int(Attr.USER_DEFINED)
+    eog.update(d.special[r] for r in ("eos", "eot", "eom") if d.special[r] != -1)
+    _drop_harmony_end(d, eog)
+    _drop_normal_s(d, eog)
+    return eog
+
+
+def _texts_of(d: _Draft, eog: set[int]) -> dict[bytes, int]:
+    # std::set iterates ascending; later ids overwrite, as llama.cpp's loop does
+    return {d.texts[i]: i for i in sorted(eog) if 0 <= i < len(d.texts)}
+
+
+def _drop_harmony_end(d: _Draft, eog: set[int]) -> None:
+    texts = _texts_of(d, eog)
+    has_call = b"<|call|>" in texts or b"<|calls|>" in texts
+    if b"<|end|>" in texts and has_call and (b"<|return|>" in texts or b"<|flush|>" in texts):
+        end = texts[b"<|end|>"]
+        eog.discard(end)
+        d.attrs[end] = int(Attr.USER_DEFINED)
+
+
+def _drop_normal_s(d: _Draft, eog: set[int]) -> None:
+    texts = _texts_of(d, eog)
+    if b"</s>" in texts and (b"<|tool_response>" in texts or b"<|plamo:eos|>" in texts):
+        s = texts[b"</s>"]
+        eog.discard(s)
+        d.attrs[s] = int(Attr.NORMAL)
+
+
+def special_cache(d: _Draft) -> tuple[int, ...]:
+    """Ids the partitioner splits out, in llama.cpp's order (std::sort by length, descending)."""
+    mask = int(Attr.CONTROL | Attr.USER_DEFINED | Attr.UNKNOWN)
+    ids = [i for i, a in enumerate(d.attrs) if a & mask]
+    texts = d.texts
+    return tuple(cxxorder.std_sort(ids, lambda a, b: len(texts[a]) > len(texts[b])))
+
+
+def strip_by_model(d: _Draft, cache: tuple[int, ...]) -> None:
+    """LSTRIP/RSTRIP attributes llama.cpp sets by pre-tokenizer, architecture or model name."""
+    name = d.text_key("general.name").lower()
+    pre = d.text_key("tokenizer.ggml.pre")
+    arch = d.text_key("general.architecture")
+    if _any_in(pre, ("jina-v2-de", "jina-v2-es", "jina-v2-code")) or _any_in(
+        arch, ("nomic-bert-moe", "jina-bert-v3")
+    ):
+        _set(d, b"<mask>", Attr.LSTRIP, on=True, required=False)
+    elif _any_in(name, ("phi-3", "phi3")):
+        for i in cache:
+            d.attrs[i] |= int(Attr.RSTRIP)
+        _set(d, b"</s>", Attr.RSTRIP, on=True, required=True)
+        for t in (b"<unk>", b"<s>", b"<|endoftext|>"):
+            _set(d, t, Attr.RSTRIP, on=False, required=True)
+    elif "modern-bert" in name:
+        _set(d, b"[MASK]", Attr.LSTRIP, on=True, required=False)
+
+
+def _any_in(text: str, parts: tuple[str, ...]) -> bool:
+    return any(p in text for p in parts)
+
+
+def _set(d: _Draft, text: bytes, bit: Attr, *, on: bool, required: bool) -> None:
+    i = d.token_to_id.get(text)
+    if i is None:
+        if required:
+            d.refuse(f"llama.cpp aborts loading: model name says phi-3 but token {text!r} is missing")
+        return
+    d.attrs[i] = d.attrs[i] | int(bit) if on else d.attrs[i] & ~int(bit)
