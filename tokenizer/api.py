@@ -78,8 +78,9 @@ class Tokenizer:
         return self.vocab.pre
 
     def token_text(self, token: int) -> bytes:
+        """llama_vocab_get_text: a C string, so the text ends at an embedded NUL."""
         pieces.check_token(self.vocab, token)
-        return self.vocab.texts[token]
+        return self.vocab.texts[token].split(b"\0", 1)[0]
 
     def token_score(self, token: int) -> float:
         pieces.check_token(self.vocab, token)

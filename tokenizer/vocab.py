@@ -194,7 +194,9 @@ class _Draft:
         self.special.update(defaults)
         pre = self.get(Keys.PRE, ValueType.STRING)
         spec = pre_names.resolve(pre, model=model)
-        self.pre, self.pre_type, self.force_add_bos = spec.name, spec.pre_type, spec.force_add_bos
+        # llama.cpp keeps the file's string ("" when absent); gemma4 forces its own
+        self.pre = "gemma4" if model == "gemma4" else (pre or "")
+        self.pre_type, self.force_add_bos = spec.pre_type, spec.force_add_bos
         self.flags.update(spec.overrides)
         if spec.no_default_bos:
             self.special["bos"] = NULL
