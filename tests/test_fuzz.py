@@ -1,0 +1,160 @@
+"""The fuzzer: strategies are small, documented and readable; cases replay exactly; and
+(oracle) our engine agrees with live llama.cpp on fuzzed inputs.
+
+The differential tests take their settings from the Hypothesis profile
+(`GGUF_PARITY_HYPOTHESIS_PROFILE`, default `ci`); the nightly sweep over every
+shipped vocabulary runs with `--nightly`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from harness import fuzz
+from harness.models import SHIPPED
+
+VIEW = fuzz.VocabView("toy", pieces=(b"\xe2\x96\x81he", b"llo", b"\xe2\x96"), specials=("<s>", "<|im_end|>"),
+                      byte_fallback=True)
+
+STRATEGIES = {
+    "any_category": fuzz.any_category(),
+    "weighted_categories": fuzz.weighted_categories(),
+    "digits_of_many_scripts": fuzz.digits_of_many_scripts(),
+    "whitespace_runs": fuzz.whitespace_runs(),
+    "format_controls": fuzz.format_controls(),
+    "rare_code_points": fuzz.rare_code_points(),
+    "nfc_nfd_pair": fuzz.nfc_nfd_pair(),
+    "combining_marks": fuzz.combining_marks(),
+    "contraction": fuzz.contraction(),
+    "emoji_sequences": fuzz.emoji_sequences(),
+    "script_words": fuzz.script_words(),
+    "unicode_heavy": fuzz.unicode_heavy(),
+    "vocab_concat": fuzz.vocab_concat(VIEW),
+    "special_tokens": fuzz.special_tokens(VIEW),
+    "byte_fallback_triggers": fuzz.byte_fallback_triggers(),
+    "vocab_aware": fuzz.vocab_aware(VIEW),
+    "invalid_utf8": fuzz.invalid_utf8(),
+    "fuzz_inputs": fuzz.fuzz_inputs(VIEW),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in STRATEGIES])
+def test_repr_shows_the_call(name):
+    assert repr(STRATEGIES[name]).startswith(f"{name}(")
+    assert "VocabView('toy')" in repr(STRATEGIES[name]) or "view" not in repr(STRATEGIES[name])
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in STRATEGIES])
+def test_docstring_names_the_trap(name):
+    doc = getattr(fuzz, name).__doc__ or ""
+    assert len(doc.strip()) > 20
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in STRATEGIES])
+def test_inputs_become_replayable_cases(name):
+    @settings(max_examples=30, database=None, deadline=None)
+    @given(STRATEGIES[name])
+    def check(value):
+        assert isinstance(value, (str, bytes))
+        case = fuzz.as_case(value)
+        assert fuzz.input_bytes(fuzz.case_input(case)) == fuzz.input_bytes(value)
+        assert ("bytes" in case) == (not _valid(fuzz.input_bytes(value)))
+        assert case == fuzz.as_case(value)  # stable id
+    check()
+
+
+def _valid(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("strategy", "wanted"), [
+    pytest.param(fuzz.invalid_utf8(), lambda v: isinstance(v, bytes) and not _valid(v), id="invalid-utf8"),
+    pytest.param(fuzz.whitespace_runs(), lambda v: "\r\n" in v and "\u2028" in v, id="crlf-and-u2028"),
+    pytest.param(fuzz.format_controls(), lambda v: "\u200d" in v, id="zwj"),
+    pytest.param(fuzz.rare_code_points(), lambda v: 0xE000 <= ord(v) <= 0xF8FF, id="private-use"),
+    pytest.param(fuzz.rare_code_points(), lambda v: ord(v) & 0xFFFE == 0xFFFE, id="noncharacter"),
+    pytest.param(fuzz.special_tokens(VIEW), lambda v: v.startswith("word<|im_end|>"), id="special-glued"),
+    pytest.param(fuzz.vocab_concat(VIEW), lambda v: isinstance(v, bytes), id="split-mid-utf8"),
+    pytest.param(fuzz.digits_of_many_scripts(), lambda v: any(c.isdigit() and not c.isascii() for c in v),
+                 id="non-ascii-digits"),
+])
+def test_strategy_reaches_its_trap(strategy, wanted):
+    find(strategy, wanted, settings=settings(max_examples=2000, database=None, deadline=None))
+
+
+def test_vocab_view_keeps_specials_and_samples_pieces():
+    texts = [b"<s>", b"<0x41>", b"a", b"b", b"<user>"]
+    attrs = [8, 32, 4, 4, 16]
+    view = fuzz.vocab_view(name="v", texts=texts, attrs=attrs, pieces=[b"", b"A", b"a", b"b", b"<user>"])
+    assert view.specials == ("<s>", "<user>")
+    assert view.pieces == (b"a", b"b")
+    assert view.byte_fallback
+
+
+def test_profiles_and_environment(monkeypatch):
+    for name in ("ci", "dev", "nightly"):
+        assert settings.get_profile(name).deadline is None
+    assert settings.get_profile("ci").max_examples < settings.get_profile("nightly").max_examples
+    monkeypatch.setenv(fuzz.PROFILE_ENV, "nightly")
+    try:
+        assert fuzz.load_profile() == "nightly"
+        assert settings.default.max_examples == settings.get_profile("nightly").max_examples
+    finally:
+        settings.load_profile("default")
+
+
+def test_database_lives_in_the_project(monkeypatch):
+    monkeypatch.delenv(fuzz.DB_ENV, raising=False)
+    assert fuzz.database_dir() == fuzz.project_root() / ".hypothesis" / "examples"
+
+
+# --- differential: our engine against live llama.cpp ------------------------------------------
+
+def differential(model: str, require_vocab, *, n: int):
+    pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
+    from harness.engines import load_engine
+    from harness.run import RunConfig, check_model
+
+    require_vocab(model)
+    config = RunConfig(models=(model,), report_dir=_tmp_report(), default_corpora=False, fuzz=n,
+                       seed=None if os.environ.get(fuzz.PROFILE_ENV) else 7, found_dir=None, quiet=True)
+    result = check_model(model, config, load_engine(None))
+    assert result.cases > 0
+    problems = result.mismatches + result.engine_errors + result.oracle_crashes
+    assert not problems, problems[0]
+
+
+def _tmp_report():
+    import tempfile
+    from pathlib import Path
+    return Path(tempfile.mkdtemp(prefix="fuzz-report-"))
+
+
+def _budget() -> int:
+    fuzz.load_profile()
+    budget = settings.default.max_examples
+    settings.load_profile("default")
+    return budget
+
+
+@pytest.mark.oracle
+def test_our_engine_matches_llama_cpp_on_fuzz(require_vocab):
+    differential("llama-spm", require_vocab, n=_budget())
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("model", [pytest.param(m, id=m) for m in SHIPPED])
+def test_nightly_fuzz_every_shipped_vocabulary(model, require_vocab):
+    fuzz.load_profile(os.environ.get(fuzz.PROFILE_ENV) or "nightly")
+    budget = settings.default.max_examples
+    settings.load_profile("default")
+    differential(model, require_vocab, n=budget)

@@ -1,0 +1,90 @@
+"""report.json and report.html: counts, per-model/per-family breakdowns, merging, escaping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import report
+from harness.cli import main
+
+
+def result(model: str, family: str, *, cases: int, mismatches: int = 0, crashes: int = 0) -> report.ModelResult:
+    r = report.ModelResult(model, family, cases=cases)
+    for i in range(mismatches):
+        r.add("mismatches", {"case_id": f"m{i}", "text": "<script>alert(1)</script>\t", "add_special": True,
+                             "parse_special": False, "expected": [1, 2], "got": [1, 3], "first_diff": 1,
+                             "category": "merge order", "command": f"python -m harness run --model {model}"})
+    for i in range(crashes):
+        r.add("oracle_crashes", {"case_id": f"c{i}", "bytes": "ff", "text": "",
+                                 "crash": {"reason": "killed by SIGABRT", "stderr": "GGML_ASSERT"}})
+    return r
+
+
+@pytest.fixture
+def built() -> dict:
+    return report.build([result("llama-spm", "spm", cases=10, mismatches=2),
+                         result("gpt-2", "bpe", cases=5, crashes=1),
+                         result("qwen2", "bpe", cases=4)], meta={"command": "test"})
+
+
+def test_summary_counts(built):
+    s = built["summary"]
+    assert (s["cases"], s["mismatches"], s["oracle_crashes"], s["engine_errors"]) == (19, 2, 1, 0)
+    assert s["failing_cases"] == 3 and s["passed"] == 16
+    assert s["per_model"]["llama-spm"]["pass_rate"] == pytest.approx(0.8)
+    assert s["per_family"]["bpe"]["models"] == 2 and s["per_family"]["bpe"]["cases"] == 9
+    assert report.found_anything(built)
+
+
+def test_mismatch_fields(built):
+    entry = built["mismatches"][0]
+    for key in ("model", "case_id", "text", "add_special", "parse_special", "expected", "got",
+                "first_diff", "category"):
+        assert key in entry
+
+
+def test_clean_report():
+    clean = report.build([result("qwen2", "bpe", cases=4)], meta={})
+    assert not report.found_anything(clean)
+    assert report.one_line(clean).startswith("all match")
+
+
+def test_write_html_escapes_and_shows_whitespace(built, tmp_path):
+    json_path, html_path = report.write(built, tmp_path)
+    assert json.loads(json_path.read_text())["summary"]["cases"] == 19
+    html = html_path.read_text(encoding="utf-8")
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;⇥" in html
+    assert 'data-case="c0"' in html and "killed by SIGABRT" in html
+    assert "python -m harness run --model llama-spm" in html
+
+
+def test_merge_adds_up(built, tmp_path):
+    other = report.build([result("llama-spm", "spm", cases=3, mismatches=1)], meta={})
+    merged = report.merge([built, other], meta={})
+    assert merged["summary"]["per_model"]["llama-spm"]["cases"] == 13
+    assert merged["summary"]["mismatches"] == 3
+    assert len(merged["mismatches"]) == 3
+
+
+def test_merge_reports_command(built, tmp_path):
+    report.write(built, tmp_path / "a")
+    report.write(report.build([result("qwen2", "bpe", cases=4)], meta={}), tmp_path / "b")
+    assert main(["merge-reports", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")]) == 1
+    merged = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert merged["summary"]["per_model"]["qwen2"]["cases"] == 8
+    assert (tmp_path / "m" / "report.html").is_file()
+
+
+def test_merge_reports_clean_exits_0(tmp_path):
+    report.write(report.build([result("qwen2", "bpe", cases=4)], meta={}), tmp_path / "a")
+    assert main(["merge-reports", str(tmp_path / "a"), "--out", str(tmp_path / "m")]) == 0
+
+
+def test_merge_reports_rejects_a_non_report(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "report.json").write_text("{}")
+    assert main(["merge-reports", str(tmp_path / "x"), "--out", str(tmp_path / "m")]) == 2
+    assert "not a gguf-parity report.json" in capsys.readouterr().err
