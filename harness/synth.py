@@ -89,6 +89,35 @@ def write(name: str, directory: str | os.PathLike | None = None) -> Path:
     return path
 
 
+def ensure(name: str) -> Path:
+    """The cached file of `name`, built first if missing (`SetupError` if its source is)."""
+    path = synthetic_path(name)
+    return path if path.is_file() else write(name)
+
+
+def custom(tokens: Sequence[str | bytes], *, model: str, types: Sequence[int] | None = None,
+           scores: Sequence[float] | None = None, extra: Meta | None = None,
+           source: str = "gpt-2") -> bytes:
+    """A small hand-made vocabulary for tests, on the source's architecture keys.
+
+    `types` default to NORMAL; `extra` adds or replaces keys (with `None` removing one).
+    """
+    meta, key_types = _general(_source(source), f"custom-{model}")
+    kinds = [int(TokenType.NORMAL)] * len(tokens) if types is None else [int(t) for t in types]
+    meta |= {Keys.MODEL: model, Keys.TOKENS: list(tokens),
+             Keys.TOKEN_TYPE: np.asarray(kinds, dtype="<i4")}
+    key_types |= {Keys.TOKENS: _STR_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    if scores is not None:
+        meta[Keys.SCORES] = np.asarray(scores, dtype="<f4")
+        key_types[Keys.SCORES] = _F32_ARRAY
+    for key, value in (extra or {}).items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    return gguf_writer.build(meta, types=key_types)
+
+
 def recipe_for(name: str) -> Recipe:
     try:
         return RECIPES[name]

@@ -128,7 +128,8 @@ class Plamo2Engine(Engine):
 
     def __init__(self, vocab) -> None:
         super().__init__(vocab)
-        texts, attrs = vocab.texts, vocab.attrs
+        # llama.cpp builds its tables before load() adjusts attributes by token text
+        texts, attrs = vocab.texts, vocab.base_attrs
         self._bytes = self._byte_tokens(texts, attrs)
         self._scores, self._ids = self._pieces(texts, vocab.scores, attrs)
         self._rows: dict[str, list[tuple[str, int, int]]] = {}

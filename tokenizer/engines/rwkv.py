@@ -90,7 +90,7 @@ class RwkvEngine(Engine):
         super().__init__(vocab)
         self._pieces = [unescape(text) for text in vocab.texts]
         self._trie = _build_trie(self._pieces)
-        self._unk = -1 if vocab.unk is None else vocab.unk
+        self._unk = vocab.special.get("unk", -1)
 
     def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
         out: list[int] = []
