@@ -1,0 +1,315 @@
+"""Unigram (UGM, `tokenizer.ggml.model = "t5"`): llama.cpp's SentencePiece-style Viterbi.
+
+Each raw fragment is normalised on its own (`tokenizer.charsmap.PrefixNormalizer`
+for user-defined prefixes, the precompiled charsmap and bad UTF-8; then the
+space rules below) and segmented by a Viterbi pass over its *bytes*:
+
+- from every code point start (the length comes from the lead byte alone), each
+  token of the matcher (normal, user-defined and unused tokens, as typed when
+  llama.cpp built its tokenizer) that the bytes spell is a candidate; a
+  user-defined token scores 0.0, others their score, summed in doubles;
+- when no token spells exactly the current code point, the unknown token
+  covers it with score `min(normal scores) - 10`, computed in float32;
+- ties keep the first candidate found; consecutive unknowns collapse into one.
+
+There is no byte fallback: llama.cpp never emits `<0xXX>` tokens for UGM.
+
+Speed without changing the answer: where no matcher token can span a space
+symbol (checked at load), the Viterbi pass splits at each space symbol and
+caches words, which is exact while all score sums are exact in doubles (checked
+per call from the scores' binary exponents; otherwise the whole fragment goes
+through one pass, as in llama.cpp).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from bisect import bisect_left
+from itertools import repeat
+from operator import itemgetter
+
+import numpy as np
+
+from ..attrs import Attr
+from ..charsmap import PrefixNormalizer, lead_len, lead_table, parse
+from ..constants import Keys
+from ..errors import UnsupportedVocab
+from ..pieces import spm_piece
+from .base import Engine, register
+
+ESCAPED_SPACE = "\u2581".encode()
+_MATCHED = int(Attr.NORMAL | Attr.USER_DEFINED | Attr.UNUSED)
+_USER_DEFINED = int(Attr.USER_DEFINED)
+_NORMAL = int(Attr.NORMAL)
+_UNK_PENALTY = np.float32(10.0)
+_LOWEST = -sys.float_info.max  # llama.cpp starts every lattice cell at -DBL_MAX
+_CACHE_LIMIT = 1 << 17
+_LEAD_ARRAY = np.frombuffer(lead_table(), dtype=np.uint8).astype(np.int64)
+
+
+@register
+class UgmEngine(Engine):
+    """SentencePiece unigram as llama.cpp's `llm_tokenizer_ugm_session` runs it."""
+
+    vocab_type = "ugm"
+
+    def __init__(self, vocab) -> None:
+        super().__init__(vocab)
+        blob = vocab.precompiled_charsmap
+        cm = parse(blob, where=vocab.where(Keys.PRECOMPILED_CHARSMAP)) if blob else None
+        base = np.asarray(vocab.base_attrs, dtype=np.int64)
+        user_defined = [vocab.texts[i] for i in np.flatnonzero(base & _USER_DEFINED).tolist()]
+        self.prefix_normalizer = PrefixNormalizer(cm, user_defined)
+        self.space = ESCAPED_SPACE if vocab.escape_whitespaces else b" "
+        self.lattice = Lattice(vocab, space=self.space)
+        self.bos = vocab.special["bos"]
+        self.eos = vocab.special["eos"]
+
+    # -- the Engine interface ------------------------------------------------------
+
+    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
+        vocab = self.vocab
+        out: list[int] = []
+        if add_special and vocab.add_bos:
+            out.append(_required(self.bos, "BOS"))
+        for fragment in fragments:
+            if isinstance(fragment, int):
+                out.append(fragment)
+            else:
+                self.tokenize_text(fragment, out)
+        if add_special and vocab.add_eos:
+            out.append(_required(self.eos, "EOS"))
+        return out
+
+    def piece(self, token: int) -> bytes:
+        return spm_piece(self.vocab, token)
+
+    # -- one raw fragment ----------------------------------------------------------
+
+    def tokenize_text(self, text: bytes, out: list[int]) -> None:
+        """Append the ids of one raw fragment to `out`."""
+        normalized, trusted = self.normalize(text)
+        if normalized:
+            self.lattice.segment(normalized, out, split=trusted)
+
+    def normalize(self, text: bytes) -> tuple[bytes, bool]:
+        """llama.cpp's `normalize()`: (normalized bytes, whether space symbols are code point starts)."""
+        data, trusted = self.prefix_normalizer(text)
+        return self.place_spaces(data), trusted
+
+    def place_spaces(self, data: bytes) -> bytes:
+        """Spaces become the space symbol; merged, prefixed or suffixed per the flags.
+
+        Only the byte 0x20 counts as a space here (tabs and newlines are
+        spaces only if the charsmap made them so).
+        """
+        vocab, space = self.vocab, self.space
+        suffix = vocab.treat_whitespace_as_suffix
+        if vocab.remove_extra_whitespaces:
+            out = b"".join(space + word for word in data.split(b" ") if word)
+        else:
+            if vocab.add_space_prefix and not suffix:
+                lead = len(data) - len(data.lstrip(b" "))
+                if lead < len(data):
+                    data = data[:lead] + b" " + data[lead:]
+            out = data.replace(b" ", space)
+        if vocab.add_space_prefix and suffix:
+            out += space
+        return out
+
+
+def _required(token: int, name: str) -> int:
+    if token < 0:
+        raise UnsupportedVocab(
+            f"the vocabulary asks for {name} with add_special but has no {name} id: "
+            "llama.cpp aborts here (GGML_ASSERT)")
+    return token
+
+
+class Lattice:
+    """The matcher tokens and the Viterbi pass over normalized bytes."""
+
+    def __init__(self, vocab, *, space: bytes) -> None:
+        self.unk = vocab.special["unk"]
+        self.space = space
+        self.cache: dict[bytes, list[int]] = {}
+        self.token_to_id = vocab.token_to_id
+        base = np.asarray(vocab.base_attrs, dtype=np.int64)
+        scores = np.asarray(vocab.scores, dtype=np.float32)
+        self.unk_score = float(_unk_score(scores[(base & _NORMAL) != 0]))
+        matched = (base & _MATCHED) != 0
+        # user-defined tokens score 0.0 by their final type, as llama.cpp asks at tokenize time
+        user = (np.asarray(vocab.attrs, dtype=np.int64) & _USER_DEFINED) != 0
+        used = np.where(user, 0.0, scores.astype(np.float64))
+        score_of = np.full(len(scores), None, dtype=object)
+        score_of[matched] = used[matched]
+        self.score_of: list[float | None] = score_of.tolist()
+        texts = vocab.texts
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        leads = _LEAD_ARRAY[np.frombuffer(bytes(map(itemgetter(0), texts)), dtype=np.uint8)]
+        self.short = {texts[i]: (i, float(used[i]))
+                      for i in np.flatnonzero(matched & (lengths < leads)).tolist()}
+        self.sorted_texts = sorted(texts[i] for i in np.flatnonzero(matched).tolist())
+        self.lengths: dict[bytes, tuple[int, ...]] = {}
+        self.can_split = _splittable(texts, space)
+        self.exact_below = _exact_limit(self.unk_score, used[matched], lengths[matched])
+
+    def lengths_for(self, first: bytes) -> tuple[int, ...]:
+        """Sorted lengths of the matcher tokens that start with the code point `first`."""
+        found = self.lengths.get(first)
+        if found is None:
+            texts = self.sorted_texts
+            lo = hi = bisect_left(texts, first)
+            while hi < len(texts) and texts[hi].startswith(first):
+                hi += 1
+            found = self.lengths[first] = tuple(sorted({len(t) for t in texts[lo:hi]}))
+        return found
+
+    def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
+        """Append the best segmentation of `data`, unknowns collapsed, to `out`."""
+        if not (split and self.can_split and len(data) < self.exact_below):
+            self.extend(out, self.viterbi(data))
+            return
+        space, cache = self.space, self.cache
+        for k, word in enumerate(data.split(space)):
+            if k:
+                word = space + word
+            elif not word:
+                continue
+            ids = cache.get(word)
+            if ids is None:
+                ids = self.viterbi(word)
+                if len(cache) >= _CACHE_LIMIT:
+                    cache.clear()
+                cache[word] = ids
+            self.extend(out, ids)
+
+    def extend(self, out: list[int], ids: list[int]) -> None:
+        if out and ids and ids[0] == self.unk and out[-1] == self.unk:
+            out.extend(ids[1:])
+        else:
+            out.extend(ids)
+
+    def viterbi(self, data: bytes) -> list[int]:
+        """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
+        n = len(data)
+        score = [_LOWEST] * (n + 1)
+        token = [self.unk] * (n + 1)
+        start = [0] * (n + 1)
+        score[0] = 0.0
+        to_id, score_of, short, unk, unk_score = (
+            self.token_to_id, self.score_of, self.short, self.unk, self.unk_score)
+        lengths, lengths_for = self.lengths, self.lengths_for
+        i = 0
+        while i < n:
+            step = lead_len(data[i])
+            if i + step > n:
+                step = n - i
+            here = score[i]
+            single = False
+            if short:
+                single = _try_short(data, i, n, step, here, short, score, token, start)
+            first = data[i:i + step]
+            for length in lengths.get(first) or lengths_for(first):
+                end = i + length
+                if end > n:
+                    break
+                tid = to_id.get(data[i:end])
+                if tid is None:
+                    continue
+                value = score_of[tid]
+                if value is None:
+                    continue
+                if length == step:
+                    single = True
+                total = here + value
+                if total > score[end]:
+                    score[end], token[end], start[end] = total, tid, i
+            if not single:
+                end = i + step
+                total = here + unk_score
+                if total > score[end]:
+                    score[end], token[end], start[end] = total, unk, i
+            i += step
+        return _backtrack(token, start, n, unk)
+
+
+def _try_short(data, i, n, step, here, short, score, token, start) -> bool:
+    """Candidates among tokens shorter than their lead byte claims (rare, hostile vocabularies)."""
+    single = False
+    for length in range(1, 4):
+        end = i + length
+        if end > n:
+            break
+        entry = short.get(data[i:end])
+        if entry is None:
+            continue
+        if length == step:
+            single = True
+        total = here + entry[1]
+        if total > score[end]:
+            score[end], token[end], start[end] = total, entry[0], i
+    return single
+
+
+def _backtrack(token: list[int], start: list[int], n: int, unk: int) -> list[int]:
+    ids = []
+    pos = n
+    prev_unknown = False
+    while True:
+        tid = token[pos]
+        unknown = tid == unk
+        if not (prev_unknown and unknown):
+            ids.append(tid)
+        pos = start[pos]
+        if pos == 0:
+            break
+        prev_unknown = unknown
+    ids.reverse()
+    return ids
+
+
+def _splittable(texts, space: bytes) -> bool:
+    """Whether no token can cover part of a space symbol after its own start.
+
+    Then every space symbol at a code point start is a point that every path
+    through the lattice passes. (Checked over all tokens: a superset of the
+    matcher, so at worst the shortcut is off.)
+    """
+    joined = b"\0".join(texts) + b"\0"
+    if joined.count(space) != sum(map(bytes.startswith, texts, repeat(space))):
+        return False
+    return not any(space[:k] + b"\0" in joined for k in range(1, len(space)))
+
+
+def _unk_score(normal_scores: np.ndarray) -> np.float32:
+    """min(normal scores) - 10 in float32; FLT_MAX - 10 when there is no normal token."""
+    low = normal_scores.min() if len(normal_scores) else np.finfo(np.float32).max
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.float32(np.float32(low) - _UNK_PENALTY)
+
+
+def _exact_limit(unk_score: float, scores: np.ndarray, lengths: np.ndarray) -> float:
+    """Inputs shorter than this many bytes have every lattice sum exact in doubles.
+
+    Every score is a multiple of 2**e (e the lowest set bit over all scores),
+    and a path over b bytes sums to at most b * (largest |score| per byte). A
+    sum below 2**(53 + e) in magnitude is then exact, so splitting the lattice
+    at a space symbol (which shifts later sums by a constant) changes no
+    comparison. Non-finite scores disable the shortcut.
+    """
+    values = np.append(scores, unk_score)
+    if not np.isfinite(values).all():
+        return 0.0
+    per_byte = max(abs(unk_score), float((np.abs(scores) / lengths).max(initial=0.0)))
+    if per_byte == 0:
+        return math.inf
+    nonzero = values[values != 0]
+    if not len(nonzero):
+        return math.inf
+    mantissa, exponent = np.frexp(np.abs(nonzero))
+    m = (mantissa * float(1 << 53)).astype(np.int64)
+    low = exponent.astype(np.int64) - 53 + np.log2((m & -m).astype(np.float64)).astype(np.int64)
+    return 2.0 ** (53 + int(low.min())) / per_byte
