@@ -1,0 +1,244 @@
+"""PLaMo-2 engine: token-identical to llama.cpp on the synthetic plamo2 vocabulary and on quirk vocabularies.
+
+Every expected value comes from llama.cpp through the live oracle
+(`harness.oracle.LlamaOracle`), never from our engine. The synthetic plamo2
+vocabulary is built from the shipped llama-spm one (skipped, with the fetch
+command, when that is missing). The seeded 2,000-input differential run is
+nightly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from harness import synth
+from harness.models import FETCH_COMMAND, SetupError
+from tokenizer import Tokenizer, UnsupportedVocab
+from tokenizer.attrs import TokenType
+from tokenizer.constants import Keys
+
+oracle_mod = pytest.importorskip("harness.oracle")
+pytestmark = pytest.mark.oracle
+
+FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
+         for a, p in itertools.product((False, True), repeat=2)]
+DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
+         for r, u in itertools.product((False, True), repeat=2)]
+
+CORPUS = [
+    b"", b" ", b"\n", b"Hello world", b"  leading and trailing  ", b"The quick brown fox.",
+    "ça va? Ωμέγα — 日本語のテキストです。東京", "한국어 🦙🦙 👨‍👩‍👧 🇯🇵", "\ufeffBOM at start",
+    "x\ufeff inside", "<|plamo:bos|>hi<|plamo:eos|>", "<|plamo:bos|>\ufeffafter special",
+    "<|plamo:unk|><|plamo:op|> <|plamo:pad|>", "[PAD32100]", "[PAD32002]x[PAD3", "<0x41><0x0A>",
+    "\t\r\n\x0b\x0c\x00\x01\x7f", "1234567890", "\u2581\u2581 spaces", "e\u0301 é", "\U0010FFFF\U0001F600",
+    b"\xff\xfe\xfd", b"abc\x80def", b"\xe3\x81", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
+    b"\xf7\xbf\xbf\xbf", b"\xef\xbb\xbf\xef\xbb\xbfdouble BOM", "x" * 300, " " * 64,
+]
+CORPUS = [t if isinstance(t, bytes) else t.encode("utf-8", "surrogatepass") for t in CORPUS]
+
+
+def _plamo2():
+    try:
+        return synth.ensure("plamo2")
+    except SetupError as exc:
+        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    path = _plamo2()
+    with oracle_mod.LlamaOracle(path) as oracle:
+        yield Tokenizer.from_gguf(path), oracle
+
+
+def _same_tokens(ours, llama, texts, **flags):
+    for text in texts:
+        assert ours.tokenize(text, **flags) == llama.tokenize(text, **flags), text
+
+
+@pytest.mark.parametrize("add_special, parse_special", FLAGS)
+def test_tokenize(pair, add_special, parse_special):
+    _same_tokens(*pair, CORPUS, add_special=add_special, parse_special=parse_special)
+
+
+@pytest.mark.parametrize("remove_special, unparse_special", DETOK)
+def test_detokenize(pair, remove_special, unparse_special):
+    ours, llama = pair
+    for text in CORPUS:
+        ids = llama.tokenize(text, add_special=True, parse_special=True)
+        expected = llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
+        got = ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
+        assert got == expected, text
+
+
+@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
+@pytest.mark.parametrize("lstrip", [pytest.param(n, id=f"lstrip={n}") for n in (0, 1)])
+def test_pieces(pair, special, lstrip):
+    ours, llama = pair
+    wrong = [t for t in range(llama.n_tokens)
+             if ours.token_to_piece(t, lstrip=lstrip, special=special)
+             != llama.token_to_piece(t, lstrip=lstrip, special=special)]
+    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
+
+
+@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr", "is_eog", "is_control"])
+def test_vocab_entries(pair, field):
+    ours, llama = pair
+    wrong = [t for t in range(llama.n_tokens)
+             if getattr(ours, field)(t) != getattr(llama, field)(t)]
+    assert not wrong, f"{field} differs for ids {wrong[:10]}"
+
+
+SPECIALS = ["bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
+            "fim_mid", "fim_pad", "fim_rep", "fim_sep", "add_bos", "add_eos", "add_sep", "n_tokens",
+            "vocab_type", "pre"]
+
+
+@pytest.mark.parametrize("name", SPECIALS)
+def test_special_ids_and_flags(pair, name):
+    ours, llama = pair
+    assert getattr(ours, name) == getattr(llama, name)
+
+
+def test_build_is_deterministic():
+    _plamo2()
+    assert synth.build("plamo2") == synth.build("plamo2")
+
+
+# --- small vocabularies that reach the quirks ------------------------------------------------
+
+HEAD = [("<|plamo:unk|>", TokenType.UNKNOWN, 0.0), ("<|plamo:bos|>", TokenType.CONTROL, 0.0),
+        ("<|plamo:eos|>", TokenType.CONTROL, 0.0), ("<|plamo:pad|>", TokenType.CONTROL, 0.0)]
+
+
+def plamo2_vocab(pieces, *, byte_text="<0x{:02X}>", drop_byte=None, head=HEAD, extra=None) -> bytes:
+    """Specials, the 256 byte tokens, then `pieces` as (text, score[, type])."""
+    rows = list(head)
+    rows += [(byte_text.format(b), TokenType.BYTE, 0.0) for b in range(256) if b != drop_byte]
+    rows += [(p[0], p[2] if len(p) > 2 else TokenType.NORMAL, p[1]) for p in pieces]
+    return synth.custom([r[0] for r in rows], model="plamo2", types=[r[1] for r in rows],
+                        scores=[r[2] for r in rows], extra=extra)
+
+
+# Each vocabulary aims at one rule of llama.cpp's suffix-table Viterbi.
+QUIRKS = {
+    "ties-prefer-longest": ([("ab", -2.0), ("a", -1.0), ("b", -1.0), ("abc", -3.0), ("c", -1.0)],
+                            ["ab", "abc", "abab", "cab", "bca"]),
+    "unknown-score-ends-candidates": (
+        [("xyz", -1000.0), ("xy", -1.0), ("x", -1.0), ("y", -1.0), ("z", -1.0), ("wxy", -0.5),
+         ("w", -1.0)],
+        ["xyz", "wxyz", "xxyz", "wxy", "xyzxyz", "zwxyz"]),
+    "near-unknown-rounding": ([("pq", -999.99996), ("p", -1.0), ("q", -1.0), ("rpq", -0.1),
+                               ("r", -0.2)], ["pq", "rpq", "ppq"]),
+    "invalid-scores": ([("na", math.nan), ("n", -1.0), ("a", -1.0), ("in", math.inf),
+                        ("i", -1.0), ("mo", -2000.0), ("m", -1.0), ("o", -1.0), ("big", 1e6),
+                        ("b", -1.0), ("g", -1.0), ("ng", -1e7)],
+                       ["na", "in", "mo", "big", "bing", "nang"]),
+    "rounding-half": ([("h1", -0.00005), ("h", 0.0), ("1", 0.0), ("h2", -0.00015), ("2", 0.0),
+                       ("h3", 0.00005), ("3", -0.0001)], ["h1", "h2", "h3", "h1h2h3"]),
+    "suffix-only-strings": ([("long", -1.0), ("ong", math.nan), ("l", -1.0), ("o", -1.0),
+                             ("n", -1.0), ("g", -1.0)], ["long", "ong", "along", "longong"]),
+    "byte-typed-piece": ([("zz", -0.1, TokenType.BYTE), ("z", -1.0), ("<0x4", -0.1)],
+                         ["zz", "<0x41>", "A"]),
+    "cjk-and-astral": ([("日本", -1.0), ("日", -2.0), ("本語", -1.5), ("語", -2.0),
+                        ("\U0001F999", -1.0)], ["日本語", "本語日本", "\U0001F999\U0001F99A", "語"]),
+    "specials-as-pieces": ([("<|", -1.0), ("|>", -1.0)],   # CONTROL texts score 0.0 here
+                           ["<|plamo:bos|>", "<|x|>", "<|plamo:unk|>x<|plamo:pad|>"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUIRKS))
+@pytest.mark.parametrize("parse_special", [pytest.param(p, id=f"parse_special={p}") for p in (False, True)])
+def test_quirk_vocabularies(tmp_path, name, parse_special):
+    pieces, texts = QUIRKS[name]
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes(plamo2_vocab(pieces))
+    ours = Tokenizer.from_gguf(path)
+    with oracle_mod.LlamaOracle(path) as llama:
+        inputs = [t.encode() for t in texts] + [b"\xef\xbb\xbf" + texts[0].encode(), b"\xff" + texts[-1].encode()]
+        _same_tokens(ours, llama, inputs, add_special=True, parse_special=parse_special)
+        for token in range(llama.n_tokens):
+            assert ours.token_to_piece(token, special=True) == llama.token_to_piece(token, special=True)
+
+
+def test_lowercase_byte_tokens(tmp_path):
+    path = tmp_path / "lower.gguf"
+    path.write_bytes(plamo2_vocab([("a", -1.0)], byte_text="<0x{:02x}>"))
+    ours = Tokenizer.from_gguf(path)
+    with oracle_mod.LlamaOracle(path) as llama:
+        _same_tokens(ours, llama, [b"a\xc3\xa9b", b"\xff"], add_special=False, parse_special=False)
+        assert [ours.token_to_piece(t, special=True) for t in range(llama.n_tokens)] == \
+            [llama.token_to_piece(t, special=True) for t in range(llama.n_tokens)]
+
+
+REFUSED = {
+    "missing-byte-token": dict(pieces=[("a", -1.0)], drop_byte=0x41),
+    "byte-token-at-id-0": dict(pieces=[("a", -1.0)], head=[]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_like_llama_cpp(tmp_path, name):
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes(plamo2_vocab(**REFUSED[name]))
+    with pytest.raises(oracle_mod.OracleError):
+        oracle_mod.LlamaOracle(path)
+    with pytest.raises(UnsupportedVocab, match="byte token"):
+        Tokenizer.from_gguf(path)
+
+
+def test_non_utf8_piece_is_refused(tmp_path):
+    """llama.cpp loads it but matches a re-encoded text; we refuse, naming the token id."""
+    path = tmp_path / "latin1.gguf"
+    path.write_bytes(plamo2_vocab([("ok", -1.0), ("caf\udce9", -1.0)],
+                                  extra={Keys.NAME: "non-utf8"}))
+    with pytest.raises(UnsupportedVocab, match="token 261"):
+        Tokenizer.from_gguf(path)
+
+
+# --- seeded differential run -----------------------------------------------------------------
+
+def random_inputs(seed: int, count: int):
+    """Text mixing vocabulary pieces, specials, BOMs, random code points and invalid bytes."""
+    rng = random.Random(seed)
+    atoms = [t for t in CORPUS if t] + [b"<|plamo:bos|>", b"[PAD32127]", b"\xef\xbb\xbf", b" "]
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            roll = rng.random()
+            if roll < 0.4:
+                parts.append(rng.choice(atoms))
+            elif roll < 0.85:
+                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FFF),
+                                                     rng.randint(0x3000, 0x9FFF), rng.randint(0x10000, 0x1FFFF)]))
+                                     for _ in range(rng.randint(1, 6))).encode("utf-8", "surrogatepass"))
+            else:
+                parts.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 4))))
+        yield b"".join(parts)
+
+
+def differential(pair, seed: int, count: int) -> list:
+    ours, llama = pair
+    failures = []
+    for text in random_inputs(seed, count):
+        for add, parse in itertools.product((False, True), repeat=2):
+            ids = llama.tokenize(text, add_special=add, parse_special=parse)
+            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
+                failures.append((text, add, parse))
+            elif ours.detokenize(ids, remove_special=add, unparse_special=parse) != \
+                    llama.detokenize(ids, remove_special=add, unparse_special=parse):
+                failures.append((text, "detokenize", add, parse))
+    return failures
+
+
+def test_differential_small(pair):
+    assert differential(pair, seed=1, count=150) == []
+
+
+@pytest.mark.nightly
+def test_differential_2000(pair):
+    assert differential(pair, seed=2, count=2000) == []
