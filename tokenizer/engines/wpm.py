@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from itertools import chain
 
 import numpy as np
 
@@ -54,8 +55,7 @@ class WpmEngine(Engine):
 
     def __init__(self, vocab) -> None:
         super().__init__(vocab)
-        self.words = word_splitter(lowercase=vocab.normalizer_lowercase,
-                                   strip_accents=vocab.normalizer_strip_accents)
+        self._words: WordSplitter | None = None
         self.to_id = vocab.token_to_id
         self.max_len = vocab.max_token_len
         self.unk = vocab.special["unk"]
@@ -78,16 +78,30 @@ class WpmEngine(Engine):
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
 
+    @property
+    def words(self) -> WordSplitter:
+        """The class tables, built on first use (llama.cpp also builds its tables lazily)."""
+        if self._words is None:
+            self._words = word_splitter(lowercase=self.vocab.normalizer_lowercase,
+                                        strip_accents=self.vocab.normalizer_strip_accents)
+        return self._words
+
     def tokenize_text(self, text: bytes, out: list[int]) -> None:
         """Append the ids of one raw fragment to `out`."""
+        words = self.words.split(text)
         cached = self.cache
-        for word in self.words.split(text):
+        mark = len(out)
+        try:
+            out.extend(chain.from_iterable(map(cached.__getitem__, words)))
+            return
+        except KeyError:
+            del out[mark:]  # a word not seen before: fill the cache below
+        if len(cached) >= _CACHE_LIMIT:
+            cached.clear()
+        for word in words:
             ids = cached.get(word)
             if ids is None:
-                ids = self.match(self.words.normalize(word))
-                if len(cached) >= _CACHE_LIMIT:
-                    cached.clear()
-                cached[word] = ids
+                ids = cached[word] = self.match(self.words.normalize(word))
             out += ids
 
     def match(self, word: str) -> list[int]:
@@ -123,17 +137,31 @@ class WordSplitter:
 
     def __init__(self, *, lowercase: bool, strip_accents: bool) -> None:
         out, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
-        self.skip = re.compile(_char_class(skip)) if skip.any() else None
-        self.word = re.compile(_char_class(single) + "|" + _char_class(ws | single, negate=True) + "+")
+        self.skip = re.compile(_in_class(skip)) if skip.any() else None
+        bmp_single, bmp_other = _ranges(single[:_BMP]), _ranges((ws | single)[:_BMP])
+        self.word = re.compile(f"[{bmp_single}]|[^{bmp_other}]+")
+        self.single, self.ws = single, ws
         changed = np.flatnonzero((out != np.arange(len(out))) & ~skip & ~ws)
         self.table = dict(zip(changed.tolist(), out[changed].tolist()))
 
     def split(self, text: bytes) -> list[str]:
-        """The raw words of `text` (before lower-casing and NFD), dropped characters removed."""
+        """The raw words of `text` (before lower-casing and NFD), dropped characters removed.
+
+        The word regex knows only the BMP (fast in `re`); an astral code point
+        is matched through a BMP stand-in of its class, and the words are cut
+        from the real text at the same offsets.
+        """
         decoded = uni.decode_lenient(text)
         if self.skip is not None and self.skip.search(decoded):
             decoded = self.skip.sub("", decoded)
-        return self.word.findall(decoded)
+        if _ASTRAL_RE.search(decoded) is None:
+            return self.word.findall(decoded)
+        proxy = _ASTRAL_RE.sub(self.stand_in, decoded)
+        return [decoded[m.start():m.end()] for m in self.word.finditer(proxy)]
+
+    def stand_in(self, m: re.Match) -> str:
+        cp = ord(m.group())
+        return "!" if self.single[cp] else " " if self.ws[cp] else "a"
 
     def normalize(self, word: str) -> str:
         return word.translate(self.table)
@@ -178,13 +206,30 @@ def _lower_all() -> np.ndarray:
     return out
 
 
-def _char_class(mask: np.ndarray, *, negate: bool = False) -> str:
-    """A regex character class for the code points where `mask` is set."""
+_BMP = 0x10000
+_ASTRAL = "[\\U00010000-\\U0010ffff]"
+_ASTRAL_RE = re.compile(_ASTRAL)
+
+
+def _in_class(mask: np.ndarray) -> str:
+    """A regex matching one code point where `mask` is set.
+
+    `re` looks a BMP code point up in a bitmap but walks astral ranges one by
+    one, so the astral part sits behind a single-range guard.
+    """
+    bmp, astral = _ranges(mask[:_BMP]), _ranges(mask[_BMP:], offset=_BMP)
+    if not astral:
+        return f"[{bmp}]" if bmp else "(?!)"
+    return f"(?:[{bmp}]|(?={_ASTRAL})[{astral}])" if bmp else f"(?={_ASTRAL})[{astral}]"
+
+
+def _ranges(mask: np.ndarray, *, offset: int = 0) -> str:
+    """The inside of a character class for the set positions of `mask`, shifted by `offset`."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     parts = []
-    for lo, hi in zip(edges[0::2].tolist(), (edges[1::2] - 1).tolist()):
+    for lo, hi in zip((edges[0::2] + offset).tolist(), (edges[1::2] - 1 + offset).tolist()):
         parts.append(_esc(lo) if lo == hi else f"{_esc(lo)}-{_esc(hi)}")
-    return "[" + ("^" if negate else "") + "".join(parts) + "]"
+    return "".join(parts)
 
 
 def _esc(cp: int) -> str:
