@@ -60,7 +60,17 @@ HAN_RANGES = (
 )
 
 
-class UnencodableCodepoint(ValueError):
+class LlamaCppAbort(ValueError):
+    """An input on which llama.cpp aborts the process; we raise this instead.
+
+    The pinned llama.cpp terminates (uncaught C++ exception or GGML_ASSERT)
+    for these inputs, so there is no output to agree with.  Raising keeps the
+    caller alive and names the cause; the harness records llama.cpp's side as
+    an oracle crash.
+    """
+
+
+class UnencodableCodepoint(LlamaCppAbort):
     """A decoded code point above U+10FFFF, which llama.cpp cannot re-encode.
 
     llama.cpp's decoder accepts lead bytes F4 90.. to F7 and yields code

@@ -142,8 +142,14 @@ class BPEEngine(Engine):
         whole = self.ids.get(key)
         if whole is not None and self._keep_whole(key):
             return [whole]
+        symbols = _utf8_symbols(key)
+        if len(symbols) > 1 and b" " in key:
+            raise unicode.LlamaCppAbort(
+                f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
+                f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
+            )
         out: list[int] = []
-        for symbol in self.merger.merge(_utf8_symbols(key)):
+        for symbol in self.merger.merge(symbols):
             token = self.ids.get(symbol)
             if token is not None:
                 out.append(token)
