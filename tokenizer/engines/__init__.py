@@ -13,7 +13,7 @@ from .base import ENGINES, Engine, engine_for, register
 
 __all__ = ["ENGINES", "Engine", "engine_for", "register", "ENGINE_MODULES", "load_all"]
 
-ENGINE_MODULES = ("spm", "bpe", "wpm", "ugm", "rwkv", "plamo2")
+ENGINE_MODULES = ("spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "hashing")
 
 
 def load_all() -> None:
