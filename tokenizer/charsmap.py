@@ -32,7 +32,7 @@ import numpy as np
 from .errors import GGUFError
 
 __all__ = ["Charsmap", "PrefixNormalizer", "parse", "lead_len", "lead_table", "llama_utf8_fix",
-           "is_llama_valid", "trie_pattern"]
+           "is_llama_valid"]
 
 _LABELS = np.arange(1, 256, dtype=np.uint32)  # a NUL byte ends the walk, so labels are 1..255
 _VALUE_MASK = (1 << 31) - 1
@@ -325,33 +325,6 @@ def is_llama_valid(data: bytes) -> bool:
     return True
 
 
-def trie_pattern(keys, *, every_node: bool = False) -> bytes:
-    """A regex (bytes) matching the longest of `keys` (or, with `every_node`, the
-    longest path through their trie, as llama.cpp's `naive_trie::get_longest_prefix`).
-
-    Built as a prefix tree so each step has one live branch; greedy optional
-    groups make the longest match win.
-    """
-    root: dict = {}
-    for key in keys:
-        node = root
-        for b in key:
-            node = node.setdefault(b, {})
-        node[None] = True
-    return _emit(root, every_node, root=True) or b"(?!)"
-
-
-def _emit(node: dict, every_node: bool, *, root: bool = False) -> bytes:
-    branches = []
-    for b in sorted(k for k in node if k is not None):
-        branches.append(re.escape(bytes([b])) + _emit(node[b], every_node))
-    if not branches:
-        return b""
-    body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
-    optional = not root and (every_node or None in node)
-    return b"(?:" + body + b")?" if optional else body
-
-
 # -- the prefix normaliser --------------------------------------------------------
 
 class PrefixNormalizer:
@@ -366,85 +339,102 @@ class PrefixNormalizer:
     `__call__` returns the normalized bytes and whether every piece it copied
     decodes cleanly (so that code point starts are where a decoder finds them).
 
-    The fast path runs one regex over the input to find the positions where
-    something other than a plain copy can happen; it is used when no key and
-    no user-defined token starts with a UTF-8 continuation byte (so the regex
-    never stops inside a code point llama.cpp steps over) and the charsmap is
-    `plain`. Otherwise every position is walked, exactly as llama.cpp does.
+    Fast path: something other than a plain copy can only start at a character
+    that is a one-character key or the first character of a user-defined token,
+    or just before a character that continues a longer key. One character-class
+    scan over the decoded text finds those candidates, and the exact walks run
+    only there. It needs a `plain` charsmap and user-defined tokens that start
+    with a whole character; otherwise every position is walked, exactly as
+    llama.cpp does.
     """
 
     def __init__(self, cm: Charsmap | None, user_defined) -> None:
         self.cm = cm
         self.user_defined = [t for t in user_defined if t]
         self.ud_trie = _byte_trie(self.user_defined)
-        self.regex = self._fast_regex()
         self.trusted_replacements = cm is None or cm.valid_replacements
+        self.candidates = self._candidate_regex()
 
-    def _fast_regex(self):
+    def _candidate_regex(self):
+        """The regex of candidate characters; False when there are none; None for the slow path."""
         cm = self.cm
         if cm is not None and not cm.plain:
             return None
-        if any(t[0] in _CONT for t in self.user_defined):
-            return None
-        parts = []
-        if self.user_defined:
-            parts.append(b"(?P<u>" + trie_pattern(self.user_defined, every_node=True) + b")")
-        if cm is not None and cm.starters and cm.followers:
-            parts.append(b"(?P<w>" + trie_pattern(cm.starters) + b")(?="
-                         + trie_pattern(cm.followers) + b")")
-        if cm is not None and cm.singles:
-            parts.append(b"(?P<s>" + trie_pattern(cm.singles) + b")")
-        return re.compile(b"|".join(parts), re.S) if parts else False
+        chars = set()
+        for token in self.user_defined:
+            head = token.decode("utf-8", "surrogateescape")[0]
+            if _is_escape(head):
+                return None
+            chars |= _same_lead(head)
+        self.followers: frozenset[str] = frozenset()
+        if cm is not None:
+            chars |= {k.decode() for k in cm.singles}
+            self.followers = frozenset(k.decode() for k in cm.followers)
+            chars |= self.followers
+        return re.compile(_char_class(chars)) if chars else False
 
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
-        if self.regex is None:
+        if self.candidates is None:
             return self.walk(data), False
-        if self.regex is False:
+        if self.candidates is False:
             return llama_utf8_fix(data), True
         return self.fast(data)
 
     def fast(self, data: bytes) -> tuple[bytes, bool]:
-        cm, search = self.cm, self.regex.search
+        text = data.decode("utf-8", "surrogateescape")
         out: list[bytes] = []
         trusted = self.trusted_replacements
-        pos = 0
-        while True:
-            m = search(data, pos)
-            if m is None:
-                out.append(llama_utf8_fix(data[pos:]))
-                return b"".join(out), trusted
-            start = m.start()
-            if start > pos:
-                out.append(llama_utf8_fix(data[pos:start]))
-            kind = m.lastgroup
-            if kind == "s":
-                out.append(cm.singles[m.group()])
-                pos = m.end()
-            elif kind == "u":
-                piece = m.group()
+        pos = 0                    # bytes normalized so far
+        at_char, at_byte = 0, 0    # a known (character index, byte offset) pair
+        for i in self.candidate_indices(text):
+            x = at_byte + len(text[at_char:i].encode("utf-8", "surrogateescape"))
+            at_char, at_byte = i, x
+            if x < pos:
+                continue           # inside what an earlier match consumed
+            found = self.match_at(data, x)
+            if found is None:
+                continue
+            piece, used, raw = found
+            if x > pos:
+                out.append(llama_utf8_fix(data[pos:x]))
+            out.append(piece)
+            if raw:
                 trusted = trusted and is_llama_valid(piece)
-                out.append(piece)
-                pos = m.end()
-            else:
-                found = cm.longest_match(data, start)
-                if found is None:
-                    out.append(m.group("w"))
-                    pos = m.end("w")
-                else:
-                    out.append(found[0])
-                    pos = start + found[1]
+            pos = x + used
+        out.append(llama_utf8_fix(data[pos:]))
+        return b"".join(out), trusted
+
+    def candidate_indices(self, text: str) -> list[int]:
+        """Character indices where a walk may find something, ascending."""
+        followers = self.followers
+        found = []
+        for m in self.candidates.finditer(text):
+            i = m.start()
+            if followers and i and text[i] in followers:
+                found.append(i - 1)
+            found.append(i)
+        if followers:
+            found = sorted(set(found))
+        return found
+
+    def match_at(self, data: bytes, x: int):
+        """(piece, bytes consumed, copied raw?) at byte offset `x`, or None for a plain copy."""
+        if self.user_defined:
+            k = _longest_path(self.ud_trie, data, x)
+            if k:
+                return data[x:x + k], k, True
+        if self.cm is not None:
+            found = self.cm.longest_match(data, x)
+            if found is not None:
+                return found[0], found[1], False
+        return None
 
     def walk(self, data: bytes) -> bytes:
         """The position-by-position walk: slow, exact for any charsmap and any tokens."""
         out = bytearray()
         i, n = 0, len(data)
         while i < n:
-            k = _longest_path(self.ud_trie, data, i)
-            if k:
-                out += data[i:i + k]
-                i += k
-                continue
-            found = self.cm.longest_match(data, i) if self.cm is not None else None
+            found = self.match_at(data, i)
             if found is not None:
                 out += found[0]
                 i += found[1]
@@ -453,6 +443,50 @@ class PrefixNormalizer:
             out += data[i:i + k] if k else _REPLACEMENT
             i += k or 1
         return bytes(out)
+
+
+def _same_lead(ch: str) -> set[str]:
+    """Every character whose UTF-8 form starts with the same byte as `ch`'s.
+
+    A user-defined token's trie path can match just that byte (and llama.cpp
+    then copies it alone), so all of them are candidates.
+    """
+    lead = ch.encode()[0]
+    if lead < 0x80:
+        return {ch}
+    bits, width = (0x1F, 6) if lead < 0xE0 else (0x0F, 12) if lead < 0xF0 else (0x07, 18)
+    lo = (lead & bits) << width
+    return {chr(c) for c in range(lo, min(lo + (1 << width), 0x110000))
+            if not 0xD800 <= c < 0xE000}
+
+
+def _is_escape(ch: str) -> bool:
+    """A lone surrogate from surrogateescape decoding (a byte that is not UTF-8)."""
+    return "\udc80" <= ch <= "\udcff"
+
+
+def _char_class(chars) -> str:
+    """A regex (str) matching one of `chars`; the astral part behind a one-range guard."""
+    cps = sorted(ord(c) for c in chars)
+    bmp = _class_body([c for c in cps if c < 0x10000])
+    astral = _class_body([c for c in cps if c >= 0x10000])
+    parts = [f"[{bmp}]"] if bmp else []
+    if astral:
+        parts.append(f"(?=[\\U00010000-\\U0010ffff])[{astral}]")
+    return "|".join(parts)
+
+
+def _class_body(cps: list[int]) -> str:
+    parts = []
+    i = 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        lo, hi = cps[i], cps[j]
+        parts.append(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}")
+        i = j + 1
+    return "".join(parts)
 
 
 def _byte_trie(keys) -> dict:

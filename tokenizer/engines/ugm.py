@@ -27,7 +27,7 @@ import math
 import sys
 from collections.abc import Sequence
 from bisect import bisect_left
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -161,36 +161,43 @@ class Lattice:
         found = self.lengths.get(first)
         if found is None:
             texts = self.sorted_texts
-            lo = hi = bisect_left(texts, first)
-            while hi < len(texts) and texts[hi].startswith(first):
-                hi += 1
-            found = self.lengths[first] = tuple(sorted({len(t) for t in texts[lo:hi]}))
+            lo = bisect_left(texts, first)
+            hi = _prefix_end(texts, first, lo)
+            found = self.lengths[first] = tuple(sorted(set(map(len, texts[lo:hi]))))
         return found
 
     def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
         """Append the best segmentation of `data`, unknowns collapsed, to `out`."""
         if not (split and self.can_split and len(data) < self.exact_below):
-            self.extend(out, self.viterbi(data))
-            return
-        space, cache = self.space, self.cache
-        for k, word in enumerate(data.split(space)):
-            if k:
-                word = space + word
-            elif not word:
-                continue
-            ids = cache.get(word)
-            if ids is None:
-                ids = self.viterbi(word)
-                if len(cache) >= _CACHE_LIMIT:
-                    cache.clear()
-                cache[word] = ids
-            self.extend(out, ids)
-
-    def extend(self, out: list[int], ids: list[int]) -> None:
-        if out and ids and ids[0] == self.unk and out[-1] == self.unk:
-            out.extend(ids[1:])
+            ids = self.viterbi(data)
         else:
-            out.extend(ids)
+            ids = self.by_words(data)
+        if out and ids and out[-1] == self.unk and ids[0] == self.unk:
+            ids = ids[1:]
+        out += ids
+
+    def by_words(self, data: bytes) -> list[int]:
+        """The lattice cut at every space symbol, each word's best path cached.
+
+        Keys are the words without their leading space symbol; the text before
+        the first one (often empty) is solved on its own.
+        """
+        words = data.split(self.space)
+        head = self.viterbi(words[0]) if words[0] else []
+        cache = self.cache
+        try:
+            ids = head + list(chain.from_iterable(map(cache.__getitem__, words[1:])))
+        except KeyError:
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            space, viterbi = self.space, self.viterbi
+            for word in words[1:]:
+                if word not in cache:
+                    cache[word] = viterbi(space + word)
+            ids = head + list(chain.from_iterable(map(cache.__getitem__, words[1:])))
+        if self.unk in ids:
+            ids = _collapse(ids, self.unk)
+        return ids
 
     def viterbi(self, data: bytes) -> list[int]:
         """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
@@ -234,6 +241,25 @@ class Lattice:
                     score[end], token[end], start[end] = total, unk, i
             i += step
         return _backtrack(token, start, n, unk)
+
+
+def _prefix_end(texts: list[bytes], prefix: bytes, lo: int) -> int:
+    """End of the run of sorted `texts` from `lo` that start with `prefix`."""
+    head = prefix.rstrip(b"\xff")
+    if not head:
+        return len(texts)
+    bound = head[:-1] + bytes((head[-1] + 1,))
+    return bisect_left(texts, bound, lo)
+
+
+def _collapse(ids: list[int], unk: int) -> list[int]:
+    """Runs of the unknown id collapsed to one (runs only occur across words here)."""
+    out = []
+    for tid in ids:
+        if tid == unk and out and out[-1] == unk:
+            continue
+        out.append(tid)
+    return out
 
 
 def _try_short(data, i, n, step, here, short, score, token, start) -> bool:
