@@ -97,18 +97,43 @@ def reference_table(texts: list[bytes], vocab: dict, pieces: list[bytes] | None)
     return TokenTable(texts=texts, attrs=attrs, pieces=pieces or texts, edge_ids=edges)
 
 
+class _PerToken:
+    """A read-only sequence whose items are computed on first use (for display of a few ids)."""
+
+    def __init__(self, n: int, read: Callable[[int], Any]) -> None:
+        self._n, self._read, self._cache = n, read, {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, token: int):
+        if token not in self._cache:
+            self._cache[token] = self._read(token)
+        return self._cache[token]
+
+
+def _safe(read: Callable[[int], Any], fallback: Callable[[int], Any]) -> Callable[[int], Any]:
+    def get(token: int):
+        try:
+            return read(token)
+        except Exception:  # noqa: BLE001 - display only; the vocabulary diff reports the real problem
+            return fallback(token)
+    return get
+
+
 def engine_table(engine, fallback: TokenTable) -> TokenTable:
-    """The engine's own view of its tokens, or the reference's when the engine cannot say."""
+    """The engine's own view of its tokens, read lazily; the reference's where the engine fails."""
     if engine is None:
         return fallback
     try:
         n = int(engine.n_tokens)
-        texts = [bytes(engine.token_text(t)) for t in range(n)]
-        attrs = [int(engine.token_attr(t)) for t in range(n)]
-        pieces = [bytes(engine.token_to_piece(t, special=True)) for t in range(n)]
-    except Exception:  # noqa: BLE001 - display only; the vocabulary diff reports the real problem
+    except Exception:  # noqa: BLE001
         return fallback
-    return TokenTable(texts=texts, attrs=attrs, pieces=pieces, edge_ids=fallback.edge_ids)
+    return TokenTable(
+        texts=_PerToken(n, _safe(lambda t: bytes(engine.token_text(t)), fallback.text)),
+        attrs=_PerToken(n, _safe(lambda t: int(engine.token_attr(t)), fallback.attr)),
+        pieces=_PerToken(n, _safe(lambda t: bytes(engine.token_to_piece(t, special=True)), fallback.piece)),
+        edge_ids=fallback.edge_ids)
 
 
 def reproduce_command(*, arg: str, engine: str | None, cases_file: Path) -> Callable[[str], str]:

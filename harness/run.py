@@ -157,9 +157,10 @@ def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: 
              result: ModelResult) -> Subject | None:
     """llama.cpp's vocabulary and tables, the vocab diff; None when llama.cpp cannot load it."""
     oracle = pool.sessions[0]
+    asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces")))
+    got = engine_vocab(engine) if engine is not None else None  # meanwhile, in this process
     try:
-        vocab = oracle.call("vocab")
-        pieces = oracle.call("pieces")
+        vocab, pieces = asked.result()
     except (OracleCrash, OracleError) as exc:
         crash = exc.as_dict() if isinstance(exc, OracleCrash) else {"reason": str(exc), "stderr": ""}
         result.add("oracle_crashes", {"case_id": "<load>", "text": "", "crash": crash, "command": None})
@@ -172,8 +173,7 @@ def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: 
     subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                       engine_table=engine_table(engine, table),
                       command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
-    if engine is not None:
-        got = engine_vocab(engine)
+    if got is not None:
         for kind, entry in vocab_findings(subject, vocab, got):
             result.add(kind, entry)
     return subject
@@ -255,7 +255,10 @@ def run(config: RunConfig) -> list[ModelResult]:
     """Check every model of `config`; a `SetupError` for a bad name, path or corpus."""
     factory = load_engine(config.engine)
     for arg in config.models:
-        resolve(arg)  # fail fast on a bad name before any work
+        resolve(arg)  # fail fast on a bad name or file before any work
+    for corpus in config.corpora:
+        if not Path(corpus).is_file():
+            raise SetupError(f"no such corpus file: {corpus}")
     results = []
     for arg in config.models:
         if not config.quiet:
