@@ -449,15 +449,17 @@ def _same_lead(ch: str) -> set[str]:
     """Every character whose UTF-8 form starts with the same byte as `ch`'s.
 
     A user-defined token's trie path can match just that byte (and llama.cpp
-    then copies it alone), so all of them are candidates.
+    then copies it alone), so all of them are candidates, and so is that byte
+    where it does not decode.
     """
     lead = ch.encode()[0]
     if lead < 0x80:
         return {ch}
     bits, width = (0x1F, 6) if lead < 0xE0 else (0x0F, 12) if lead < 0xF0 else (0x07, 18)
     lo = (lead & bits) << width
-    return {chr(c) for c in range(lo, min(lo + (1 << width), 0x110000))
+    same = {chr(c) for c in range(lo, min(lo + (1 << width), 0x110000))
             if not 0xD800 <= c < 0xE000}
+    return same | {chr(0xDC00 + lead)}  # the lead byte alone, as surrogateescape decodes it
 
 
 def _is_escape(ch: str) -> bool:

@@ -1,0 +1,204 @@
+"""The precompiled charsmap: strict parsing, and llama.cpp's longest-match normalisation.
+
+Hostile blobs must give a clear `GGUFError` naming the key (never an
+IndexError, a hang or a crash). Which of them llama.cpp itself accepts is
+pinned here too, in a subprocess, because llama.cpp aborts on them:
+
+| blob                                   | llama.cpp                         | we            |
+|----------------------------------------|-----------------------------------|---------------|
+| shorter than its 4-byte header         | refuses at load                   | GGUFError     |
+| header size leaves no replacement byte | refuses at load                   | GGUFError     |
+| trie index past the array              | loads; aborts tokenizing the input| GGUFError     |
+| value unit index past the array        | loads; aborts tokenizing the input| GGUFError     |
+| replacement offset past the strings    | loads; aborts tokenizing the input| GGUFError     |
+| replacement string without its NUL     | loads; aborts tokenizing the input| GGUFError     |
+
+Normalisation results are compared with llama.cpp's tokenization of a tiny
+vocabulary whose tokens are single bytes, so the ids spell out the normalized
+text. Expected ids come only from the live oracle.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tokenizer import GGUFError, Tokenizer
+from tokenizer.attrs import TokenType
+from tokenizer.charsmap import PrefixNormalizer, llama_utf8_fix, parse
+from tokenizer.constants import Keys
+
+KEY = Keys.PRECOMPILED_CHARSMAP
+LEAF, VALUE = 1 << 8, 1 << 31
+
+
+# --- a tiny darts-clone builder -----------------------------------------------------------
+
+def unit(base: int = 0, *, leaf: bool = False, label: int = 0) -> int:
+    return (base << 10) | (LEAF if leaf else 0) | label
+
+
+def blob_for(units: dict[int, int], size: int, replacements: bytes) -> bytes:
+    """A charsmap blob: `size` units (zero unless given), then the replacement strings."""
+    arr = np.zeros(size, dtype="<u4")
+    for i, u in units.items():
+        arr[i] = u
+    return struct.pack("<I", 4 * size) + arr.tobytes() + replacements
+
+
+def one_key(key: int, *, size: int = 0x300, value: int = 0, value_at: int = 0x200,
+            replacements: bytes = b"Q\0") -> bytes:
+    """A trie holding the single one-byte key `key` -> replacement at offset `value`.
+
+    The root's children sit at 0x100 ^ c, the key's value unit (and the node
+    after it) at `value_at`.
+    """
+    child = 0x100 ^ key
+    units = {0: unit(0x100), child: unit(child ^ value_at, leaf=True, label=key)}
+    if value_at < size:
+        units[value_at] = VALUE | value
+    return blob_for(units, size, replacements)
+
+
+GOOD = one_key(ord("a"))
+
+HOSTILE = [
+    pytest.param(b"", "shorter than its 4-byte header", "refused", id="empty"),
+    pytest.param(b"\x10\x00", "shorter than its 4-byte header", "refused", id="short-header"),
+    pytest.param(struct.pack("<I", 8) + b"\0" * 8, "at least one byte of replacement",
+                 "refused", id="no-replacement-bytes"),
+    pytest.param(struct.pack("<I", 4000) + b"\0" * 16, "at least one byte of replacement",
+                 "refused", id="size-past-end"),
+    pytest.param(one_key(ord("a"), size=0x280), "lies past its 640 units", "crash",
+                 id="trie-index-out-of-range"),
+    pytest.param(one_key(ord("a"), value_at=0x2F0, size=0x2F0), "value unit", "crash",
+                 id="value-unit-out-of-range"),
+    pytest.param(one_key(ord("a"), value=500), "replacement offset 500", "crash",
+                 id="replacement-offset-out-of-range"),
+    pytest.param(one_key(ord("a"), replacements=b"QQ"), "no NUL terminator", "crash",
+                 id="unterminated-replacement"),
+]
+
+
+@pytest.mark.parametrize("blob, message, llama", HOSTILE)
+def test_parse_refuses_hostile_blob(blob, message, llama):
+    with pytest.raises(GGUFError, match=message) as info:
+        parse(blob, where=f"key {KEY!r}")
+    assert KEY in str(info.value)
+
+
+def test_hostile_error_names_the_input_that_reaches_it():
+    with pytest.raises(GGUFError, match=r"after input bytes b'a\\x80'"):
+        parse(one_key(ord("a"), size=0x280))
+
+
+def test_good_blob_walks_like_llama():
+    cm = parse(GOOD)
+    assert cm.longest_match(b"xa", 1) == (b"Q", 1)
+    assert cm.longest_match(b"b", 0) is None
+    assert cm.singles == {b"a": b"Q"}
+    assert cm.plain
+
+
+def test_cyclic_trie_is_validated_and_walked():
+    """Two labels leading back to the root: the walk must still terminate and stay in range."""
+    units = {0: unit(0x100), 0x100 ^ ord("a"): unit((0x100 ^ ord("a")) ^ 0x100, leaf=True,
+                                                      label=ord("a")), 0x100: VALUE | 0}
+    cm = parse(blob_for(units, 0x200, b"Z\0"))
+    assert cm.longest_match(b"aaab", 0) == (b"Z", 3)
+
+
+def test_nul_stops_the_walk():
+    cm = parse(GOOD)
+    assert cm.longest_match(b"\0a", 0) is None
+
+
+@pytest.mark.parametrize("data, expected", [
+    pytest.param(b"abc", b"abc", id="ascii"),
+    pytest.param(b"\xe2\x82A", "\ufffd\ufffdA".encode(), id="truncated-3-byte"),
+    pytest.param(b"\xc1\x81", b"\xc1\x81", id="overlong-kept"),
+    pytest.param(b"\xed\xa0\x80", b"\xed\xa0\x80", id="surrogate-kept"),
+    pytest.param(b"\xf7\xbf\xbf\xbf", b"\xf7\xbf\xbf\xbf", id="above-10ffff-kept"),
+    pytest.param(b"\xf8\x80", "\ufffd\ufffd".encode(), id="f8-lead"),
+])
+def test_llama_utf8_fix(data, expected):
+    """llama.cpp's decoder: one U+FFFD per undecodable byte, lenient otherwise
+    (these cases are also pinned against llama.cpp in test_ugm's differential run)."""
+    assert llama_utf8_fix(data) == expected
+
+
+def test_fast_and_walking_normalizers_agree():
+    """The candidate-class fast path must give the exact walk's bytes."""
+    cm = parse(GOOD)
+    for ud in ([], [b"<x>", "é".encode(), b"a"]):
+        norm = PrefixNormalizer(cm, ud)
+        for text in (b"aaa", b"<x<x>ab", "éèê a\xcc\x81".encode(), b"\xc3(\xc3", b"", b"a\xff"):
+            assert norm(text)[0] == norm.walk(text), (ud, text)
+
+
+# --- llama.cpp on the same blobs (subprocess: it aborts) ------------------------------------
+
+BYTES_VOCAB = ["<pad>", "</s>", "<unk>"] + [bytes([b]) for b in range(1, 256)]
+
+
+def byte_vocab(blob: bytes | None, **extra) -> bytes:
+    """A t5 vocabulary whose normal tokens are the 255 single bytes (ids 3..257)."""
+    from harness import synth
+    types = [TokenType.CONTROL, TokenType.CONTROL, TokenType.UNKNOWN] + [TokenType.NORMAL] * 255
+    meta = {KEY: None if blob is None else np.frombuffer(blob, dtype=np.uint8).copy(),
+            Keys.ADD_SPACE_PREFIX: False, Keys.REMOVE_EXTRA_WS: False} | extra
+    return synth.custom(BYTES_VOCAB, model="t5", types=types, scores=[0.0] * len(BYTES_VOCAB),
+                        extra=meta)
+
+
+_PROBE = textwrap.dedent("""
+    import sys
+    from harness.oracle import LlamaOracle
+    try:
+        o = LlamaOracle(sys.argv[1])
+    except Exception as e:
+        print("REFUSED"); sys.exit(0)
+    print("LOADED", flush=True)
+    o.tokenize(bytes.fromhex(sys.argv[2]), add_special=False, parse_special=False)
+    print("SURVIVED", flush=True)
+""")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("blob, message, llama", HOSTILE)
+def test_what_llama_does_with_hostile_blob(tmp_path, blob, message, llama):
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(byte_vocab(blob))
+    with pytest.raises(GGUFError, match=KEY):
+        Tokenizer.from_gguf(path)
+    probe = subprocess.run([sys.executable, "-c", _PROBE, str(path), b"a\xc3\xa9".hex()],
+                           capture_output=True, text=True, timeout=120,
+                           env=os.environ | {"GGML_NO_BACKTRACE": "1"})
+    lines = probe.stdout.splitlines()
+    if llama == "refused":
+        assert lines[:1] == ["REFUSED"], probe.stdout
+    else:
+        assert lines[:1] == ["LOADED"] and "SURVIVED" not in lines, probe.stdout
+        assert probe.returncode != 0
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("text", [
+    pytest.param(b"a", id="key"), pytest.param(b"xay", id="key-inside"),
+    pytest.param(b"\0a", id="nul-before-key"), pytest.param(b"\xe2\x82a", id="bad-utf8-then-key"),
+    pytest.param(b"a\xcc\x81", id="key-then-mark"), pytest.param(b"", id="empty"),
+])
+def test_normalisation_matches_llama(tmp_path, text):
+    from harness.oracle import LlamaOracle
+    path = tmp_path / "good.gguf"
+    path.write_bytes(byte_vocab(GOOD))
+    ours = Tokenizer.from_gguf(path)
+    with LlamaOracle(path) as llama:
+        assert ours.tokenize(text, add_special=False, parse_special=False) == \
+            llama.tokenize(text, add_special=False, parse_special=False)
