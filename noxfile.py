@@ -70,3 +70,104 @@ def tests(session: nox.Session) -> None:
     install(session, "test")
     ensure_chromium(session)
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+# --- parity sessions (the differential harness) ------------------------------------------
+# Each writes reports/<session>/report.{json,html}; they are independent of each other, so a
+# CI matrix can spread them, and `python -m harness merge-reports` folds them together.
+
+PARITY_FUZZ = int(os.environ.get("GGUF_PARITY_FUZZ", "20"))          # per vocabulary, modest
+NIGHTLY_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_FUZZ", "1000"))
+PARITY_SEED = os.environ.get("GGUF_PARITY_SEED", "0")                # fixed: reproducible CI
+JOBS = str(min(os.cpu_count() or 1, 2))
+SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names")
+
+
+def _project():
+    """harness.families / harness.models, read from this checkout (pure modules, no deps)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from harness import families, models
+    return families, models
+
+
+def harness(session: nox.Session, *args: str) -> None:
+    """`python -m harness ...`; exit 1 (differences found) does not stop the session, exit 2 does."""
+    session.run("python", "-m", "harness", *args, success_codes=[0, 1])
+
+
+def found_nothing(report_dir: Path) -> bool:
+    """True when report_dir/report.json holds no mismatch, engine error, oracle crash or vocab mismatch."""
+    import json
+    summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
+    return not any(summary.get(k) for k in ("mismatches", "engine_errors", "oracle_crashes", "vocab_mismatches"))
+
+
+def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None) -> bool:
+    """Golden replay + live run (corpora and fuzz) for `selection`, merged into reports/<session>/.
+
+    Returns True when the merged report holds no mismatch, engine error or oracle crash.
+    """
+    out = Path("reports") / session.name
+    parts = []
+    if any(Path("golden").glob("*.json*")):
+        harness(session, "compare", "--golden", "golden", *selection, "--quiet", "--report", str(out / "golden"))
+        parts.append(out / "golden")
+    seed_args = ["--seed", seed] if seed is not None else []
+    harness(session, "run", *selection, "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS,
+            "--report", str(out / "live"))
+    parts.append(out / "live")
+    harness(session, "merge-reports", *map(str, parts), "--out", str(out))
+    return found_nothing(out)
+
+
+@nox.session
+def parity(session: nox.Session) -> None:
+    """The main job: every shipped vocabulary, golden + corpora + a modest fuzz budget -> reports/parity/."""
+    _, models = _project()
+    install(session)
+    selection = [arg for name in models.SHIPPED for arg in ("--model", name)]
+    if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED):
+        session.error("differences found: see reports/parity/report.html")
+
+
+def _family_session(family: str):
+    def session_fn(session: nox.Session) -> None:
+        families, _ = _project()
+        if not families.FAMILIES.get(family):
+            session.skip(f"family {family} has no vocabularies yet")
+        install(session)
+        if family in SYNTHETIC_FAMILIES:
+            session.run("python", "-m", "harness", "synth", *families.FAMILIES[family])
+        if not parity_check(session, selection=["--family", family], fuzz=PARITY_FUZZ, seed=PARITY_SEED):
+            session.error(f"differences found: see reports/{session.name}/report.html")
+    session_fn.__doc__ = f"Parity of the {family} family (golden + corpora + fuzz) -> reports/parity-{family}/."
+    return nox.session(name=f"parity-{family}")(session_fn)
+
+
+for _family in ("spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "pre-sweep"):
+    globals()[f"parity_{_family.replace('-', '_')}"] = _family_session(_family)
+
+
+@nox.session
+def nightly(session: nox.Session) -> None:
+    """Every family with a large fuzz budget (example database on), golden drift, nightly tests -> reports/nightly/."""
+    families, _ = _project()
+    install(session, "test")
+    session.run("python", "-m", "harness", "synth")
+    session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
+    selection = [arg for family, names in families.FAMILIES.items() if names for arg in ("--family", family)]
+    failed = []
+    if not parity_check(session, selection=selection, fuzz=NIGHTLY_FUZZ, seed=None):
+        failed.append("parity (reports/nightly/report.html)")
+    out = Path("reports") / session.name
+    drift_txt = out / "drift.txt"
+    session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} > {drift_txt} 2>&1; "
+                f"echo $? > {out / 'drift.rc'}", external=True)
+    if (out / "drift.rc").read_text().strip() != "0":
+        failed.append(f"golden drift ({drift_txt})")
+    if failed:  # report before the nightly tests, which stop the session if they fail
+        session.warn("nightly found problems: " + "; ".join(failed))
+    session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", success_codes=[0, 5])
+    if failed:
+        session.error("nightly found problems: " + "; ".join(failed))
