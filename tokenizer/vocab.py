@@ -39,6 +39,7 @@ from .gguf import GGUFFile, as_bytes
 
 NULL = -1
 INT32_MAX = 2**31 - 1
+MAX_TOKEN_BYTES = INT32_MAX  # llama.cpp aborts on a piece this long (token_to_piece's int32 sizes)
 
 # tokenizer.ggml.model -> (vocabulary type, default special ids) as load() sets them
 MODELS: dict[str, tuple[str, dict[str, int]]] = {
@@ -373,7 +374,7 @@ def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
     for i, t in enumerate(texts):
         if not t:
             texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
-        elif len(t) >= INT32_MAX:
+        elif len(t) >= MAX_TOKEN_BYTES:
             raise d.bad(Keys.TOKENS, f"token {i} is {len(t)} bytes: llama.cpp aborts on pieces "
                                      "beyond the int32 limit")
     return tuple(texts)
