@@ -7,13 +7,20 @@ hand; a changed golden is re-recorded from the oracle and its diff reviewed.
 In memory a golden is a plain dict (`new_golden`): header keys, `"vocab"`
 (`harness.evaluate.vocab_record`) and `"cases"`, each case exactly as
 `harness.evaluate.evaluate_case` returns it, or a crash record
-`{"id", "text"|"bytes", "crash": {...}}`.  On disk, repeats inside a case are
-replaced by references to keep files small (`pack_case` / `unpack_case`):
+`{"id", "text"|"bytes", "crash": {...}}`.  On disk a case is packed
+(`pack_case` / `unpack_case`) to keep files small:
 
+- `encode` is a list of 4 in the fixed (add_special, parse_special) order
+  FF, FT, TF, TT, and each `detokenize` a list of 4 in the fixed
+  (remove_special, unparse_special) order, so the flags are not repeated;
+- an output is a JSON string (valid UTF-8) or `{"bytes": hex}`;
 - an `encode` item whose ids and detokenizations equal an earlier item's is
-  written `{"add_special", "parse_special", "as": k}`;
-- a detokenization equal to the case input is written `{"as": "input"}`, one
-  equal to an earlier output `{"as": [i, j]}` (encode i, detokenize j).
+  written `{"as": k}`; ids that are an earlier item's ids with up to two ids
+  added at either end (BOS, EOS, SEP) `{"of": k, "pre": [...], "post": [...]}`;
+- an output equal to the case input is `{"as": "input"}`, one equal to an
+  earlier output `{"as": [i, j]}` (encode i, detokenize j), and one that is
+  the input with text around it (`"<s> " + input`) `{"wrap": [prefix, suffix]}`,
+  or an earlier output with text around it `{"wrap": [...], "of": [i, j]}`.
 
 `write_golden` is deterministic: sorted keys, no floats (scores are packed
 binary), UTF-8, the header indented and one case per line, so the same
@@ -55,32 +62,66 @@ def golden_path(directory: str | os.PathLike, model_path: str | os.PathLike) -> 
 
 # -- packing ------------------------------------------------------------------
 
+FLAGS = ((False, False), (False, True), (True, False), (True, True))
+MAX_WRAP = 2  # ids added around an earlier encoding's ids: BOS/EOS, CLS/SEP
+
+
 def pack_case(case: dict) -> dict:
-    """The on-disk form of a case: repeats replaced by references (see module docstring)."""
+    """The on-disk form of a case (positional flags, repeats as references; see docs/golden.md)."""
     if "encode" not in case:
         return case
+    if [(e["add_special"], e["parse_special"]) for e in case["encode"]] != list(FLAGS):
+        raise GoldenError(f"case {case['id']!r}: encode items are not in (add_special, parse_special) order")
     input_field = _value(case)
-    seen_outputs: dict[tuple, list[int]] = {}
+    seen: dict[tuple, list[int]] = {}
     encode = []
     for i, item in enumerate(case["encode"]):
-        head = {"add_special": item["add_special"], "parse_special": item["parse_special"]}
         earlier = _same_encode(case["encode"][:i], item)
         if earlier is not None:
-            encode.append({**head, "as": earlier})
+            encode.append({"as": earlier})
             continue
         detok = []
         for j, out in enumerate(item["detokenize"]):
-            flags = {"remove_special": out["remove_special"], "unparse_special": out["unparse_special"]}
             value = _value(out)
-            if value == input_field:
-                detok.append({**flags, "as": "input"})
-            elif value in seen_outputs:
-                detok.append({**flags, "as": seen_outputs[value]})
-            else:
-                seen_outputs[value] = [i, j]
-                detok.append({**flags, value[0]: value[1]})
-        encode.append({**head, "ids": item["ids"], "detokenize": detok})
+            if value in seen:
+                detok.append({"as": seen[value]})
+                continue
+            detok.append(_pack_output(value, input_field, seen))
+            seen[value] = [i, j]
+        encode.append({"ids": _pack_ids(item["ids"], case["encode"][:i]), "detokenize": detok})
     return {**case, "encode": encode}
+
+
+def _pack_output(value: tuple[str, str], input_field: tuple[str, str], seen: dict):
+    """An output as written: a reference, a wrap of the input or an earlier text, or itself."""
+    if value == input_field:
+        return {"as": "input"}
+    kind, data = value
+    if kind == "bytes":
+        return {"bytes": data}
+    bases = [(None, input_field[1])] if input_field[0] == "text" else []
+    bases += [(ref, text) for (k, text), ref in seen.items() if k == "text"]
+    best = None
+    for ref, base in bases:
+        start = data.find(base) if base else -1
+        if start >= 0 and len(data) - len(base) < len(base) and (best is None or len(base) > len(best[1])):
+            best = (ref, base, start)
+    if best is None:
+        return data
+    ref, base, start = best
+    wrap = {"wrap": [data[:start], data[start + len(base):]]}
+    return wrap if ref is None else {**wrap, "of": ref}
+
+
+def _pack_ids(ids: list[int], previous: list[dict]):
+    """`ids`, or `{"of": k, "pre": [...], "post": [...]}` when they wrap encode k's ids."""
+    for k, other in enumerate(previous):
+        inner = other["ids"]
+        for start in range(0, min(MAX_WRAP, len(ids) - len(inner)) + 1):
+            tail = len(ids) - len(inner) - start
+            if inner and tail <= MAX_WRAP and ids[start:start + len(inner)] == inner:
+                return {"of": k, "pre": ids[:start], "post": ids[len(ids) - tail:]}
+    return ids
 
 
 def _value(record: dict) -> tuple[str, str]:
@@ -89,13 +130,9 @@ def _value(record: dict) -> tuple[str, str]:
 
 def _same_encode(previous: list[dict], item: dict) -> int | None:
     for k, other in enumerate(previous):
-        if other["ids"] == item["ids"] and _outputs(other) == _outputs(item):
+        if other["ids"] == item["ids"] and other["detokenize"] == item["detokenize"]:
             return k
     return None
-
-
-def _outputs(item: dict) -> list:
-    return [(d["remove_special"], d["unparse_special"], _value(d)) for d in item["detokenize"]]
 
 
 def unpack_case(case: dict) -> dict:
@@ -104,27 +141,45 @@ def unpack_case(case: dict) -> dict:
         return case
     input_field = _value(case)
     encode: list[dict] = []
-    for item in case["encode"]:
-        head = {"add_special": item["add_special"], "parse_special": item["parse_special"]}
+    for (add_special, parse_special), item in zip(FLAGS, case["encode"]):
+        head = {"add_special": add_special, "parse_special": parse_special}
         if "as" in item:
             source = encode[item["as"]]
             encode.append({**head, "ids": list(source["ids"]),
                            "detokenize": [dict(d) for d in source["detokenize"]]})
             continue
-        detok = []
-        for out in item["detokenize"]:
-            flags = {"remove_special": out["remove_special"], "unparse_special": out["unparse_special"]}
-            ref = out.get("as")
-            if ref is None:
-                kind, value = _value(out)
-            elif ref == "input":
-                kind, value = input_field
-            else:
-                kind, value = _value(encode[ref[0]]["detokenize"][ref[1]] if ref[0] < len(encode)
-                                     else detok[ref[1]])
-            detok.append({**flags, kind: value})
-        encode.append({**head, "ids": item["ids"], "detokenize": detok})
+        detok: list[dict] = []
+        for (remove_special, unparse_special), out in zip(FLAGS, item["detokenize"]):
+            kind, value = _unpack_output(out, input_field, encode, detok)
+            detok.append({"remove_special": remove_special, "unparse_special": unparse_special, kind: value})
+        encode.append({**head, "ids": _unpack_ids(item["ids"], encode), "detokenize": detok})
     return {**case, "encode": encode}
+
+
+def _unpack_ids(ids, encode: list[dict]) -> list[int]:
+    if isinstance(ids, list):
+        return ids
+    return ids["pre"] + encode[ids["of"]]["ids"] + ids["post"]
+
+
+def _unpack_output(out, input_field, encode: list[dict], current: list[dict]) -> tuple[str, str]:
+    if isinstance(out, str):
+        return "text", out
+    if "wrap" in out:
+        prefix, suffix = out["wrap"]
+        if "of" in out:
+            i, j = out["of"]
+            base = _value(encode[i]["detokenize"][j] if i < len(encode) else current[j])[1]
+        else:
+            base = input_field[1]
+        return "text", prefix + base + suffix
+    ref = out.get("as")
+    if ref is None:
+        return "bytes", out["bytes"]
+    if ref == "input":
+        return input_field
+    i, j = ref
+    return _value(encode[i]["detokenize"][j] if i < len(encode) else current[j])
 
 
 # -- writing and reading ------------------------------------------------------
