@@ -57,6 +57,16 @@ def case_fields(case: dict, subject: Subject) -> dict:
             "command": subject.command(case["id"])}
 
 
+def crash_info(crash: dict) -> dict:
+    """A crash record with a one-line `reason`, from a live session or a golden/worker record."""
+    if "reason" in crash:
+        return crash
+    kind = crash.get("kind")
+    reason = {"signal": f"killed by {crash.get('signal')}", "exit": f"exit status {crash.get('exit')}",
+              "timeout": f"timeout after {crash.get('timeout')}s", "error": "llama.cpp error"}.get(kind, str(kind))
+    return {**crash, "reason": reason}
+
+
 def detok_map(encoding: dict) -> dict[tuple[bool, bool], bytes]:
     return {(d["remove_special"], d["unparse_special"]): field_bytes(d)
             for d in encoding.get("detokenize", [])}
@@ -67,7 +77,7 @@ def findings(subject: Subject, case: dict, expected: dict | None, got: dict | En
     """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`."""
     base = case_fields(case, subject)
     if crash is not None:
-        return [("oracle_crashes", {**base, "crash": crash})]
+        return [("oracle_crashes", {**base, "crash": crash_info(crash)})]
     if isinstance(got, EngineError):
         return [("engine_errors", {**base, "error": got.error, "traceback": got.traceback})]
     out = []
