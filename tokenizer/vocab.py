@@ -29,13 +29,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import re
+
 import numpy as np
 
 from . import cxxorder, vocab_rules
 from .attrs import TYPE_TO_ATTR, Attr
 from .constants import Keys, ValueType
 from .errors import GGUFError, UnsupportedVocab
-from .gguf import GGUFFile, as_bytes
+from .gguf import GGUFFile
 
 NULL = -1
 INT32_MAX = 2**31 - 1
@@ -220,7 +222,7 @@ class _Draft:
             if optional:
                 return
             raise GGUFError(f"{Keys.MERGES} is missing: llama.cpp refuses a BPE vocabulary without merges")
-        self.merges = tuple(_split_merge(as_bytes(m)) for m in merges)
+        self.merges = _split_merges(merges)
 
     def read_charsmap(self) -> None:
         key = Keys.PRECOMPILED_CHARSMAP
@@ -361,12 +363,29 @@ def _type_name(t: tuple) -> str:
     return vtype.name
 
 
-def _split_merge(word: bytes) -> tuple[bytes, bytes]:
-    # llama.cpp splits at the first space after position 0; no space gives ("", "")
-    pos = word.find(b" ", 1)
-    if pos < 0:
-        return (b"", b"")
-    return (word[:pos], word[pos + 1:])
+# one merge per NUL-separated record: first part (at least one byte), space, second part
+_MERGE_RECORD = re.compile(rb"([^\x00][^ \x00]*) ([^\x00]*)(?:\x00|\Z)")
+
+
+def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
+    """llama.cpp splits each merge at the first space after position 0; no space gives ("", "")."""
+    joined = "\x00".join(merges)
+    if joined.count("\x00") == len(merges) - 1:  # no merge holds a NUL itself
+        pairs = _MERGE_RECORD.findall(joined.encode("utf-8", "surrogateescape"))
+        if len(pairs) == len(merges):  # every record had its space: the fast path is exact
+            return tuple(pairs)
+    out = []
+    append = out.append
+    for m in merges:
+        if m[:1] == " ":
+            pos = m.find(" ", 1)
+            a, b = (m[:pos], m[pos + 1:]) if pos > 0 else ("", "")
+        else:
+            a, sep, b = m.partition(" ")
+            if not sep:
+                a = ""
+        append((a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape")))
+    return tuple(out)
 
 
 def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
