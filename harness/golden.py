@@ -251,8 +251,16 @@ def schema() -> dict:
 
 def validate(golden: dict) -> None:
     """Raise `GoldenError` unless `golden` (in-memory, unpacked) matches the schema once packed."""
-    packed = {**golden, "cases": [pack_case(c) for c in golden.get("cases", [])]}
-    _validate_packed(packed, where="golden")
+    cases = golden.get("cases", [])
+    if not isinstance(cases, list):
+        raise GoldenError("golden: schema violation at cases: not a list")
+    packed = []
+    for i, case in enumerate(cases):
+        try:
+            packed.append(pack_case(case))
+        except (KeyError, TypeError, IndexError, AttributeError, GoldenError) as exc:
+            raise GoldenError(f"golden: schema violation at cases/{i}: cannot pack ({exc})") from None
+    _validate_packed({**golden, "cases": packed}, where="golden")
 
 
 def _validate_packed(golden: dict, *, where: str) -> None:

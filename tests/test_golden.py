@@ -1,0 +1,163 @@
+"""Golden files: schema, canonical bytes, deterministic recording, drift.
+
+Policy (docs/golden.md): goldens are recorded by `python -m harness record`
+from llama.cpp and never edited by hand to make a test pass; a changed golden
+is re-recorded and its diff reviewed.  The tests that edit a golden do so on
+a temporary copy, to check that drift notices.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import golden as goldens
+from harness.evaluate import diff_vocab, unpack_array, vocab_record
+from harness.models import SHIPPED
+
+COMMITTED = sorted(goldens.GOLDEN_DIR.glob("ggml-vocab-*.json"))
+FEW = [{"id": "hello", "text": "Hello world"}, {"id": "special", "text": " <s>x</s> "},
+       {"id": "bad-utf8", "bytes": "ff41"}, {"id": "empty", "text": ""}]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SHIPPED])
+def test_every_shipped_vocabulary_has_a_golden(name):
+    assert (goldens.GOLDEN_DIR / f"ggml-vocab-{name}.json").is_file()
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in COMMITTED])
+def test_committed_golden_validates_and_is_canonical(path: Path):
+    golden = goldens.load_golden(path)  # validates the on-disk form against the schema
+    assert golden["gguf"]["file"] == path.stem + ".gguf"
+    assert goldens.dumps_golden(golden) == path.read_text(encoding="utf-8")
+    assert len(golden["cases"]) >= 150 and golden["vocab"]["n_tokens"] > 0
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in COMMITTED])
+def test_packing_round_trips_every_committed_case(path: Path):
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    for case in raw["cases"]:
+        full = goldens.unpack_case(case)
+        if "encode" in full:
+            assert [len(e["detokenize"]) for e in full["encode"]] == [4, 4, 4, 4]
+        assert goldens.pack_case(full) == case, case["id"]
+
+
+def _small_golden() -> dict:
+    return goldens.load_golden(goldens.GOLDEN_DIR / "ggml-vocab-llama-spm.json", check=False)
+
+
+@pytest.mark.parametrize("breakage, where", [
+    pytest.param(lambda g: g.pop("vocab"), "top level", id="missing-vocab"),
+    pytest.param(lambda g: g["gguf"].update(sha256="xyz"), "gguf/sha256", id="bad-sha256"),
+    pytest.param(lambda g: g["cases"][0].update(bytes="zz"), "cases/0", id="bad-hex"),
+    pytest.param(lambda g: g["cases"][0]["encode"].pop(), "cases/0", id="three-encodings"),
+    pytest.param(lambda g: g["vocab"]["specials"].update(bos=-1), "vocab", id="negative-special"),
+])
+def test_schema_rejects_broken_goldens(breakage, where):
+    golden = _small_golden()
+    breakage(golden)
+    with pytest.raises(goldens.GoldenError, match=where):
+        goldens.validate(golden)
+
+
+def test_encode_items_out_of_order_are_refused():
+    golden = _small_golden()
+    case = golden["cases"][0]
+    case["encode"].reverse()
+    with pytest.raises(goldens.GoldenError, match="order"):
+        goldens.pack_case(case)
+
+
+def test_unreadable_golden_names_the_file(tmp_path: Path):
+    path = tmp_path / "broken.json"
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(goldens.GoldenError, match="broken.json"):
+        goldens.load_golden(path)
+
+
+class ListVocab:
+    """A tiny object with the vocabulary part of the Tokenizer API, for digest tests."""
+
+    def __init__(self, n: int) -> None:
+        self.n_tokens, self.vocab_type, self.pre = n, "bpe", "gpt-2"
+        self.add_bos = self.add_eos = self.add_sep = False
+        self.texts = [f"tok{t}".encode() for t in range(n)]
+        self.scores = [float(-t) for t in range(n)]
+        for name in ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
+                     "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep"):
+            setattr(self, name, None)
+
+    def token_text(self, t): return self.texts[t]
+    def token_to_piece(self, t, *, lstrip=0, special): return self.texts[t]
+    def token_score(self, t): return self.scores[t]
+    def token_attr(self, t): return 4
+    def is_eog(self, t): return False
+    def is_control(self, t): return False
+
+
+def test_diff_vocab_pins_a_changed_score_and_text_to_their_token():
+    api = ListVocab(3000)
+    expected = vocab_record(api)
+    api.scores[2500] = 0.5
+    for candidate in (b"x", b"y", b"z", b"w", b"v"):  # one whose 4-bit digest differs
+        api.texts[1234] = candidate
+        got = vocab_record(api)
+        if got["token_digest"] != expected["token_digest"]:
+            break
+    found = {(d["field"], d.get("token")) for d in diff_vocab(expected, got)}
+    assert ("score", 2500) in found
+    assert ("text", 1234) in found and ("piece", 1234) in found
+    assert unpack_array(got["scores"], "<f4")[2500] == 0.5
+
+
+# -- with llama.cpp ------------------------------------------------------------------
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+def test_recording_twice_gives_identical_bytes(require_vocab):
+    from harness.commands.record import record_model
+
+    path = require_vocab("llama-spm")
+    first = goldens.dumps_golden(record_model(path, FEW))
+    second = goldens.dumps_golden(record_model(path, FEW, jobs=2))
+    assert first == second
+    goldens.validate(json.loads(first) | {"cases": [goldens.unpack_case(c) for c in json.loads(first)["cases"]]})
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+def test_committed_golden_still_matches_llama_cpp(require_vocab):
+    """A fast drift check on one vocabulary: its vocab record and a dozen cases."""
+    from harness.workers import inspect_model, run_cases
+
+    golden = _small_golden()
+    path = require_vocab("llama-spm")
+    sample = golden["cases"][::20]
+    live = run_cases(path, [goldens.case_input_of(c) for c in sample])
+    assert [goldens.diff_cases(a, b) for a, b in zip(sample, live)] == [[]] * len(sample)
+    assert diff_vocab(golden["vocab"], inspect_model(path)["vocab"]) == []
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path, capsys):
+    from harness.cli import main
+
+    path = require_vocab("gpt-2")
+    corpus = tmp_path / "few.jsonl"
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in FEW), encoding="utf-8")
+    out = tmp_path / "golden"
+    assert main(["record", "--model", str(path), "--corpus", str(corpus), "--out", str(out)]) == 0
+    file = out / "ggml-vocab-gpt-2.json"
+    assert main(["drift", "--golden", str(out)]) == 0
+    older = copy.deepcopy(goldens.load_golden(file))  # pretend an older llama.cpp said otherwise
+    older["cases"][0]["encode"][0]["ids"] = [1, 2, 3]
+    goldens.write_golden(file, older)
+    capsys.readouterr()
+    assert main(["drift", "--golden", str(out)]) == 1
+    report = capsys.readouterr().out
+    assert "case few-hello: [add_special=False parse_special=False] ids [1, 2, 3] -> " in report
