@@ -1,0 +1,126 @@
+"""BPE engine against llama.cpp itself, on the 14 shipped BPE vocabularies.
+
+Expected values come only from llama.cpp: the live oracle (`LlamaOracle`,
+llama-cpp-python's low-level API, vocab_only).  The `.inp`/`.out` vectors
+are checked by tests/test_vectors.py for every engine.
+
+- A seeded differential run (tests/bpe_inputs.py): each input under the four
+  add_special x parse_special flags, each id list under the four detokenize
+  flags (`harness.evaluate.evaluate_case` on both sides).  100 inputs per
+  vocabulary by default, 2,000 with --nightly.
+- Every token's text, score, attribute and pieces (`vocab_record`).
+- Inputs llama.cpp aborts on: we raise `LlamaCppAbort` instead, checked
+  against a crash-isolated oracle.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from harness.evaluate import evaluate_case, vocab_record
+from tests.bpe_inputs import inputs
+from tokenizer import Tokenizer
+from tokenizer.unicode import LlamaCppAbort
+
+BPE_SHIPPED = ("aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
+               "gpt-2", "gpt-neox", "llama-bpe", "mpt", "qwen2", "qwen35", "refact", "starcoder")
+DEFAULT_INPUTS = 100
+NIGHTLY_INPUTS = 2000
+
+
+@lru_cache(maxsize=2)
+def _pair(path):
+    from harness.oracle import LlamaOracle
+    return Tokenizer.from_gguf(path), LlamaOracle(path)
+
+
+def _specials(tok: Tokenizer) -> list[bytes]:
+    """Texts of CONTROL and USER_DEFINED tokens, for the generator to mix in."""
+    wanted = (1 << 3) | (1 << 4)
+    return [tok.token_text(t) for t in range(tok.n_tokens) if tok.token_attr(t) & wanted][:64]
+
+
+def differential(path, seed: str, n: int) -> list[str]:
+    """Readable descriptions of the inputs where our records differ from llama.cpp's."""
+    ours, oracle = _pair(path)
+    failures = []
+    for i, data in enumerate(inputs(seed, n, _specials(ours))):
+        case = {"id": f"{seed}-{i}", "bytes": data.hex()}
+        expected = evaluate_case(oracle, case)
+        try:
+            got = evaluate_case(ours, case)
+        except Exception as exc:  # noqa: BLE001 - reported as a failing case
+            got = f"{type(exc).__name__}: {exc}"
+        if got != expected:
+            failures.append(f"case {i}: {data!r}")
+    return failures
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
+def test_differential(name, require_vocab):
+    failures = differential(require_vocab(name), f"{name}:default", DEFAULT_INPUTS)
+    assert not failures, f"{len(failures)} of {DEFAULT_INPUTS} inputs differ: {failures[:5]}"
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
+def test_differential_nightly(name, require_vocab):
+    failures = differential(require_vocab(name), f"{name}:nightly", NIGHTLY_INPUTS)
+    assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} inputs differ: {failures[:5]}"
+
+
+def _token_fields(api, t: int) -> tuple:
+    return (api.token_text(t), api.token_score(t), api.token_attr(t),
+            api.token_to_piece(t, special=False), api.token_to_piece(t, special=True),
+            api.token_to_piece(t, lstrip=1, special=True))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
+def test_token_fields_sample(name, require_vocab):
+    """Text, score, attribute and pieces of every special token and every 16th other one."""
+    ours, oracle = _pair(require_vocab(name))
+    sample = sorted(set(range(0, ours.n_tokens, 16)) | set(range(ours.n_tokens - 300, ours.n_tokens))
+                    | {t for t in range(ours.n_tokens) if ours.token_attr(t) & ~4})
+    bad = [t for t in sample if _token_fields(ours, t) != _token_fields(oracle, t)]
+    assert not bad, f"{len(bad)} of {len(sample)} tokens differ, e.g. {bad[:10]}"
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
+def test_vocab_record(name, require_vocab):
+    """Every token's text, score, attribute and both pieces, flags and special ids."""
+    ours, oracle = _pair(require_vocab(name))
+    assert vocab_record(ours) == vocab_record(oracle)
+
+
+# Lead bytes F4 90.. to F7 decode to code points above U+10FFFF, which llama.cpp
+# cannot re-encode: std::invalid_argument escapes llama_tokenize and aborts.
+ABORTING_INPUTS = [
+    pytest.param(b"a\xf4\x90\x80\x80", id="f4-90-above-10ffff"),
+    pytest.param(b"\xf7\xbf\xbf\xbf b", id="f7-lead"),
+]
+
+
+@pytest.mark.parametrize("data", ABORTING_INPUTS)
+def test_abort_inputs_raise(data, require_vocab):
+    tok = Tokenizer.from_gguf(require_vocab("gpt-2"))
+    with pytest.raises(LlamaCppAbort):
+        tok.tokenize(data, add_special=False, parse_special=False)
+
+
+@pytest.mark.oracle
+def test_abort_inputs_crash_llama(require_vocab):
+    """The same inputs really abort llama.cpp (so raising is the faithful answer)."""
+    from harness.live import OracleCrash, OracleSession
+
+    with OracleSession(require_vocab("gpt-2"), timeout=60) as session:
+        for param in ABORTING_INPUTS:
+            data = param.values[0]
+            with pytest.raises(OracleCrash):
+                session.evaluate({"id": param.id, "bytes": data.hex()})
