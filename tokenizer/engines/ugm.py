@@ -37,6 +37,7 @@ from ..charsmap import PrefixNormalizer, lead_len, lead_table, parse
 from ..constants import Keys
 from ..errors import UnsupportedVocab
 from ..pieces import spm_piece
+from ..vocab import MODELS
 from .base import Engine, register
 
 ESCAPED_SPACE = "\u2581".encode()
@@ -85,6 +86,24 @@ class UgmEngine(Engine):
 
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
+
+    def linefeed(self) -> int:
+        """llama.cpp tokenizes "\\n" while loading, before it reads the special ids.
+
+        So an unknown newline gets t5's *default* unknown id (2), unchecked; when
+        that is beyond the vocabulary, llama.cpp's load fails (`print_info`
+        reads the token with `.at()`), and so do we.
+        """
+        normalized, _ = self.normalize(b"\n")
+        if not normalized:
+            return self.vocab.default_pad
+        default_unk = MODELS[self.vocab.model][1]["unk"]
+        first = self.lattice.viterbi(normalized, unk=default_unk)[0]
+        if first >= self.vocab.n_tokens:
+            raise UnsupportedVocab(
+                f"llama.cpp fails to load this vocabulary: \"\\n\" tokenizes to t5's default "
+                f"unknown id {first}, beyond its {self.vocab.n_tokens} tokens")
+        return first
 
     # -- one raw fragment ----------------------------------------------------------
 
@@ -168,13 +187,10 @@ class Lattice:
 
     def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
         """Append the best segmentation of `data`, unknowns collapsed, to `out`."""
-        if not (split and self.can_split and len(data) < self.exact_below):
-            ids = self.viterbi(data)
+        if split and self.can_split and len(data) < self.exact_below:
+            out += self.by_words(data)
         else:
-            ids = self.by_words(data)
-        if out and ids and out[-1] == self.unk and ids[0] == self.unk:
-            ids = ids[1:]
-        out += ids
+            out += self.viterbi(data)
 
     def by_words(self, data: bytes) -> list[int]:
         """The lattice cut at every space symbol, each word's best path cached.
@@ -199,15 +215,17 @@ class Lattice:
             ids = _collapse(ids, self.unk)
         return ids
 
-    def viterbi(self, data: bytes) -> list[int]:
+    def viterbi(self, data: bytes, *, unk: int | None = None) -> list[int]:
         """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
+        if unk is None:
+            unk = self.unk
         n = len(data)
         score = [_LOWEST] * (n + 1)
-        token = [self.unk] * (n + 1)
+        token = [unk] * (n + 1)
         start = [0] * (n + 1)
         score[0] = 0.0
-        to_id, score_of, short, unk, unk_score = (
-            self.token_to_id, self.score_of, self.short, self.unk, self.unk_score)
+        to_id, score_of, short, unk_score = (
+            self.token_to_id, self.score_of, self.short, self.unk_score)
         lengths, lengths_for = self.lengths, self.lengths_for
         i = 0
         while i < n:

@@ -1,0 +1,279 @@
+"""UGM (t5) engine: token-identical to llama.cpp on nomic-bert-moe and on cut-down variants.
+
+Every expected value comes from llama.cpp through the live oracle
+(`harness.oracle.LlamaOracle`), never from our engine. nomic-bert-moe ships no
+`.inp/.out` vectors, so the seeded differential run is the conformance test:
+100 inputs by default, 2,000 nightly (`--nightly`), each under all four
+tokenize flag combinations and all four detokenize flag combinations.
+
+The variants keep nomic's first 6,000 pieces and its charsmap and change one
+thing each: the space flags, user-defined tokens (whose *partial* prefixes
+bypass the charsmap in llama.cpp), no charsmap, scores that make the lattice
+sums inexact (so the word cache must be off), and tokens that end inside the
+space symbol or inside a code point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from harness.models import FETCH_COMMAND, SetupError, resolve
+from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
+from tokenizer.attrs import TokenType
+from tokenizer.constants import Keys, ValueType
+
+oracle_mod = pytest.importorskip("harness.oracle")
+pytestmark = pytest.mark.oracle
+
+FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
+         for a, p in itertools.product((False, True), repeat=2)]
+DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
+         for r, u in itertools.product((False, True), repeat=2)]
+
+CORPUS = [
+    b"", b" ", b"  ", b"\t", b"\n", b"\n\n", b" \n ", b"Hello world", b" Hello world ",
+    b"  leading and   inner   spaces  ", "Äpfel über naïve Straße".encode(),
+    "ça va? Ωμέγα — 日本語のテキスト, 한국어".encode(), "🦙🦙 👨‍👩‍👧 🇯🇵".encode(),
+    "ＦＵＬＬ ｗｉｄｔｈ ｱｲｳ ①②③ ﬁﬂ ㍿".encode(), "e\u0301 a\u0308 \u1100\u1161\u11a8".encode(),
+    "\u2581 \u2581\u2581x".encode(), b"<s>", b"</s>x<s>", b"<mask> <unk>", b"[PAD250001]",
+    b"\x00a\x00", b"\x01\x02\x7f", b"\xff\xfe", b"abc\x80def", b"\xe3\x81", b"\xed\xa0\x80",
+    b"\xc0\x80\xc1\x81", b"\xf4\x90\x80\x80", b"\xef\xbb\xbfBOM", b"x" * 300, b" " * 64,
+    "\ufffd".encode(), b"3.14159 1,000,000 $5",
+]
+
+
+def _nomic():
+    try:
+        return resolve("nomic-bert-moe")
+    except SetupError as exc:
+        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
+
+
+# --- inputs ----------------------------------------------------------------------------------
+
+ATOMS = [t for t in CORPUS if t] + [
+    "\u3000".encode(), "\u00a0".encode(), b"\r\n", "\u0301".encode(), "Ⅻ".encode(), b"<extra",
+    "\u2028".encode(), "İ".encode(), "ǅ".encode(), "\ufeff".encode(),
+]
+
+
+def random_inputs(seed: int, count: int, pieces: list[bytes]):
+    """Vocabulary pieces, spaces, charsmap-relevant characters, random code points, bad bytes."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 10)):
+            roll = rng.random()
+            if roll < 0.35:
+                parts.append(rng.choice(pieces).replace("\u2581".encode(), b" "))
+            elif roll < 0.6:
+                parts.append(rng.choice(ATOMS))
+            elif roll < 0.7:
+                parts.append(b" " * rng.randint(1, 3))
+            elif roll < 0.9:
+                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x33FF),
+                                                     rng.randint(0xF900, 0xFFEF), rng.randint(0x10000, 0x2FFFF)]))
+                                     for _ in range(rng.randint(1, 5))).encode("utf-8", "surrogatepass"))
+            else:
+                parts.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 3))))
+        yield b"".join(parts)
+
+
+def differential(ours, llama, inputs) -> list:
+    failures = []
+    for text in inputs:
+        for add, parse in itertools.product((False, True), repeat=2):
+            ids = llama.tokenize(text, add_special=add, parse_special=parse)
+            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
+                failures.append((text, "tokenize", add, parse))
+                continue
+            for rm, un in itertools.product((False, True), repeat=2):
+                if ours.detokenize(ids, remove_special=rm, unparse_special=un) != \
+                        llama.detokenize(ids, remove_special=rm, unparse_special=un):
+                    failures.append((text, "detokenize", ids, rm, un))
+    return failures[:10]
+
+
+def sample_pieces(ours, n: int = 3000, seed: int = 0) -> list[bytes]:
+    rng = random.Random(seed)
+    return [ours.token_text(rng.randrange(ours.n_tokens)) for _ in range(n)]
+
+
+# --- nomic-bert-moe --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def nomic():
+    path = _nomic()
+    with oracle_mod.LlamaOracle(path) as oracle:
+        yield Tokenizer.from_gguf(path), oracle
+
+
+@pytest.mark.parametrize("add_special, parse_special", FLAGS)
+def test_tokenize_corpus(nomic, add_special, parse_special):
+    ours, llama = nomic
+    wrong = [t for t in CORPUS
+             if ours.tokenize(t, add_special=add_special, parse_special=parse_special)
+             != llama.tokenize(t, add_special=add_special, parse_special=parse_special)]
+    assert not wrong
+
+
+@pytest.mark.parametrize("remove_special, unparse_special", DETOK)
+def test_detokenize_corpus(nomic, remove_special, unparse_special):
+    ours, llama = nomic
+    for text in CORPUS:
+        ids = llama.tokenize(text, add_special=True, parse_special=True)
+        assert ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special) \
+            == llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special), text
+
+
+@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
+def test_every_piece(nomic, special):
+    ours, llama = nomic
+    wrong = [t for t in range(llama.n_tokens)
+             if ours.token_to_piece(t, special=special) != llama.token_to_piece(t, special=special)]
+    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
+
+
+@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr"])
+def test_every_token_field(nomic, field):
+    ours, llama = nomic
+    wrong = [t for t in range(llama.n_tokens) if getattr(ours, field)(t) != getattr(llama, field)(t)]
+    assert not wrong, f"{field} differs for ids {wrong[:10]}"
+
+
+@pytest.mark.parametrize("name", ["bos", "eos", "sep", "nl", "pad", "mask", "add_bos", "add_eos",
+                                  "add_sep", "n_tokens", "vocab_type"])
+def test_getters(nomic, name):
+    ours, llama = nomic
+    assert getattr(ours, name) == getattr(llama, name)
+
+
+def test_differential_100(nomic):
+    ours, llama = nomic
+    assert differential(ours, llama, random_inputs(1, 100, sample_pieces(ours))) == []
+
+
+@pytest.mark.nightly
+def test_differential_2000(nomic):
+    ours, llama = nomic
+    assert differential(ours, llama, random_inputs(2, 2000, sample_pieces(ours, seed=2))) == []
+
+
+def test_long_input_uses_word_cache_exactly(nomic):
+    ours, llama = nomic
+    text = b" ".join(random_inputs(3, 400, sample_pieces(ours, seed=3)))
+    assert ours.tokenize(text, add_special=False, parse_special=False) == \
+        llama.tokenize(text, add_special=False, parse_special=False)
+
+
+# --- variants --------------------------------------------------------------------------------
+
+KEEP = 6000
+EXTRA_USER = ["<extra_id_0>", "<x>", "éé", "\u2581\u2581", "zx", "ｱｲ"]
+
+
+def variant(*, tokens=(), types=(), scores=(), drop_charsmap=False, **keys) -> bytes:
+    """nomic's first KEEP pieces (and its charsmap), plus `tokens`, with `keys` overridden."""
+    src = gguf.read(_nomic())
+    meta = dict(src.metadata)
+    meta[Keys.TOKENS] = list(meta[Keys.TOKENS][:KEEP]) + list(tokens)
+    meta[Keys.TOKEN_TYPE] = np.concatenate([meta[Keys.TOKEN_TYPE][:KEEP],
+                                            np.asarray(types, dtype="<i4")])
+    meta[Keys.SCORES] = np.concatenate([meta[Keys.SCORES][:KEEP], np.asarray(scores, dtype="<f4")])
+    meta.pop(Keys.MASK_ID, None)
+    if drop_charsmap:
+        meta.pop(Keys.PRECOMPILED_CHARSMAP)
+    for key, value in keys.items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    return gguf_writer.build(meta, types=src.types)
+
+
+def _flags(prefix: bool, merge: bool) -> dict:
+    return {Keys.ADD_SPACE_PREFIX: prefix, Keys.REMOVE_EXTRA_WS: merge}
+
+
+VARIANTS = {
+    "prefix-merge": lambda: variant(),
+    "no-prefix-merge": lambda: variant(**_flags(False, True)),
+    "prefix-no-merge": lambda: variant(**_flags(True, False)),
+    "no-prefix-no-merge": lambda: variant(**_flags(False, False)),
+    "user-defined": lambda: variant(tokens=EXTRA_USER, types=[TokenType.USER_DEFINED] * 6,
+                                    scores=[-5.0] * 6, **_flags(True, False)),
+    "no-charsmap": lambda: variant(drop_charsmap=True),
+    "inexact-scores": lambda: variant(tokens=["\u2581tiny"], types=[TokenType.NORMAL],
+                                      scores=[-1e-30]),
+    "odd-tokens": lambda: variant(tokens=[b"\xe2", b"a\xe2", b"\xe2\x96", "x\u2581y", b"\xc3"],
+                                  types=[TokenType.NORMAL] * 5, scores=[-1.0] * 5),
+    "no-unk-key": lambda: variant(**{Keys.UNK_ID: None}),
+}
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ugm")
+    paths = {}
+    for name, build in VARIANTS.items():
+        paths[name] = folder / f"{name}.gguf"
+        paths[name].write_bytes(build())
+    return paths
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
+def test_variant_differential(variants, name):
+    path = variants[name]
+    ours = Tokenizer.from_gguf(path)
+    with oracle_mod.LlamaOracle(path) as llama:
+        pieces = sample_pieces(ours, 500) + [t.encode() for t in EXTRA_USER]
+        inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, pieces)))
+        assert differential(ours, llama, inputs) == []
+
+
+def test_variant_shortcuts_are_where_expected(variants):
+    """The cases above reach the code paths they are meant to (not a parity check)."""
+    lattice = Tokenizer.from_gguf(variants["inexact-scores"]).engine.lattice
+    assert lattice.exact_below < 10
+    odd = Tokenizer.from_gguf(variants["odd-tokens"]).engine.lattice
+    assert not odd.can_split and odd.short
+    user = Tokenizer.from_gguf(variants["user-defined"]).engine.prefix_normalizer
+    assert user.candidates
+
+
+def test_missing_eos_with_add_special_is_refused(tmp_path):
+    """t5's default EOS id 1 is dropped in a one-token vocabulary while add_eos stays on:
+    llama.cpp aborts (GGML_ASSERT) on tokenize with add_special, so we refuse that call."""
+    from harness import synth
+    path = tmp_path / "one.gguf"
+    path.write_bytes(synth.custom(["\n"], model="t5", scores=[-1.0]))
+    ours = Tokenizer.from_gguf(path)
+    assert ours.eos is None and ours.add_eos
+    with oracle_mod.LlamaOracle(path) as llama:
+        assert ours.nl == llama.nl
+        for text in (b"\n", b"\n\n", b"x\n"):
+            assert ours.tokenize(text, add_special=False, parse_special=False) == \
+                llama.tokenize(text, add_special=False, parse_special=False)
+    with pytest.raises(UnsupportedVocab, match="EOS"):
+        ours.tokenize(b"hi", add_special=True, parse_special=False)
+
+
+def test_unknown_newline_beyond_vocabulary_is_refused_like_llama(tmp_path):
+    """Loading tokenizes "\\n" with t5's default unknown id 2 before the ids are checked:
+    in a two-token vocabulary llama.cpp's load fails, and so does ours."""
+    from harness import synth
+    path = tmp_path / "two.gguf"
+    path.write_bytes(synth.custom(["\u2581hi", "x"], model="t5", scores=[-1.0, -2.0]))
+    with pytest.raises(oracle_mod.OracleError, match="range"):
+        oracle_mod.LlamaOracle(path)
+    with pytest.raises(UnsupportedVocab, match="default unknown id 2"):
+        Tokenizer.from_gguf(path)
+
+
+def test_variant_vocab_written_with_reader_types(variants):
+    f = gguf.read(variants["prefix-merge"])
+    assert f.types[Keys.PRECOMPILED_CHARSMAP] == (ValueType.ARRAY, ValueType.UINT8)
