@@ -91,7 +91,7 @@ def test_vocab_entries(pair, field):
 
 SPECIALS = ["bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
             "fim_mid", "fim_pad", "fim_rep", "fim_sep", "add_bos", "add_eos", "add_sep", "n_tokens",
-            "vocab_type"]
+            "vocab_type", "pre"]
 
 
 @pytest.mark.parametrize("name", SPECIALS)
