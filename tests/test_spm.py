@@ -192,3 +192,33 @@ def test_tokenize_matches_oracle_nightly(name, add_special, parse_special):
 @pytest.mark.parametrize("name", SPM_VOCABS)
 def test_detokenize_matches_oracle_nightly(name, remove_special, unparse_special):
     check_detokenize(pair(name, NIGHTLY_N), remove_special, unparse_special)
+
+
+# -- Hypothesis: the shared fuzz strategies (profile from $GGUF_PARITY_HYPOTHESIS_PROFILE) ----
+
+fuzz = pytest.importorskip("harness.fuzz")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+fuzz.load_profile()
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+@pytest.mark.parametrize("name", SPM_VOCABS)
+def test_fuzz_inputs_match_oracle(name):
+    p = pair(name, DEFAULT_N)
+    view = fuzz.vocab_view_of(p.ours, name=name)
+
+    @settings(database=None)
+    @given(text=fuzz.fuzz_inputs(view), add_special=st.booleans(), parse_special=st.booleans())
+    def run(text, add_special, parse_special):
+        kw = {"add_special": add_special, "parse_special": parse_special}
+        ids = p.oracle.tokenize(text, **kw)
+        assert p.ours.tokenize(text, **kw) == ids
+        for rm in (False, True):
+            for up in (False, True):
+                assert p.ours.detokenize(ids, remove_special=rm, unparse_special=up) == \
+                    p.oracle.detokenize(ids, remove_special=rm, unparse_special=up)
+
+    run()
