@@ -20,7 +20,7 @@ from .engines import load_engine
 from .evaluate import vocab_record
 from .families import family_of
 from .golden import GoldenError, golden_files, load_golden
-from .models import SetupError, models_dir, short_name
+from .models import SetupError, models_dir, resolve, short_name
 from .progress import Progress
 from .report import ModelResult
 from .run import RunConfig, engine_vocab, load_engine_for, save_failing
@@ -101,12 +101,21 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
     return result
 
 
+def _model_arg(name: str, path: Path) -> str:
+    """The short name when it resolves to `path` (readable commands), else the path."""
+    try:
+        return name if resolve(name).resolve() == path.resolve() else str(path)
+    except SetupError:
+        return str(path)
+
+
 def _subject(name: str, path: Path, engine, golden: dict, config: RunConfig) -> Subject:
     table = reference_table(gguf_texts(path), golden["vocab"], None)
     cases_file = config.report_dir / "cases" / f"{name}.jsonl"
-    return Subject(name=name, arg=str(path), path=path, engine=engine, table=table,
+    arg = _model_arg(name, path)
+    return Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                    engine_table=engine_table(engine, table),
-                   command=reproduce_command(arg=str(path), engine=config.engine, cases_file=cases_file))
+                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
 
 
 def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, config: RunConfig) -> None:

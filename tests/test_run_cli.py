@@ -143,3 +143,34 @@ def test_usage_errors_exit_2_with_one_line(args, tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
+
+
+# --- progress output ---------------------------------------------------------------------------
+
+class _Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [pytest.param(True, id="tty-bar"), pytest.param(False, id="plain-lines")])
+def test_progress(tty):
+    from harness.progress import Progress
+    stream = _Stream(tty)
+    with Progress(total=50, label="llama-spm", stream=stream) as bar:
+        for _ in range(50):
+            bar.advance(note="0 failing")
+    if tty:
+        assert "\r" in stream.text and "[" + "#" * 28 + "]" in stream.text and stream.text.endswith("\n")
+    else:
+        lines = stream.text.splitlines()
+        assert "\r" not in stream.text and 2 <= len(lines) <= 12
+        assert lines[-1].startswith("llama-spm 50/50 (100%")
