@@ -14,9 +14,11 @@ Families of recipes (`RECIPES`, name -> `Recipe`):
 - ``plamo2``: llama-spm's pieces with ``▁`` turned back into spaces, Zipf-like
   log-probability scores, ``<|plamo:*|>`` specials, the 256 ``<0xNN>`` byte
   tokens and ``[PADn]`` tokens with score -1000, laid out as the converter does.
-- ``pre-<name>``: every pre-tokenizer name llama.cpp accepts, on a BPE
-  vocabulary cut down to its first `PRE_SWEEP_TOKENS` ordinary tokens (plus
-  every special one) so that ~90 goldens stay small.
+- ``pre-<name>``: every pre-tokenizer name llama.cpp accepts, on the shipped
+  BPE vocabulary of its behaviour (`pre_base`: gpt-2 for the GPT-2 regex,
+  llama-bpe for llama3, gemma-4 for the escaped-whitespace ones, qwen2 for the
+  rest), cut down to its first `PRE_SWEEP_TOKENS` ordinary tokens (plus every
+  special one) so that 91 goldens stay small.
 - ``model-<name>``: the other `tokenizer.ggml.model` values (``none``,
   ``no_vocab``, ``hybriddna``, ``whitespace``, ``gemma4``, ``test``) and one
   llama.cpp does not know.
@@ -366,6 +368,11 @@ def _add_dna(src: gguf.GGUFFile, meta: Meta) -> None:
     meta[Keys.TOKEN_TYPE] = np.concatenate([meta[Keys.TOKEN_TYPE], np.asarray(kinds, "<i4")])
 
 
+def _dna_on_gpt2(src: gguf.GGUFFile, meta: Meta) -> None:
+    _add_dna(src, meta)
+    meta[Keys.PRE] = "gpt-2"
+
+
 def _set(**values) -> Callable[[gguf.GGUFFile, Meta], None]:
     keyed = {getattr(Keys, k.upper()): v for k, v in values.items()}
     return lambda src, meta: meta.update(keyed)
@@ -376,7 +383,7 @@ def _model_recipes() -> list[Recipe]:
         _no_vocab("none"),
         _no_vocab("no_vocab"),
         _model_recipe("hybriddna", "gpt-2", "BPE with DNA k-mers inside <dna>...</dna>",
-                      lambda src, meta: (_add_dna(src, meta), meta.update({Keys.PRE: "gpt-2"}))),
+                      _dna_on_gpt2),
         _model_recipe("whitespace", "gpt-2", "BPE over whitespace-separated words",
                       _set(pre="whitespace")),
         _model_recipe("gemma4", "gemma-4", "model gemma4 forces pre gemma4 over the file's pre",
@@ -412,11 +419,3 @@ def names(prefix: str = "") -> list[str]:
 def pre_sweep_names() -> list[str]:
     return names("pre-")
 
-
-def model_name_files() -> list[str]:
-    return names("model-")
-
-
-def sources(selected: Sequence[str]) -> list[str]:
-    """The shipped vocabularies the selected recipes read."""
-    return sorted({recipe_for(n).source for n in selected})
