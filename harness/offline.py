@@ -90,8 +90,9 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
     engine = load_engine_for(factory, path, result)
-    if engine is None:
+    if engine is None:  # nothing to compare: every case counts as failed, not as passed
         result.cases = len(golden["cases"])
+        result.failing.update(c["id"] for c in golden["cases"])
         return result
     subject = _subject(name, path, engine, golden, config)
     for kind, entry in vocab_findings(subject, golden["vocab"], engine_vocab(engine)):

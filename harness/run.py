@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Queue
 
@@ -54,7 +54,6 @@ class RunConfig:
     timeout: float = 60.0
     found_dir: Path | None = FOUND_DIR
     quiet: bool = False
-    meta: dict = field(default_factory=dict)
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -128,6 +127,10 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     result = ModelResult(name, family_of(name))
     engine = load_engine_for(factory, path, result)
     cases = gather_cases(path, name, config)
+    if engine is None:  # nothing to compare: every case counts as failed, not as passed
+        result.cases = len(cases)
+        result.failing.update(c["id"] for c in cases)
+        return result
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
     try:
         subject = _prepare(pool, path, name, arg, engine, config, result)
@@ -135,7 +138,7 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
             return result
         with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
             _check_cases(subject, pool, cases, result, bar)
-            if config.fuzz and engine is not None:
+            if config.fuzz:
                 _fuzz(subject, pool.sessions[0], config, result, bar)
     finally:
         pool.close()
@@ -158,7 +161,7 @@ def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: 
     """llama.cpp's vocabulary and tables, the vocab diff; None when llama.cpp cannot load it."""
     oracle = pool.sessions[0]
     asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces")))
-    got = engine_vocab(engine) if engine is not None else None  # meanwhile, in this process
+    got = engine_vocab(engine)  # meanwhile, in this process
     try:
         vocab, pieces = asked.result()
     except (OracleCrash, OracleError) as exc:
@@ -173,9 +176,8 @@ def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: 
     subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                       engine_table=engine_table(engine, table),
                       command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
-    if got is not None:
-        for kind, entry in vocab_findings(subject, vocab, got):
-            result.add(kind, entry)
+    for kind, entry in vocab_findings(subject, vocab, got):
+        result.add(kind, entry)
     return subject
 
 
@@ -190,12 +192,11 @@ def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: 
                  bar: Progress) -> None:
     futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
     for case, future in zip(cases, futures):
-        got = run_engine(subject.engine, case) if subject.engine is not None else None
+        got = run_engine(subject.engine, case)
         expected, crash = future.result()
         result.cases += 1
-        if got is not None or crash is not None:
-            for kind, entry in findings(subject, case, expected, got, crash=crash):
-                result.add(kind, entry)
+        for kind, entry in findings(subject, case, expected, got, crash=crash):
+            result.add(kind, entry)
         bar.advance(note=f"{len(result.failing)} failing")
 
 
