@@ -52,8 +52,9 @@ class ModelResult:
         """Record a finding of `kind` (one of LISTS); a case with any finding counts as failing."""
         entry = {"model": self.model, "family": self.family, **entry}
         getattr(self, kind).append(entry)
-        if entry.get("case_id") is not None and kind != "vocab_mismatches":
-            self.failing.add(str(entry["case_id"]))
+        case_id = entry.get("case_id")
+        if case_id is not None and not str(case_id).startswith("<") and kind != "vocab_mismatches":
+            self.failing.add(str(case_id))  # "<load>", "<vocab>" are about the model, not a case
 
     def counts(self) -> dict:
         return {"family": self.family, "cases": self.cases, "failing_cases": len(self.failing),
