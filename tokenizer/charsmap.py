@@ -56,21 +56,18 @@ def lead_len(byte: int) -> int:
 class Charsmap:
     """A validated charsmap and what the fast normaliser needs to know about it.
 
-    `singles` maps each one-character key to its replacement; `starters` are
-    the first characters of longer keys and `followers` every character that
-    occurs after the first one in a key. `plain` is False when some key is not
-    a sequence of whole, valid UTF-8 characters (or the array is not a tree of
-    valid characters at all); such a map is served by `longest_match` alone.
+    `singles` maps each one-character key to its replacement and `followers`
+    holds every character that occurs after the first one in a key. `plain` is
+    False when some path does not spell whole, valid UTF-8 characters; such a
+    map is served by `longest_match` alone.
     """
 
     units: tuple[int, ...]
     replacements: bytes
     singles: dict[bytes, bytes]
-    starters: frozenset[bytes]
     followers: frozenset[bytes]
     plain: bool
     valid_replacements: bool  # every replacement decodes without U+FFFD
-    where: str = ""
 
     def longest_match(self, data: bytes, pos: int) -> tuple[bytes, int] | None:
         """(replacement, bytes consumed) for the longest key at `data[pos:]`, or None.
@@ -128,18 +125,15 @@ def parse(blob: bytes, *, where: str = "precompiled_charsmap") -> Charsmap:
         units=tuple(units.tolist()),
         replacements=replacements,
         singles=found.singles,
-        starters=frozenset(found.starters),
         followers=frozenset(found.followers),
         plain=found.plain,
         valid_replacements=found.valid_replacements,
-        where=where,
     )
 
 
 @dataclass
 class _Found:
     singles: dict[bytes, bytes] = field(default_factory=dict)
-    starters: set[bytes] = field(default_factory=set)
     followers: set[bytes] = field(default_factory=set)
     plain: bool = True
     valid_replacements: bool = True
@@ -200,16 +194,16 @@ class _Explorer:
         out_nodes, out_meta = [], []
         for k, (r, c, node) in enumerate(zip(rows.tolist(), cols.tolist(), nxt.tolist())):
             first_done, partial, key = meta[r]
-            state = self.step(first_done, partial + bytes([c + 1]), offsets.get(k), node)
-            if state is None or (node, state[0], state[1]) in seen:
+            state = self.step(first_done, partial + bytes([c + 1]), offsets.get(k))
+            if (node, state[0], state[1]) in seen:
                 continue
             seen.add((node, state[0], state[1]))
             out_nodes.append(node)
             out_meta.append((state[0], state[1], key + bytes([c + 1])))
         return np.array(out_nodes, dtype=np.int64), out_meta
 
-    def step(self, first_done: bool, partial: bytes, value_off, node):
-        """Record what this edge says about the keys; the next state, or None to stop."""
+    def step(self, first_done: bool, partial: bytes, value_off) -> tuple[bool, bytes]:
+        """Record what this edge says about the keys; the (first_done, partial) it leads to."""
         need = _LEAD_LEN[partial[0]]
         complete = len(partial) == need
         if value_off is not None and not (complete and _strict_char(partial)):
@@ -221,10 +215,8 @@ class _Explorer:
             return True, b""
         if first_done:
             self.found.followers.add(partial)
-        else:
-            self.found.starters.add(partial)
-            if value_off is not None:
-                self.found.singles[partial] = self.replacement(value_off)
+        elif value_off is not None:
+            self.found.singles[partial] = self.replacement(value_off)
         return True, b""
 
     def replacement(self, off: int) -> bytes:
