@@ -1,10 +1,12 @@
 """Replay golden files against the installed llama.cpp and report every changed case.
 
 Each golden file names its GGUF (file name and sha256); the file is looked up
-in --models-dir folders (default: the shipped-vocabulary cache and the golden
-folder).  Every recorded case is run again in crash-isolated workers, the
-vocabulary record is re-read, and each difference is printed on one line.
-Exit status 1 if anything changed, 2 if a GGUF file is missing or differs.
+in --models-dir folders, the shipped-vocabulary cache, the synthetic-vocabulary
+cache and the golden folder, or resolved by name (`harness synth` names).
+Every recorded case is run again in crash-isolated workers, the vocabulary
+record is re-read, and each difference is printed on one line.  Exit status 1
+if anything changed; 2 if nothing changed but a GGUF was missing or differed
+(those goldens are skipped, each with a one-line reason).
 
     python -m harness drift                  # all of golden/
     python -m harness drift --golden golden/ --model llama-spm --jobs 2
@@ -16,7 +18,8 @@ import argparse
 from pathlib import Path
 
 from .. import golden as goldens
-from ..models import SetupError, models_dir, short_name
+from ..models import SetupError, models_dir, resolve, short_name
+from ..synth import synthetic_dir
 from ..workers import DEFAULT_TIMEOUT
 from .record import file_info, record_model
 
@@ -40,11 +43,16 @@ def run(args: argparse.Namespace) -> int:
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]
     if not files:
         raise SetupError(f"no golden files to replay in {args.golden}")
-    search = list(args.models_dir or []) + [models_dir(), args.golden]
-    changed = 0
+    search = list(args.models_dir or []) + [models_dir(), synthetic_dir(), args.golden]
+    changed = skipped = 0
     for file in files:
         old = goldens.load_golden(file)
-        path = find_gguf(old["gguf"], search)
+        try:
+            path = find_gguf(old["gguf"], search)
+        except SetupError as exc:
+            print(f"{file.name}: skipped: {exc}")
+            skipped += 1
+            continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
         new = record_model(path, cases, jobs=args.jobs, timeout=args.timeout, verbose=args.verbose)
         lines = goldens.diff_goldens(old, new)
@@ -53,18 +61,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"{file.name}: {line}")
         print(f"{file.name}: {len(cases)} cases, {len(lines)} change(s)")
         changed += bool(lines)
+    replayed = len(files) - skipped
     if changed:
-        print(f"drift: behaviour changed in {changed} of {len(files)} golden file(s)")
+        print(f"drift: behaviour changed in {changed} of {replayed} golden file(s) replayed")
         return 1
-    print(f"drift: no change in {len(files)} golden file(s)")
-    return 0
+    print(f"drift: no change in {replayed} golden file(s)" + (f"; {skipped} skipped" if skipped else ""))
+    return 2 if skipped else 0
 
 
 def _wanted(file: Path, names: list[str] | None) -> bool:
     if not names:
         return True
     stem = file.name.split(".json")[0]
-    return any(n in (stem, short_name(stem), Path(n).name.removesuffix(".gguf")) for n in names)
+    return any(Path(n).name.removesuffix(".gguf") in (stem, short_name(stem)) for n in names)
 
 
 def _report_build(name: str, old: dict, new: dict) -> None:
@@ -73,13 +82,15 @@ def _report_build(name: str, old: dict, new: dict) -> None:
 
 
 def find_gguf(info: dict, folders: list[Path]) -> Path:
-    """The GGUF file a golden was recorded from, checked by sha256."""
-    for folder in folders:
-        path = Path(folder) / info["file"]
-        if path.is_file():
-            if file_info(path)["sha256"] != info["sha256"]:
-                raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
-            return path
-    where = ", ".join(str(f) for f in folders)
-    raise SetupError(f"cannot find {info['file']} (looked in {where}); pass --models-dir, "
-                     f"or run: python -m harness fetch")
+    """The GGUF file a golden was recorded from, checked by sha256 (`SetupError` if absent or different)."""
+    candidates = [Path(folder) / info["file"] for folder in folders]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        try:  # a shipped or synthetic name: resolve() says how to fetch or build it
+            path = resolve(short_name(info["file"]))
+        except SetupError as exc:
+            where = ", ".join(str(f) for f in folders)
+            raise SetupError(f"cannot find {info['file']} (looked in {where}): {exc}") from None
+    if file_info(path)["sha256"] != info["sha256"]:
+        raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
+    return path

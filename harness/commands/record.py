@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
-import time
 from pathlib import Path
 
 from .. import golden as goldens
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
 from ..models import SHIPPED, SetupError, resolve
+from ..progress import Progress
 from ..workers import DEFAULT_TIMEOUT, LoadFailure, inspect_model, run_cases
 
 
@@ -83,9 +82,9 @@ def record_model(path: Path, cases: list[dict], *, jobs: int = 1, timeout: float
         error = {"message": exc.message, **({"crash": exc.crash} if exc.crash else {})}
         return goldens.new_golden(gguf=gguf, llama=_build_info(), tokenizer={"meta": {}},
                                   vocab=None, cases=[], load_error=error)
-    progress = Progress(path.name, len(cases))
-    results = run_cases(path, cases, jobs=jobs, timeout=timeout, progress=progress, verbose=verbose)
-    progress.close()
+    with Progress(total=len(cases), label=path.name, every=50) as bar:
+        results = run_cases(path, cases, jobs=jobs, timeout=timeout, verbose=verbose,
+                            progress=lambda done, total, case_id: bar.advance())
     load_error = {"message": "reading the vocabulary crashed", "crash": info["vocab_crash"]} \
         if info.get("vocab_crash") else None
     return goldens.new_golden(gguf=gguf, llama=info["llama"] or _build_info(),
@@ -106,32 +105,3 @@ def file_info(path: Path) -> dict:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return {"file": path.name, "sha256": digest.hexdigest(), "size": path.stat().st_size}
-
-
-class Progress:
-    """A one-line bar on a terminal; a plain line every 10% otherwise (to stderr)."""
-
-    def __init__(self, label: str, total: int, *, stream=None) -> None:
-        self.label, self.total = label, total
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.started = time.monotonic()
-        self._last_tenth = -1
-
-    def __call__(self, done: int, total: int, case_id: str) -> None:
-        if self.tty:
-            width = 30
-            filled = width * done // max(total, 1)
-            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{done}/{total} {case_id[:30]:<30}")
-            self.stream.flush()
-            return
-        tenth = 10 * done // max(total, 1)
-        if tenth != self._last_tenth:
-            self._last_tenth = tenth
-            print(f"{self.label}: {done}/{total} cases", file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write(f"\r{' ' * 100}\r")
-            self.stream.flush()
