@@ -99,6 +99,20 @@ def test_vocab_record(name, require_vocab):
     assert vocab_record(ours) == vocab_record(oracle)
 
 
+# gemma-4 has one merge that crosses a cut point of `WordCutter`: (">", "▁</").
+@pytest.mark.oracle
+@pytest.mark.parametrize("data", [
+    pytest.param(b"<b> </b>", id="tag-space-close"),
+    pytest.param(b"x>  </", id="two-spaces"),
+    pytest.param(b"> </" * 5, id="repeated"),
+    pytest.param(b"<div> </div> <p> </p>", id="html"),
+])
+def test_gemma4_cut_points(data, require_vocab):
+    ours, oracle = _pair(require_vocab("gemma-4"))
+    flags = {"add_special": False, "parse_special": False}
+    assert ours.tokenize(data, **flags) == oracle.tokenize(data, **flags)
+
+
 # Lead bytes F4 90.. to F7 decode to code points above U+10FFFF, which llama.cpp
 # cannot re-encode: std::invalid_argument escapes llama_tokenize and aborts.
 ABORTING_INPUTS = [

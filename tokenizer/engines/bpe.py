@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import regex
+
 from .. import pretokenizers, unicode
 from ..attrs import Attr
 from ..errors import UnsupportedVocab
@@ -75,6 +77,38 @@ class Merger:
                 ranks[at] = get((symbols[at], symbols[at + 1]))
 
 
+class WordCutter:
+    """Cut points in a raw-UTF-8 word that no merge can ever cross.
+
+    SPM-style BPE (gemma4, sarvam-moe) merges whole lines, which rarely
+    repeat, so caching per word would not help.  But a merge joins a symbol
+    ending at position i with one starting there; before a ▁ that follows a
+    non-▁ character, only merges (a, b) with b starting with ▁ and a not
+    ending with it can do so.  We cut there unless the text around the point
+    literally spells such a pair, then merge and cache each part on its own:
+    merges in different parts never interact, so the result is the same.
+    With too many crossing merges the cutter stays off.
+    """
+
+    MAX_CROSSING = 64
+
+    def __init__(self, merges: Sequence[tuple[bytes, bytes]], marker: bytes = ESCAPED_SPACE) -> None:
+        crossing = [(a, b) for a, b in merges if b.startswith(marker) and not a.endswith(marker)]
+        self.pattern = None
+        if len(crossing) <= self.MAX_CROSSING:
+            m = regex.escape(marker)
+            guards = b"".join(b"(?!(?<=%s)%s)" % (regex.escape(a), regex.escape(b)) for a, b in crossing)
+            self.pattern = regex.compile(b"(?<!%s)(?<=.)(?=%s)%s" % (m, m, guards), regex.DOTALL)
+
+    def cut(self, word: bytes) -> list[bytes]:
+        if self.pattern is None:
+            return [word]
+        points = [m.start() for m in self.pattern.finditer(word)]
+        if not points:
+            return [word]
+        return [word[a:b] for a, b in zip([0, *points], [*points, len(word)])]
+
+
 @register
 class BPEEngine(Engine):
     """Byte-pair encoding as llama.cpp does it; see the module docstring."""
@@ -89,6 +123,9 @@ class BPEEngine(Engine):
         self.ids = vocab.token_to_id
         self.byte_ids = self._byte_fallback_ids()
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._part_cache: dict[bytes, tuple[int, ...]] = {}
+        raw_spm = not self.pre.byte_encode and vocab.escape_whitespaces
+        self.cutter = WordCutter(vocab.merges) if raw_spm else None
         self._session = _SESSIONS.get(vocab.model, _plain_session)
         self._texts = _display_texts(vocab)
 
@@ -148,6 +185,20 @@ class BPEEngine(Engine):
                 f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
                 f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
             )
+        if self.cutter is None:
+            return self._merge_part(key, symbols)
+        out: list[int] = []
+        cache = self._part_cache
+        for part in self.cutter.cut(key):
+            ids = cache.get(part)
+            if ids is None:
+                if len(cache) > _CACHE_LIMIT:
+                    cache.clear()
+                ids = cache[part] = tuple(self._merge_part(part, _utf8_symbols(part)))
+            out.extend(ids)
+        return out
+
+    def _merge_part(self, key: bytes, symbols: list[bytes]) -> list[int]:
         out: list[int] = []
         for symbol in self.merger.merge(symbols):
             token = self.ids.get(symbol)
