@@ -218,3 +218,13 @@ def test_output_is_deterministic_and_version_1_has_32_bit_lengths():
 def test_types_for_absent_keys_are_ignored():
     data = build({"kept": 1}, types={"kept": VT.UINT8, "dropped": VT.STRING})
     assert parse(data).types == {"kept": (VT.UINT8, None)}
+
+
+def test_tensors_round_trip_byte_exact_through_the_reader():
+    tensors = [("a", (64, 3), "Q8_0"), ("b", (), "F32"), ("c", (5, 0), 1)]
+    for version in (1, 2, 3):
+        data = build({"x": 1}, tensors=tensors, alignment=16, version=version)
+        f = parse(data)
+        assert [t.type_name for t in f.tensors] == ["Q8_0", "F32", "F16"]
+        assert [t.nbytes for t in f.tensors] == [204, 4, 0]
+        assert build(f.metadata, types=f.types, tensors=f.tensors, version=version) == data
