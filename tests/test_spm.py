@@ -18,7 +18,7 @@ import random
 import pytest
 
 from harness.models import vocab_path
-from tokenizer import Tokenizer
+from tokenizer import Tokenizer, UnsupportedVocab
 
 oracle_mod = pytest.importorskip("harness.oracle")
 
@@ -222,3 +222,74 @@ def test_fuzz_inputs_match_oracle(name):
                     p.oracle.detokenize(ids, remove_special=rm, unparse_special=up)
 
     run()
+
+
+# -- synthetic SPM variants: the same vocabulary with one thing changed ----------------------
+
+def _cross_word(meta: dict) -> None:
+    tokens = list(meta["tokenizer.ggml.tokens"])
+    for i, text in enumerate(["e\u2581t", "s\u2581a", "\u2581the\u2581", "o\u2581w", ".\u2581"]):
+        tokens[31990 + i] = text  # rare CJK tokens become merge targets that span a word start
+    meta["tokenizer.ggml.tokens"] = tokens
+
+
+VARIANTS = {
+    "cross-word-tokens": _cross_word,
+    "no-space-prefix": lambda m: m.update({"tokenizer.ggml.add_space_prefix": False}),
+    "eos-not-bos": lambda m: m.update({"tokenizer.ggml.add_bos_token": False,
+                                       "tokenizer.ggml.add_eos_token": True}),
+    "no-scores": lambda m: m.pop("tokenizer.ggml.scores"),
+    "no-token-types": lambda m: m.pop("tokenizer.ggml.token_type"),
+    "phi3-named": lambda m: m.update({"general.name": "Phi3-clone"}),
+}
+
+
+@pytest.fixture(scope="module")
+def variant_pairs(tmp_path_factory):
+    from tokenizer import gguf
+    from tokenizer.gguf_writer import write
+
+    src_path = vocab_path("llama-spm")
+    if not src_path.is_file():
+        pytest.skip("llama-spm is not fetched: run python -m harness fetch")
+    src = gguf.read(src_path)
+    made = {}
+    for name, change in VARIANTS.items():
+        meta = dict(src.metadata)
+        change(meta)
+        path = tmp_path_factory.mktemp("spm") / f"{name}.gguf"
+        write(path, meta, types=src.types)
+        made[name] = path
+    return made
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_synthetic_variant_matches_oracle(variant_pairs, variant):
+    path = variant_pairs[variant]
+    if variant == "phi3-named":  # the phi-3 rules need "<|endoftext|>": llama.cpp fails to load
+        with pytest.raises(UnsupportedVocab, match="endoftext"):
+            Tokenizer.from_gguf(path)
+        with pytest.raises(oracle_mod.OracleError):
+            oracle_mod.LlamaOracle(path)
+        return
+    ours, oracle = Tokenizer.from_gguf(path), oracle_mod.LlamaOracle(path)
+    texts = [t for t in ours.vocab.texts if len(t) < 40]
+    inputs = spm_inputs(texts, [ours.vocab.texts[i] for i in ours.vocab.special_tokens], 150, seed=SEED)
+    inputs += [b"the test set. o world", b"e t s a", " ".join(["the"] * 30).encode()]
+    for text in inputs:
+        for add in (False, True):
+            for parse in (False, True):
+                kw = {"add_special": add, "parse_special": parse}
+                assert ours.tokenize(text, **kw) == oracle.tokenize(text, **kw), (text, kw)
+        ids = oracle.tokenize(text, add_special=True, parse_special=True)
+        for rm in (False, True):
+            for up in (False, True):
+                kw = {"remove_special": rm, "unparse_special": up}
+                assert ours.detokenize(ids, **kw) == oracle.detokenize(ids, **kw), (ids, kw)
+    for getter in GETTERS:
+        assert getattr(ours, getter) == getattr(oracle, getter), getter
+    for t in range(ours.n_tokens):
+        assert ours.token_attr(t) == oracle.token_attr(t), t
+        assert ours.token_to_piece(t, special=True) == oracle.token_to_piece(t, special=True), t

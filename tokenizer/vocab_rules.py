@@ -163,6 +163,7 @@ def _set(d: _Draft, text: bytes, bit: Attr, *, on: bool, required: bool) -> None
     i = d.token_to_id.get(text)
     if i is None:
         if required:
-            d.refuse(f"llama.cpp aborts loading: model name says phi-3 but token {text!r} is missing")
+            d.refuse(f"general.name says phi-3, but token {text!r} is missing: llama.cpp fails to "
+                     "load (its phi-3 attribute rules look the token up with token_to_id.at)")
         return
     d.attrs[i] = d.attrs[i] | int(bit) if on else d.attrs[i] & ~int(bit)
