@@ -9,7 +9,9 @@
 Semantics are those of `llama_tokenize`, `llama_detokenize`,
 `llama_token_to_piece` and the `llama_vocab_*` getters of the pinned
 llama.cpp. `str` input is encoded as UTF-8; `bytes` are used as they are
-(invalid UTF-8 included). Ids outside the vocabulary raise `InvalidToken`.
+(invalid UTF-8 included); a `str` holding lone surrogates U+DC80..U+DCFF stands for
+those raw bytes (surrogateescape, as `tokenizer.gguf` reads them). Ids outside the
+vocabulary raise `InvalidToken`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ class Tokenizer:
     # -- llama_tokenize / llama_detokenize / llama_token_to_piece ----------------
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
         """Token ids for `text`, as `llama_tokenize(text, add_special, parse_special)`."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if isinstance(text, str):
+            data = text.encode("utf-8", "surrogateescape")  # as the reader and the oracle do
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:
+            raise TypeError(f"tokenize() takes str or bytes, not {type(text).__name__}")
         fragments = partition(data, self.vocab, parse_special=parse_special)
         return self.engine.tokenize(fragments, add_special=add_special)
 
