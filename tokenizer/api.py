@@ -3,8 +3,13 @@
     >>> tok = Tokenizer.from_gguf("ggml-vocab-llama-spm.gguf")
     >>> tok.tokenize("Hello world", add_special=True, parse_special=False)
     [1, 15043, 3186]
-    >>> tok.detokenize([1, 15043, 3186], remove_special=True, unparse_special=False)
+    >>> tok.detokenize([15043, 3186], remove_special=True, unparse_special=False)
     b'Hello world'
+    >>> tok.detokenize([1, 15043, 3186], remove_special=True, unparse_special=False)
+    b' Hello world'
+
+(The second keeps its space: llama.cpp strips the space prefix only when no BOS
+was removed in front of it.)
 
 Semantics are those of `llama_tokenize`, `llama_detokenize`,
 `llama_token_to_piece` and the `llama_vocab_*` getters of the pinned
