@@ -91,7 +91,17 @@ def _check_item(item, where: str) -> dict:
             bytes.fromhex(item["bytes"])
         except (TypeError, ValueError):
             raise CorpusError(f"{where}: \"bytes\" is not hex") from None
+    elif not _encodable(item["text"]):
+        raise CorpusError(f"{where}: \"text\" has a lone surrogate; give such input as \"bytes\" (hex)")
     return {k: item[k] for k in ("id", "text", "bytes") if k in item}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def split_inp(raw: bytes) -> list[bytes]:

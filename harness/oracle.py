@@ -44,7 +44,7 @@ SPECIAL_GETTERS = {
     "fim_mid": "llama_vocab_fim_mid", "fim_pad": "llama_vocab_fim_pad",
     "fim_rep": "llama_vocab_fim_rep", "fim_sep": "llama_vocab_fim_sep",
 }
-SPECIALS = ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
+SPECIALS = ("bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad", "mask",
             "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
 
 # Boolean members of llama_vocab that load() settles; mangled names of the pinned build.
@@ -56,7 +56,8 @@ FLAG_SYMBOLS = {
     "escape_whitespaces": "_ZNK11llama_vocab22get_escape_whitespacesEv",
     "treat_whitespace_as_suffix": "_ZNK11llama_vocab30get_treat_whitespace_as_suffixEv",
 }
-EOM_SYMBOL = "_ZNK11llama_vocab9token_eomEv"
+# Special ids the C API has no getter for: exported `llama_token llama_vocab::token_*() const`.
+MEMBER_SPECIALS = {"eom": "_ZNK11llama_vocab9token_eomEv", "unk": "_ZNK11llama_vocab9token_unkEv"}
 STRING_SYMBOLS = {
     "model": "_ZNK11llama_vocab19get_tokenizer_modelB5cxx11Ev",
     "pre": "_ZNK11llama_vocab17get_tokenizer_preB5cxx11Ev",
@@ -97,7 +98,7 @@ def _log(*, verbose: bool) -> _Log:
     if _LOG is None:
         llama_cpp.llama_backend_init()
         _LOG = _Log()
-    _LOG.verbose = _LOG.verbose or verbose
+    _LOG.verbose = verbose  # the sink is process-wide: the latest oracle decides
     return _LOG
 
 
@@ -170,6 +171,11 @@ class LlamaOracle:
         if not self._model:
             raise OracleError(f"llama.cpp cannot load {self.path.name}: {self._log.tail() or 'no log'}")
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike, *, verbose: bool = False) -> LlamaOracle:
+        """Same as the constructor; mirrors `tokenizer.Tokenizer.from_gguf`."""
+        return cls(path, verbose=verbose)
 
     # -- lifetime -------------------------------------------------------------
 
@@ -284,8 +290,8 @@ class LlamaOracle:
         return bool(llama_cpp.llama_vocab_get_add_sep(self._vocab))
 
     def _special(self, name: str) -> int | None:
-        if name == "eom":
-            fn = _cxx(EOM_SYMBOL, ctypes.c_int32)
+        if name in MEMBER_SPECIALS:
+            fn = _cxx(MEMBER_SPECIALS[name], ctypes.c_int32)
             value = fn(self._vocab) if fn else -1
         else:
             value = getattr(llama_cpp, SPECIAL_GETTERS[name])(self._vocab)

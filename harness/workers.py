@@ -66,6 +66,7 @@ class Worker:
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
         argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model)]
+        self.verbose = verbose
         if verbose:
             argv.append("--verbose")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -81,6 +82,7 @@ class Worker:
     def start(self) -> None:
         """Wait for the model to load; raise `LoadFailure` if it does not."""
         message = self.wait(self.deadline)
+        self.forward_stderr()
         if message is not None and "ready" in message:
             return
         if message is not None and "load_error" in message:
@@ -147,6 +149,13 @@ class Worker:
     def _stderr_tail(self) -> str:
         self._stderr.seek(self._stderr_at)
         return clean_stderr(self._stderr.read().decode("utf-8", "replace"))
+
+    def forward_stderr(self) -> None:
+        """With --verbose, pass what the worker logged since the last request on to our stderr."""
+        if self.verbose:
+            self._stderr.seek(self._stderr_at)
+            sys.stderr.write(self._stderr.read().decode("utf-8", "replace"))
+            sys.stderr.flush()
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -258,6 +267,7 @@ def _outcome(worker: Worker, timeout: float) -> dict | None:
     """The finished task's record, or None while it is still running."""
     index, case = worker.task
     if worker.messages:
+        worker.forward_stderr()
         message = worker.messages.popleft()
         if "error" in message:
             return crash_case(case, error_crash(message["error"], worker.step))
@@ -278,6 +288,7 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
     try:
         worker.send({"op": "inspect"}, timeout=timeout)
         message = worker.wait(worker.deadline)
+        worker.forward_stderr()
         if message is not None and "result" in message:
             return message["result"]
         crash = (worker.crash_record(timeout=timeout) if message is None

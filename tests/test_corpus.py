@@ -43,6 +43,7 @@ def test_split_inp_matches_test_tokenizer_0(raw, parts):
     pytest.param('{"id": "a"}', "exactly one", id="no-input"),
     pytest.param('{"id": "a", "text": "x", "bytes": "00"}', "exactly one", id="both-inputs"),
     pytest.param('{"id": "a", "bytes": "zz"}', "not hex", id="bad-hex"),
+    pytest.param('{"id": "a", "text": "\\ud800"}', "lone surrogate", id="lone-surrogate"),
 ])
 def test_bad_jsonl_lines_name_file_and_line(tmp_path: Path, line, message):
     path = tmp_path / "c.jsonl"

@@ -154,6 +154,7 @@ def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path,
     assert main(["record", "--model", str(path), "--corpus", str(corpus), "--out", str(out)]) == 0
     file = out / "ggml-vocab-gpt-2.json"
     assert main(["drift", "--golden", str(out)]) == 0
+    assert main(["drift", "--golden", str(out), "--model", "llama-spm"]) == 2  # nothing to replay
     older = copy.deepcopy(goldens.load_golden(file))  # pretend an older llama.cpp said otherwise
     older["cases"][0]["encode"][0]["ids"] = [1, 2, 3]
     goldens.write_golden(file, older)

@@ -72,6 +72,7 @@ def test_specials_and_flags_as_llama_cpp_reports(require_vocab, oracle_for):
     oracle = oracle_for(require_vocab("llama-spm"))
     assert (oracle.vocab_type, oracle.n_tokens, oracle.pre) == ("spm", 32000, "default")
     assert (oracle.bos, oracle.eos, oracle.eot, oracle.eom, oracle.sep) == (1, 2, None, None, None)
+    assert oracle.unk == 0  # no C getter: read through llama_vocab::token_unk
     assert (oracle.add_bos, oracle.add_eos, oracle.add_sep) == (True, False, False)
     assert oracle.is_control(1) and oracle.is_eog(2) and not oracle.is_eog(100)
     assert oracle.token_text(1) == b"<s>"
