@@ -149,9 +149,12 @@ def vocab_cases(model: str | os.PathLike) -> list[dict]:
     after a newline and at the end of a sentence, so the special-token
     partition, lstrip/rstrip handling and parse_special are all exercised.
     """
-    from tokenizer import gguf  # here, so the oracle side never depends on the engines importing
+    from tokenizer import GGUFError, gguf  # here, so the oracle side never needs the engines
 
-    metadata = gguf.read(model).metadata
+    try:
+        metadata = gguf.read(model).metadata
+    except (GGUFError, OSError):
+        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
     tokens = metadata.get("tokenizer.ggml.tokens") or []
     chosen = _chosen_tokens(tokens, metadata.get("tokenizer.ggml.token_type"))
     cases = []

@@ -41,7 +41,7 @@ VOCAB_TIMEOUT = 900.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Lines of a dying worker's stderr worth keeping; everything else (backtraces) varies.
 _KEEP = re.compile(r"GGML_ASSERT|GGML_ABORT|terminate called|what\(\)|error|Error|fatal")
-_PATH = re.compile(r"(?:[^\s:]*/)([^/\s:]+\.(?:cpp|cc|c|h|hpp))")
+_PATH = re.compile(r"(?:[^\s:]*/)([^/\s:]+\.(?:cpp|cc|c|h|hpp|gguf))")
 
 Progress = Callable[[int, int, str], None]
 
@@ -346,8 +346,8 @@ def serve(model: str, *, verbose: bool = False) -> int:
 
     try:
         oracle = LlamaOracle(model, verbose=verbose)
-    except OracleError as exc:
-        send({"load_error": str(exc)})
+    except OracleError as exc:  # the path is cut to the file name so goldens do not depend on it
+        send({"load_error": str(exc).replace(str(Path(model).parent) + os.sep, "")})
         return 0
     send({"ready": True})
     traced = _Tracer(oracle, send)

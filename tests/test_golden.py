@@ -162,3 +162,18 @@ def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path,
     assert main(["drift", "--golden", str(out)]) == 1
     report = capsys.readouterr().out
     assert "case few-hello: [add_special=False parse_special=False] ids [1, 2, 3] -> " in report
+
+
+@pytest.mark.oracle
+def test_a_file_llama_cpp_refuses_gets_a_golden_with_its_load_error(tmp_path: Path, capsys):
+    from harness.cli import main
+
+    bad = tmp_path / "truncated.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00")
+    out = tmp_path / "golden"
+    assert main(["record", "--model", str(bad), "--out", str(out)]) == 0
+    assert "did not load it" in capsys.readouterr().out
+    golden = goldens.load_golden(out / "truncated.json")
+    assert golden["vocab"] is None and golden["cases"] == []
+    message = golden["load_error"]["message"]
+    assert "truncated.gguf" in message and str(tmp_path) not in message

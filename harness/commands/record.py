@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
         target = goldens.write_golden(goldens.golden_path(args.out, path), golden)
         found = count_crashes(golden)
         crashes += found
+        refused = (golden["load_error"] or {}).get("message", "").splitlines()[:1]
+        note = f"; llama.cpp did not load it: {refused[0]}" if refused else ""
         print(f"{path.name}: {len(golden['cases'])} cases, {found} oracle crash(es)"
-              f" -> {target} ({target.stat().st_size / 1024:.0f} KiB)")
+              f" -> {target} ({target.stat().st_size / 1024:.0f} KiB){note}")
     if crashes:
         print(f"recorded {crashes} oracle crash finding(s); see the \"crash\" records in the golden files")
         return 1
