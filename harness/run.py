@@ -200,11 +200,8 @@ def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: 
         bar.advance(note=f"{len(result.failing)} failing")
 
 
-def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-          bar: Progress) -> None:
-    view = fuzz.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
-                           pieces=subject.table.pieces)
-
+def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool):
+    """The fuzz verdict for one case: its findings; crashes count as passing when ignored."""
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
             expected, crash = session.evaluate(case), None
@@ -212,16 +209,42 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
             expected, crash = None, exc.as_dict()
         except OracleError as exc:
             expected, crash = None, {"reason": "llama.cpp error", "stderr": str(exc)}
+        if crash is not None and ignore_crashes:
+            return []
         return findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)
+    return judge
 
-    outcome = hunt(fuzz.fuzz_inputs(view), judge, n=config.fuzz, seed=config.seed, key=subject.name,
-                   on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
-    result.cases += outcome.generated
-    if outcome.case is not None:
-        for kind, entry in outcome.findings:
-            result.add(kind, {**entry, "fuzz": True})
-        result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")
-        _append_found(config, subject.name, outcome.case)
+
+def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
+          bar: Progress) -> None:
+    """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
+
+    llama.cpp aborts on some inputs for whole vocabulary families; without the
+    second hunt such a crash would hide every engine bug behind it.
+    """
+    view = fuzz.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+                           pieces=subject.table.pieces)
+    budget, ignore_crashes = config.fuzz, False
+    while budget > 0:
+        seed = None if config.seed is None else config.seed + int(ignore_crashes)
+        outcome = hunt(fuzz.fuzz_inputs(view), _judge(subject, session, ignore_crashes=ignore_crashes),
+                       n=budget, seed=seed, key=f"{subject.name}:{ignore_crashes}",
+                       on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
+        result.cases += outcome.generated
+        budget -= outcome.generated
+        if outcome.case is None:
+            return
+        _record_fuzz_failure(config, result, outcome)
+        if ignore_crashes or any(kind != "oracle_crashes" for kind, _ in outcome.findings):
+            return
+        ignore_crashes = True
+
+
+def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
+    for kind, entry in outcome.findings:
+        result.add(kind, {**entry, "fuzz": True})
+    result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")
+    _append_found(config, result.model, outcome.case)
 
 
 def _append_found(config: RunConfig, name: str, case: dict) -> None:
