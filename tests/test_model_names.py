@@ -75,7 +75,8 @@ def test_reproduced_vocabulary(name):
     ours = Tokenizer.from_gguf(path)
     with live.OracleSession(path, timeout=120) as oracle:
         expected = oracle.call("vocab")
-    assert vocab_record(ours) == expected
+    got = vocab_record(ours)
+    assert got == expected, f"vocabulary fields differ: {_differing(expected, got)}"
 
 
 @pytest.mark.parametrize("name", NO_VOCAB)
@@ -102,3 +103,12 @@ def test_gemma4_model_forces_its_pre():
     with live.OracleSession(path, timeout=60) as oracle:
         pre = oracle.call("vocab")["pre"]
     assert pre == "gemma4" == Tokenizer.from_gguf(path).pre
+
+
+def _differing(expected: dict, got: dict) -> list[str]:
+    """Top-level vocabulary-record fields that differ (`blocks` by field and block index)."""
+    keys = [k for k in expected if k != "blocks" and expected[k] != got.get(k)]
+    for field, hashes in expected.get("blocks", {}).items():
+        mine = got.get("blocks", {}).get(field, [])
+        keys += [f"blocks.{field}[{i}]" for i, h in enumerate(hashes) if i >= len(mine) or mine[i] != h]
+    return keys

@@ -162,7 +162,8 @@ def test_pre_sweep_golden(name):
     golden = _golden(name)
     path = _synthetic_matching(name, golden)
     ours = Tokenizer.from_gguf(path)
-    assert vocab_record(ours) == golden["vocab"], "vocabulary record differs"
+    got = vocab_record(ours)
+    assert got == golden["vocab"], f"vocabulary fields differ: {_differing(golden['vocab'], got)}"
     wrong = []
     for case in golden["cases"]:
         if "crash" in case:
@@ -171,3 +172,12 @@ def test_pre_sweep_golden(name):
         if got["encode"] != case["encode"]:
             wrong.append(case["id"])
     assert not wrong, f"{len(wrong)} of {len(golden['cases'])} cases differ: {wrong[:8]}"
+
+
+def _differing(expected: dict, got: dict) -> list[str]:
+    """Top-level vocabulary-record fields that differ (`blocks` by field and block index)."""
+    keys = [k for k in expected if k != "blocks" and expected[k] != got.get(k)]
+    for field, hashes in expected.get("blocks", {}).items():
+        mine = got.get("blocks", {}).get(field, [])
+        keys += [f"blocks.{field}[{i}]" for i, h in enumerate(hashes) if i >= len(mine) or mine[i] != h]
+    return keys
