@@ -97,8 +97,11 @@ class Worker:
         self._stderr_at = self._stderr.seek(0, os.SEEK_END)
         self.step = None
         self.deadline = time.monotonic() + timeout
-        self.proc.stdin.write((json.dumps(request) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:  # died since its last answer: the caller sees eof and records why
+            self.eof = True
 
     @property
     def fd(self) -> int:
@@ -218,6 +221,8 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
     record (see the module docstring); its worker is replaced and the run
     continues.  `progress(done, total, case_id)` is called after each case.
     """
+    if not cases:
+        return []
     results: list[dict | None] = [None] * len(cases)
     pending = deque(enumerate(cases))
     workers = [_started(model, verbose) for _ in range(max(1, min(jobs, len(cases))))]

@@ -177,3 +177,21 @@ def test_a_file_llama_cpp_refuses_gets_a_golden_with_its_load_error(tmp_path: Pa
     assert golden["vocab"] is None and golden["cases"] == []
     message = golden["load_error"]["message"]
     assert "truncated.gguf" in message and str(tmp_path) not in message
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in COMMITTED])
+def test_golden_has_not_drifted(path: Path):
+    """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
+    from harness.commands.drift import find_gguf
+    from harness.commands.record import record_model
+    from harness.models import models_dir
+
+    old = goldens.load_golden(path)
+    try:
+        gguf = find_gguf(old["gguf"], [models_dir()])
+    except Exception as exc:  # SetupError: not fetched
+        pytest.skip(f"{exc} (fetch with: python -m harness fetch)")
+    new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], jobs=2)
+    assert goldens.diff_goldens(old, new) == []
