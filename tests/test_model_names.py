@@ -112,3 +112,12 @@ def _differing(expected: dict, got: dict) -> list[str]:
         mine = got.get("blocks", {}).get(field, [])
         keys += [f"blocks.{field}[{i}]" for i, h in enumerate(hashes) if i >= len(mine) or mine[i] != h]
     return keys
+
+
+def test_empty_test_model_refused_where_llama_cpp_crashes(tmp_path):
+    path = tmp_path / "empty-test.gguf"
+    path.write_bytes(synth.custom([], model="test"))
+    with pytest.raises(UnsupportedVocab, match="no tokens"):
+        Tokenizer.from_gguf(path)
+    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleCrash, match="SIGFPE"):
+        oracle.call("ping")

@@ -175,6 +175,24 @@ def test_lowercase_byte_tokens(tmp_path):
             [llama.token_to_piece(t, special=True) for t in range(llama.n_tokens)]
 
 
+@pytest.mark.parametrize("flags", [pytest.param({Keys.ADD_BOS: True}, id="add_bos"),
+                                   pytest.param({Keys.ADD_EOS: True}, id="add_eos"),
+                                   pytest.param({Keys.ADD_SPACE_PREFIX: True}, id="add_space_prefix")])
+def test_flags_only_reach_detokenize(tmp_path, flags):
+    """PLaMo-2's tokenize ignores add_special; detokenize still honours the flags."""
+    path = tmp_path / "flags.gguf"
+    path.write_bytes(plamo2_vocab([("a", -1.0), (" a", -1.5)],
+                                  extra={Keys.BOS_ID: 1, Keys.EOS_ID: 2, **flags}))
+    ours = Tokenizer.from_gguf(path)
+    with oracle_mod.LlamaOracle(path) as llama:
+        for text in (b"<|plamo:bos|> a a<|plamo:eos|>", b" a", b"<|plamo:bos|>"):
+            ids = llama.tokenize(text, add_special=True, parse_special=True)
+            assert ours.tokenize(text, add_special=True, parse_special=True) == ids
+            for remove, unparse in itertools.product((False, True), repeat=2):
+                assert ours.detokenize(ids, remove_special=remove, unparse_special=unparse) == \
+                    llama.detokenize(ids, remove_special=remove, unparse_special=unparse)
+
+
 REFUSED = {
     "missing-byte-token": dict(pieces=[("a", -1.0)], drop_byte=0x41),
     "byte-token-at-id-0": dict(pieces=[("a", -1.0)], head=[]),

@@ -177,6 +177,22 @@ def test_prefix_without_token_is_refused(tmp_path):
         ours.tokenize(b"qxz", add_special=False, parse_special=False)
 
 
+@pytest.mark.parametrize("flag", [pytest.param(k, id=k.rsplit(".", 1)[1])
+                                  for k in (Keys.ADD_BOS, Keys.ADD_EOS)])
+def test_add_flags_only_reach_detokenize(tmp_path, flag):
+    """RWKV's tokenize never inserts BOS/EOS, but detokenize still strips them when asked."""
+    ours, llama = _load_both(tmp_path, _bytes_vocab(["ab"], **{flag: True, Keys.BOS_ID: 0,
+                                                                Keys.EOS_ID: 0}))
+    with llama:
+        assert (ours.add_bos, ours.add_eos) == (llama.add_bos, llama.add_eos)
+        for text in (b"<s>ab<s>", b"ab", b"<s>"):
+            ids = llama.tokenize(text, add_special=True, parse_special=True)
+            assert ours.tokenize(text, add_special=True, parse_special=True) == ids
+            for remove, unparse in itertools.product((False, True), repeat=2):
+                assert ours.detokenize(ids, remove_special=remove, unparse_special=unparse) == \
+                    llama.detokenize(ids, remove_special=remove, unparse_special=unparse)
+
+
 # --- seeded differential run -----------------------------------------------------------------
 
 def random_inputs(seed: int, count: int):
