@@ -193,7 +193,10 @@ def test_record_command_reports_the_crash_and_exits_1(aborting_vocab, tmp_path: 
     out = tmp_path / "golden"
     code = main(["record", "--model", str(aborting_vocab), "--corpus", str(cases), "--out", str(out)])
     assert code == 1
-    assert "1 oracle crash" in capsys.readouterr().out
+    output = capsys.readouterr().out
+    assert "1 oracle crash" in output
+    assert ("oracle crash: gpt2-pre-whitespace.gguf case few-double-space ('Hello  world'): "
+            "signal SIGABRT in tokenize(add_special=False, parse_special=False): ") in output
     from harness.golden import load_golden
 
     golden = load_golden(out / "gpt2-pre-whitespace.json")

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         note = f"; llama.cpp did not load it: {refused[0]}" if refused else ""
         print(f"{path.name}: {len(golden['cases'])} cases, {found} oracle crash(es)"
               f" -> {target} ({target.stat().st_size / 1024:.0f} KiB){note}")
+        for case in golden["cases"]:
+            if "crash" in case:
+                print(f"  oracle crash: {describe_crash(path.name, case)}")
     if crashes:
         print(f"recorded {crashes} oracle crash finding(s); see the \"crash\" records in the golden files")
         return 1
@@ -67,6 +70,15 @@ def _load_corpora(files: list[Path]) -> list[dict]:
         except CorpusError as exc:
             raise SetupError(str(exc)) from None
     return cases
+
+
+def describe_crash(model: str, case: dict) -> str:
+    """One line naming the vocabulary, the input, the signal or exit status, and llama.cpp's message."""
+    crash = case["crash"]
+    shown = repr(case["text"][:60]) if "text" in case else f"bytes {case['bytes'][:60]}"
+    status = crash["signal"] or (f"exit {crash['exit']}" if crash["exit"] is not None else crash["kind"])
+    message = crash["stderr"].replace("\n", " | ")[:160]
+    return f"{model} case {case['id']} ({shown}): {crash['kind']} {status} in {crash['call']}: {message}"
 
 
 def count_crashes(golden: dict) -> int:
