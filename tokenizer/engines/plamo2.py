@@ -38,6 +38,7 @@ ATTR_BYTE = 1 << 5           # LLAMA_TOKEN_ATTR_BYTE
 INVALID_SCORE = -20_000_000
 UNKNOWN_SCORE = -10_000_000
 _INF = 1 << 60
+_MEMO_LIMIT = 1 << 20
 _INT32_MIN = -(1 << 31)
 
 
@@ -133,6 +134,9 @@ class Plamo2Engine(Engine):
         self._bytes = self._byte_tokens(texts, attrs)
         self._scores, self._ids = self._pieces(texts, vocab.scores, attrs)
         self._rows: dict[str, list[tuple[str, int, int]]] = {}
+        # memos over the suffix table, filled as inputs need them (cleared past _MEMO_LIMIT)
+        self._steps: dict[tuple[int, str], str] = {}
+        self._candidates: dict[str, list[tuple[int, int, int]]] = {}
 
     @staticmethod
     def _byte_tokens(texts: Sequence[bytes], attrs: Sequence[int]) -> list[int]:
@@ -214,23 +218,41 @@ class Plamo2Engine(Engine):
                 return ""
         return ""  # not reached: the last row is the unknown step
 
+    def _candidates_for(self, suffix: str) -> list[tuple[int, int, int]]:
+        """(length, token, score) of each Viterbi candidate at a position whose suffix is `suffix`."""
+        found = []
+        for piece, token, score in self._rows_for(suffix):
+            if score > INVALID_SCORE:
+                found.append((len(piece) or 1, token, score))
+            if score == UNKNOWN_SCORE:
+                break
+        return found
+
     def _viterbi(self, cps: list[int]) -> tuple[list[int], list[int]]:
         n = len(cps)
         cost = [_INF] * (n + 1)
         cost[n] = 0
         lengths = [0] * (n + 1)
         ids = [0] * (n + 1)
+        if len(self._steps) > _MEMO_LIMIT:
+            self._steps.clear()
+            self._candidates.clear()
+        steps, candidates = self._steps, self._candidates
         suffix = ""
         for i in range(n - 1, -1, -1):
-            suffix = self._next_suffix(cps[i], suffix)
-            for piece, token, score in self._rows_for(suffix):
-                if score > INVALID_SCORE:
-                    size = len(piece) or 1
-                    total = cost[i + size] - score
-                    if total < cost[i]:
-                        cost[i], lengths[i], ids[i] = total, size, token
-                if score == UNKNOWN_SCORE:
-                    break
+            key = (cps[i], suffix)
+            suffix = steps.get(key)
+            if suffix is None:
+                suffix = steps[key] = self._next_suffix(*key)
+            rows = candidates.get(suffix)
+            if rows is None:
+                rows = candidates[suffix] = self._candidates_for(suffix)
+            best, best_size, best_token = _INF, 0, 0
+            for size, token, score in rows:
+                total = cost[i + size] - score
+                if total < best:
+                    best, best_size, best_token = total, size, token
+            cost[i], lengths[i], ids[i] = best, best_size, best_token
         return lengths, ids
 
     def _spell(self, cps: list[int], lengths: list[int], ids: list[int]) -> list[int]:
