@@ -12,14 +12,13 @@ GGUF v1; a sparse multi-gigabyte file shows that tensor data is never read.
 
 from __future__ import annotations
 
-import functools
 import struct
 import time
 
 import numpy as np
 import pytest
 
-from harness.models import SHIPPED, resolve
+from harness.models import SHIPPED
 from tests.gguf_strategies import array_payload, gguf_string, header, kv, padded, tensor_info
 from tokenizer.constants import ValueType as VT
 from tokenizer.gguf import as_bytes, read
@@ -33,16 +32,12 @@ VOCABS = [
 ]
 
 
-@functools.cache
-def both(name: str):
-    path = resolve(name)
-    return read(path), gguf.GGUFReader(path)
-
-
-@pytest.fixture
+@pytest.fixture(scope="module", params=VOCABS)
 def pair(request, require_vocab):
-    require_vocab(request.param)
-    return both(request.param)
+    """(ours, GGUFReader) for one vocabulary; module scope groups the tests by
+    vocabulary, so only one GGUFReader (hundreds of MB of views) lives at a time."""
+    path = require_vocab(request.param)
+    return read(path), gguf.GGUFReader(path)
 
 
 def their_value(field):
@@ -66,7 +61,6 @@ def our_value(value):
     return value
 
 
-@pytest.mark.parametrize("pair", VOCABS, indirect=True)
 def test_header_matches(pair):
     ours, theirs = pair
     assert ours.version == int(theirs.fields["GGUF.version"].parts[-1][0])
@@ -76,13 +70,11 @@ def test_header_matches(pair):
     assert ours.data_offset == ours.file_size  # no tensors: the header ends the file
 
 
-@pytest.mark.parametrize("pair", VOCABS, indirect=True)
 def test_keys_match_in_order(pair):
     ours, theirs = pair
     assert list(ours.metadata) == [k for k in theirs.fields if not k.startswith("GGUF.")]
 
 
-@pytest.mark.parametrize("pair", VOCABS, indirect=True)
 def test_types_match(pair):
     ours, theirs = pair
     for key, (vtype, etype) in ours.types.items():
@@ -90,7 +82,6 @@ def test_types_match(pair):
         assert [int(vtype)] + ([] if etype is None else [int(etype)]) == expected, key
 
 
-@pytest.mark.parametrize("pair", VOCABS, indirect=True)
 def test_values_match(pair):
     ours, theirs = pair
     for key, value in ours.metadata.items():
