@@ -147,14 +147,14 @@ def test_committed_golden_still_matches_llama_cpp(require_vocab):
 def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path, capsys):
     from harness.cli import main
 
-    path = require_vocab("gpt-2")
+    path = require_vocab("llama-spm")
     corpus = tmp_path / "few.jsonl"
     corpus.write_text("".join(json.dumps(c) + "\n" for c in FEW), encoding="utf-8")
     out = tmp_path / "golden"
     assert main(["record", "--model", str(path), "--corpus", str(corpus), "--out", str(out)]) == 0
-    file = out / "ggml-vocab-gpt-2.json"
+    file = out / "ggml-vocab-llama-spm.json"
     assert main(["drift", "--golden", str(out)]) == 0
-    assert main(["drift", "--golden", str(out), "--model", "llama-spm"]) == 2  # nothing to replay
+    assert main(["drift", "--golden", str(out), "--model", "gpt-2"]) == 2  # nothing to replay
     older = copy.deepcopy(goldens.load_golden(file))  # pretend an older llama.cpp said otherwise
     older["cases"][0]["encode"][0]["ids"] = [1, 2, 3]
     goldens.write_golden(file, older)
