@@ -228,3 +228,23 @@ def test_tensors_round_trip_byte_exact_through_the_reader():
         assert [t.type_name for t in f.tensors] == ["Q8_0", "F32", "F16"]
         assert [t.nbytes for t in f.tensors] == [204, 4, 0]
         assert build(f.metadata, types=f.types, tensors=f.tensors, version=version) == data
+
+
+def test_rewrite_changes_drops_and_keeps_the_rest(require_vocab, tmp_path):
+    from tokenizer.gguf_writer import rewrite
+    src = require_vocab("bert-bge")
+    out = tmp_path / "rewritten.gguf"
+    rewrite(src, out, {Keys.PRE: "gpt-2", "custom.flag": True, Keys.PAD_ID: 1},
+            drop=[Keys.MODEL], types={Keys.PAD_ID: VT.UINT32})
+    before, after = read(src), read(out)
+    assert Keys.MODEL not in after.metadata
+    assert after.metadata[Keys.PRE] == "gpt-2" and after.metadata["custom.flag"] is True
+    assert after.types["custom.flag"] == (VT.BOOL, None)
+    kept = [k for k in before.metadata if k != Keys.MODEL]
+    assert list(after.metadata)[: len(kept)] == kept
+    for key in kept:
+        if key not in (Keys.PRE, Keys.PAD_ID):
+            assert after.types[key] == before.types[key], key
+            assert_same(after.metadata[key], before.metadata[key], key)
+    with pytest.raises(GGUFWriteError, match="absent"):
+        rewrite(src, out, drop=["no.such.key"])

@@ -45,9 +45,9 @@ from .constants import (
     Keys,
     ValueType,
 )
-from .gguf import MAX_ARRAY_DEPTH
+from .gguf import MAX_ARRAY_DEPTH, read
 
-__all__ = ["GGUFWriteError", "build", "write", "infer_type"]
+__all__ = ["GGUFWriteError", "build", "write", "rewrite", "infer_type"]
 
 TypeSpec = ValueType | tuple[ValueType, ValueType | None]
 _U32 = struct.Struct("<I")
@@ -100,6 +100,32 @@ def write(path: str | os.PathLike, metadata: Mapping[str, Any], **options) -> No
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def rewrite(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    changes: Mapping[str, Any] | None = None,
+    *,
+    drop: Iterable[str] = (),
+    types: Mapping[str, TypeSpec] | None = None,
+) -> None:
+    """Write `dst`: the GGUF file `src` with `changes` applied and `drop` removed.
+
+    Keys keep their order, version and on-disk types, changed ones included
+    (`types` overrides them; a new key gets its `KEY_TYPES` or inferred type).
+    Tensors keep their directory entries but their data is written as zeros.
+
+        >>> rewrite(vocab_path("llama-spm"), "x.gguf", {"tokenizer.ggml.pre": "qwen2"},
+        ...         drop=["tokenizer.chat_template"])
+    """
+    f = read(src)
+    dropped = set(drop)
+    missing = dropped - f.metadata.keys()
+    if missing:
+        raise GGUFWriteError(f"cannot drop keys absent from {os.fspath(src)}: {sorted(missing)}")
+    meta = {k: v for k, v in f.metadata.items() if k not in dropped} | dict(changes or {})
+    write(dst, meta, types=f.types | dict(types or {}), version=f.version, tensors=f.tensors)
 
 
 def build(
