@@ -26,8 +26,9 @@ only at the very end.  Python's `regex` with the ASCII flag and `\\Z` agree.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate, islice
 
 import numpy as np
 import regex
@@ -92,22 +93,37 @@ _NEWLINE_RUNS = regex.compile("[^\\n]+|\\n+")
 
 
 class Text:
-    """The views of one input the stages need, all one character per code point."""
+    """The views of one input the stages need, all one character per code point.
 
-    def __init__(self, cps: str) -> None:
+    A `Text` cut from a parent (`Text(piece, parent, offset)`) slices the
+    parent's views instead of computing its own: a view maps each code point
+    on its own, so the slice is the same.
+    """
+
+    def __init__(self, cps: str, parent: Text | None = None, offset: int = 0) -> None:
         self.cps = cps
+        self._parent = parent
+        self._offset = offset
+
+    def _from_parent(self, view: str) -> str | None:
+        if self._parent is None:
+            return None
+        return getattr(self._parent, view)[self._offset:self._offset + len(self.cps)]
 
     @cached_property
     def collapsed(self) -> str:
-        return uni.collapse(self.cps)
+        return self._from_parent("collapsed") or uni.collapse(self.cps)
 
     @cached_property
     def collapsed_han(self) -> str:
-        return uni.collapse(self.cps, han=True)
+        return self._from_parent("collapsed_han") or uni.collapse(self.cps, han=True)
 
     @cached_property
     def wide(self) -> str:
         """What std::wregex sees: code points, non-ASCII whitespace as 0x0B."""
+        inherited = self._from_parent("wide")
+        if inherited is not None:
+            return inherited
         if self.cps.isascii():
             return self.cps
         cps = uni.codepoints(self.cps).copy()
@@ -120,9 +136,11 @@ def _pattern_stage(pattern: regex.Pattern, view: str) -> Stage:
     """Every match is a piece; the hand-written splitters' patterns cover all input."""
     def stage(text: Text, spans: list[Span]) -> list[Span]:
         s = getattr(text, view)
+        findall = pattern.findall  # no groups: whole matches, which tile the span
         out: list[Span] = []
         for a, b in spans:
-            out.extend(m.span() for m in pattern.finditer(s, a, b))
+            ends = list(accumulate(map(len, findall(s, a, b)), initial=a))
+            out.extend(zip(ends, islice(ends, 1, None)))
         return out
     return stage
 
@@ -152,15 +170,25 @@ def _digit_groups(text: Text, spans: list[Span]) -> list[Span]:
     return out
 
 
+def _context_free(source: str) -> bool:
+    """No `^`, `\\b`, `\\B`, `\\A` or lookbehind: searching with pos/endpos equals searching a slice."""
+    stripped = regex.sub(r"\[\^|\\.", "", source)  # drop class-negation carets and escapes
+    return "^" not in stripped and "(?<" not in source and not regex.search(r"\\[bBA]", source)
+
+
 def _stl_stage(pattern: regex.Pattern, view: str) -> Stage:
     """std::regex_iterator semantics: matches and the gaps between them are pieces."""
+    sliced = not _context_free(pattern.pattern)
+
     def stage(text: Text, spans: list[Span]) -> list[Span]:
         s = getattr(text, view)
         out: list[Span] = []
         for a, b in spans:
             prev = a
-            for m in pattern.finditer(s[a:b]):
-                start, end = m.start() + a, m.end() + a
+            matches = pattern.finditer(s[a:b]) if sliced else pattern.finditer(s, a, b)
+            shift = a if sliced else 0
+            for m in matches:
+                start, end = m.start() + shift, m.end() + shift
                 if start > prev:
                     out.append((prev, start))
                 if end > start:
@@ -266,22 +294,58 @@ def compile_stage(expr: str) -> Stage:
     return _stl_stage(pattern, view)
 
 
+MEMO_MAX_LEN = 64
+MEMO_LIMIT = 1 << 16
+
+
 @dataclass(frozen=True)
 class Splitter:
     """A compiled pre-tokenizer: text in, list of code-point spans out."""
 
     stages: tuple[Stage, ...]
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_pretokenizer(cls, pre: pt.PreTokenizer) -> Splitter:
         return cls(tuple(compile_stage(expr) for expr in pre.patterns))
 
     def spans(self, text: Text) -> list[Span]:
+        """All stages in context, no memo (the reference path, for tests)."""
         spans: list[Span] = [(0, len(text.cps))] if text.cps else []
         for stage in self.stages:
             spans = stage(text, spans)
         return spans
 
     def split(self, cps: str) -> list[str]:
-        """The pieces of `cps`, as strings (may hold lone surrogates)."""
-        return [cps[a:b] for a, b in self.spans(Text(cps))]
+        """The words of `cps` (strings, possibly with lone surrogates), as llama.cpp splits them.
+
+        Each expression after the first splits each piece on its own, never
+        looking past it, so the words of a short piece depend on its text
+        alone: they are memoised per (stage, piece).
+        """
+        out: list[str] = []
+        if cps:
+            self._descend(Text(cps), [(0, len(cps))], 0, out)
+        return out
+
+    def _descend(self, text: Text, spans: list[Span], k: int, out: list[str]) -> None:
+        cps = text.cps
+        spans = self.stages[k](text, spans)
+        k += 1
+        if k == len(self.stages):
+            out.extend(cps[a:b] for a, b in spans)
+            return
+        memo = self._memo
+        for a, b in spans:
+            if b - a > MEMO_MAX_LEN:
+                self._descend(text, [(a, b)], k, out)
+                continue
+            piece = cps[a:b]
+            words = memo.get((k, piece))
+            if words is None:
+                if len(memo) > MEMO_LIMIT:
+                    memo.clear()
+                found: list[str] = []
+                self._descend(Text(piece, text, a), [(0, len(piece))], k, found)
+                words = memo[(k, piece)] = tuple(found)
+            out.extend(words)

@@ -164,6 +164,7 @@ class BPEEngine(Engine):
         self.encode_cps(unicode.decode_lenient(text), out)
 
     def encode_cps(self, cps: str, out: list[int]) -> None:
+        """Split, then BPE each word (cached per word)."""
         cache = self._cache
         for word in self.splitter.split(cps):
             ids = cache.get(word)
