@@ -3,7 +3,8 @@
 For each model (default: the 19 shipped vocabularies) the oracle runs in
 worker processes on the default corpora (the model's own .inp vectors, our
 edge-case and prose corpora, cases built from its special and user-defined
-tokens) or on the --corpus files given, and writes <out>/<gguf stem>.json.
+tokens) or on the --corpus files given (plus those special-token cases), and
+writes <out>/<gguf stem>.json.
 A case on which llama.cpp crashes is recorded as an oracle-crash finding and
 the run goes on.  Exit status 1 when any crash was recorded.
 
@@ -28,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="NAME|PATH",
                         help="a shipped vocabulary name or a .gguf path (repeatable; default: all shipped)")
     parser.add_argument("--corpus", action="append", type=Path, metavar="FILE",
-                        help="a .jsonl or .inp corpus to use instead of the defaults (repeatable)")
+                        help="a .jsonl or .inp corpus to use instead of the default corpora; the "
+                             "vocabulary's special-token cases are still added (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="oracle worker processes")
     parser.add_argument("--out", type=Path, default=goldens.GOLDEN_DIR, metavar="DIR",
                         help="where golden files go (default: golden/)")
