@@ -195,3 +195,36 @@ def test_golden_has_not_drifted(path: Path):
         pytest.skip(f"{exc} (fetch with: python -m harness fetch)")
     new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], jobs=2)
     assert goldens.diff_goldens(old, new) == []
+
+
+class ByteTokenizer:
+    """A toy tokenizer (one id per byte, BOS 256) to pin evaluate_case's layout without llama.cpp."""
+
+    def tokenize(self, text, *, add_special, parse_special):
+        return ([256] if add_special else []) + list(text)
+
+    def detokenize(self, ids, *, remove_special, unparse_special):
+        specials = b"<s>" if unparse_special else b""
+        return b"".join(specials if t == 256 else bytes([t]) for t in ids if not (remove_special and t == 256))
+
+
+def test_evaluate_case_layout_is_fixed_and_exact():
+    from harness.evaluate import FLAGS, evaluate_case
+
+    record = evaluate_case(ByteTokenizer(), {"id": "x", "bytes": "ff41"})
+    assert record["id"] == "x" and record["bytes"] == "ff41" and "text" not in record
+    assert [(e["add_special"], e["parse_special"]) for e in record["encode"]] == list(FLAGS)
+    assert record["encode"][2]["ids"] == [256, 255, 65]
+    outputs = record["encode"][2]["detokenize"]
+    assert [(d["remove_special"], d["unparse_special"]) for d in outputs] == list(FLAGS)
+    assert outputs[1] == {"remove_special": False, "unparse_special": True, "bytes": "3c733eff41"}
+    assert goldens.unpack_case(goldens.pack_case(record)) == record
+
+
+def test_evaluate_and_golden_do_not_need_llama_cpp():
+    import subprocess
+    import sys
+
+    code = ("import sys, harness.evaluate, harness.golden, harness.corpus, harness.commands.drift; "
+            "sys.exit('llama_cpp' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=goldens.GOLDEN_DIR.parent).returncode == 0
