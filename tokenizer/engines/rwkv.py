@@ -25,6 +25,8 @@ restarts from the beginning of the fragment forever. `tokenize` raises
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import Sequence
 
 from ..errors import UnsupportedVocab
@@ -32,6 +34,8 @@ from .base import Engine, register
 
 _ESCAPES = {ord("t"): 0x09, ord("n"): 0x0A, ord("r"): 0x0D}
 _VALUE = -1  # key of a trie node's token id (byte keys are 0..255)
+# Texts whose every escape Python's own bytes-literal decoder reads exactly as llama.cpp does.
+_PLAIN_ESCAPES = re.compile(rb"(?:[^\\]|\\(?:x[0-9a-f]{2}|[ntr\\'\"]))*")
 
 
 def _hex_digit(c: int) -> int:
@@ -47,6 +51,10 @@ def unescape(text: bytes) -> bytes:
     >>> unescape(rb"\\xe4\\xb8\\x80\\n")
     b'\\xe4\\xb8\\x80\\n'
     """
+    if b"\\" not in text:
+        return text
+    if _PLAIN_ESCAPES.fullmatch(text):
+        return codecs.escape_decode(text)[0]
     out = bytearray()
     escaping = False
     hex_left = acc = 0
@@ -70,13 +78,14 @@ def unescape(text: bytes) -> bytes:
     return bytes(out)
 
 
-def _build_trie(pieces: Sequence[bytes]) -> dict:
+def _build_trie(pieces: Sequence[bytes], tokens: Sequence[int]) -> dict:
+    """A trie over `pieces[t]` for each t in `tokens` (in order: a later id overwrites)."""
     root: dict = {}
-    for token, piece in enumerate(pieces):
+    for token in tokens:
         node = root
-        for b in piece:
+        for b in pieces[token]:
             node = node.setdefault(b, {})
-        node[_VALUE] = token  # later ids overwrite earlier ones, as in llama.cpp's trie
+        node[_VALUE] = token
     return root
 
 
@@ -89,8 +98,20 @@ class RwkvEngine(Engine):
     def __init__(self, vocab) -> None:
         super().__init__(vocab)
         self._pieces = [unescape(text) for text in vocab.texts]
-        self._trie = _build_trie(self._pieces)
         self._unk = vocab.special.get("unk", -1)
+        # one sub-trie per first byte, built when input first needs it
+        self._starts: dict[int, list[int]] = {}
+        for token, piece in enumerate(self._pieces):
+            if piece:
+                self._starts.setdefault(piece[0], []).append(token)
+        self._trie: dict = {}
+
+    def _node(self, first: int) -> dict | None:
+        """The trie node after byte `first`, or None when no token starts with it."""
+        node = self._trie.get(first)
+        if node is None and first in self._starts:
+            node = self._trie[first] = _build_trie(self._pieces, self._starts[first])[first]
+        return node
 
     def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
         out: list[int] = []
@@ -104,20 +125,21 @@ class RwkvEngine(Engine):
     def _match(self, text: bytes, out: list[int]) -> None:
         pos, end, root = 0, len(text), self._trie
         while pos < end:
-            node = root.get(text[pos])
+            node = root.get(text[pos]) or self._node(text[pos])
             if node is None:
                 out.append(self._unk)
                 pos += 1
                 continue
-            best, best_end, i = None, pos, pos
-            while node is not None:
+            best = node.get(_VALUE)
+            best_end, i = pos + 1, pos + 1
+            while i < end:
+                node = node.get(text[i])
+                if node is None:
+                    break
+                i += 1
                 token = node.get(_VALUE)
                 if token is not None:
-                    best, best_end = token, i + 1
-                i += 1
-                if i >= end:
-                    break
-                node = node.get(text[i])
+                    best, best_end = token, i
             if best is None:
                 raise UnsupportedVocab(
                     f"RWKV vocabulary has tokens starting with byte 0x{text[pos]:02x} but none "
