@@ -200,6 +200,8 @@ def test_llama_cpp_key_types_win_over_inference(key, value):
     pytest.param({"metadata": {}, "tensors": [("t", (1,), 0), ("t", (1,), 0)]}, "duplicate",
                  id="tensor-duplicate"),
     pytest.param({"metadata": {}, "tensors": [("x" * 64, (1,), 0)]}, "bytes", id="tensor-name"),
+    pytest.param({"metadata": {}, "tensors": [("t", (2**20, 2**20), 0)]}, "in-memory",
+                 id="tensor-data-too-big"),
 ])
 def test_writer_refuses(kwargs, message):
     with pytest.raises(GGUFWriteError, match=message):

@@ -50,6 +50,7 @@ from .gguf import MAX_ARRAY_DEPTH, read
 __all__ = ["GGUFWriteError", "build", "write", "rewrite", "infer_type"]
 
 TypeSpec = ValueType | tuple[ValueType, ValueType | None]
+MAX_TENSOR_DATA = 1 << 30  # zero-filled tensor bytes build() will hold in memory
 _U32 = struct.Struct("<I")
 _SCALAR_STRUCTS = {vt: struct.Struct(fmt) for vt, fmt in SCALAR_FORMATS.items()}
 _GGML_BY_NAME = {name: tid for tid, (name, _, _) in GGML_TYPES.items()}
@@ -166,8 +167,10 @@ def infer_type(value: Any) -> tuple[ValueType, ValueType | None]:
     bool -> BOOL, int -> INT32, UINT32, INT64 or UINT64 (the narrowest that
     holds it, in that order), float -> FLOAT32, str/bytes -> STRING, numpy
     scalars and arrays by dtype, a list of str -> array of STRING, a list of
-    arrays -> array of ARRAY, a list of numbers as its numpy array would be.
-    An empty list is an array of STRING.
+    arrays -> array of ARRAY, a list of bools -> array of BOOL, a list of ints
+    -> array of the narrowest integer type above that holds them all, a list
+    of numbers with a float among them -> array of FLOAT32. An empty list is
+    an array of STRING.
     """
     if isinstance(value, (bool, np.bool_)):
         return ValueType.BOOL, None
@@ -398,6 +401,9 @@ def _tensor_entries(tensors: Iterable, align: int) -> list[tuple]:
         nbytes = _tensor_nbytes(name, shape, ggml_type)
         entries.append((name, shape, ggml_type, offset, nbytes))
         offset += nbytes + (-nbytes) % align
+        if offset > MAX_TENSOR_DATA:
+            raise GGUFWriteError(f"tensor {name!r}: tensor data passes {offset} bytes, more "
+                                 f"than the {MAX_TENSOR_DATA} this in-memory writer builds")
     return entries
 
 
