@@ -133,13 +133,19 @@ def test_llama_utf8_fix(data, expected):
     assert llama_utf8_fix(data) == expected
 
 
-def test_fast_and_walking_normalizers_agree():
-    """The candidate-class fast path must give the exact walk's bytes."""
-    cm = parse(GOOD)
-    for ud in ([], [b"<x>", "é".encode(), b"a"]):
-        norm = PrefixNormalizer(cm, ud)
-        for text in (b"aaa", b"<x<x>ab", "éèê a\xcc\x81".encode(), b"\xc3(\xc3", b"", b"a\xff"):
-            assert norm(text)[0] == norm.walk(text), (ud, text)
+DELETE_13 = one_key(0x13, replacements=b"\0")  # U+0013 -> "" (as nmt_nfkc drops controls)
+
+
+@pytest.mark.parametrize("blob", [pytest.param(GOOD, id="a->Q"),
+                                  pytest.param(DELETE_13, id="ctrl->empty")])
+@pytest.mark.parametrize("ud", [pytest.param([], id="no-user-defined"),
+                                pytest.param([b"<x>", "é".encode(), b"a"], id="user-defined")])
+def test_fast_and_walking_normalizers_agree(blob, ud):
+    """The fast paths (translate, candidate scan) must give the exact walk's bytes."""
+    norm = PrefixNormalizer(parse(blob), ud)
+    for text in (b"aaa", b"<x<x>ab", "éèê a\xcc\x81".encode(), b"\xc3(\xc3", b"", b"a\xff",
+                 b"\xc6\x13\xb7\x99", b"\xe2\x13\x82\xac", b"\x13\x13a\x13"):
+        assert norm(text)[0] == norm.walk(text), text
 
 
 # --- llama.cpp on the same blobs (subprocess: it aborts) ------------------------------------

@@ -67,7 +67,8 @@ class Charsmap:
     singles: dict[bytes, bytes]
     followers: frozenset[bytes]
     plain: bool
-    valid_replacements: bool  # every replacement decodes without U+FFFD
+    valid_replacements: bool  # llama.cpp decodes every replacement without U+FFFD
+    strict_replacements: bool  # every replacement is valid UTF-8 (Python's strict sense)
 
     def longest_match(self, data: bytes, pos: int) -> tuple[bytes, int] | None:
         """(replacement, bytes consumed) for the longest key at `data[pos:]`, or None.
@@ -75,31 +76,35 @@ class Charsmap:
         This is the exact walk llama.cpp does; `parse` guarantees it never
         reads out of range.
         """
+        length, offset, _ = self.walk(data, pos)
+        return (self.replacement(offset), length) if length else None
+
+    def walk(self, data: bytes, pos: int) -> tuple[int, int, bool]:
+        """(longest key length, its replacement offset, whether the walk ran off the end)."""
         units = self.units
         if not units:
-            return None
+            return 0, 0, False
         node = _base(units[0])
-        best_len = 0
-        best_off = 0
+        best_len = best_off = 0
         end = len(data)
         i = pos
         while i < end:
             c = data[i]
             if c == 0:
-                break
+                return best_len, best_off, False
             node ^= c
             unit = units[node]
             if unit & _LCHECK_MASK != c:
-                break
+                return best_len, best_off, False
             node ^= _base(unit)
             if unit >> 8 & 1:
                 best_len = i - pos + 1
                 best_off = units[node] & _VALUE_MASK
             i += 1
-        if not best_len:
-            return None
-        stop = self.replacements.index(b"\0", best_off)
-        return self.replacements[best_off:stop], best_len
+        return best_len, best_off, True
+
+    def replacement(self, offset: int) -> bytes:
+        return self.replacements[offset:self.replacements.index(b"\0", offset)]
 
 
 def _base(unit: int) -> int:
@@ -128,6 +133,7 @@ def parse(blob: bytes, *, where: str = "precompiled_charsmap") -> Charsmap:
         followers=frozenset(found.followers),
         plain=found.plain,
         valid_replacements=found.valid_replacements,
+        strict_replacements=found.strict_replacements,
     )
 
 
@@ -137,6 +143,7 @@ class _Found:
     followers: set[bytes] = field(default_factory=set)
     plain: bool = True
     valid_replacements: bool = True
+    strict_replacements: bool = True
 
 
 class _Explorer:
@@ -174,8 +181,9 @@ class _Explorer:
         seen: set = set()
         while len(nodes):
             nodes, meta = self.level(nodes, meta, seen)
-        self.found.valid_replacements = all(
-            is_llama_valid(self.replacement(off)) for off in self.offsets)
+        texts = [self.replacement(off) for off in self.offsets]
+        self.found.valid_replacements = all(map(is_llama_valid, texts))
+        self.found.strict_replacements = all(_strict(t) for t in texts)
         return self.found
 
     def level(self, nodes, meta, seen):
@@ -250,6 +258,14 @@ def _next_nul(data: bytes) -> np.ndarray:
     pos = np.where(arr == 0, np.arange(n), n)
     nxt = np.minimum.accumulate(pos[::-1])[::-1]
     return np.where(nxt == n, -1, nxt)
+
+
+def _strict(text: bytes) -> bool:
+    try:
+        text.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _strict_char(ch: bytes) -> bool:
@@ -346,6 +362,13 @@ class PrefixNormalizer:
         self.ud_trie = _byte_trie(self.user_defined)
         self.trusted_replacements = cm is None or cm.valid_replacements
         self.candidates = self._candidate_regex()
+        self.table = None
+        if self.candidates and not self.user_defined and cm.strict_replacements:
+            length, _, ran_off = cm.walk(_REPLACEMENT, 0)
+            if not (length or ran_off):  # U+FFFD starts no key
+                self.table = {ord(k.decode()): v.decode() for k, v in cm.singles.items()}
+        if self.table is not None:
+            self.follower_re = re.compile(_char_class(self.followers)) if self.followers else None
 
     def _candidate_regex(self):
         """The regex of candidate characters; False when there are none; None for the slow path."""
@@ -370,7 +393,45 @@ class PrefixNormalizer:
             return self.walk(data), False
         if self.candidates is False:
             return llama_utf8_fix(data), True
+        if self.table is not None:
+            return self.translated(data), self.trusted_replacements
         return self.fast(data)
+
+    def translated(self, data: bytes) -> bytes:
+        """No user-defined tokens, clean replacements, and U+FFFD starts no key:
+        bytes that do not decode become U+FFFD first, then one-character keys go
+        by `str.translate` and the walk runs only before a character that
+        continues a key.
+        """
+        text = llama_utf8_fix(data).decode("utf-8", "surrogateescape")
+        table, follower = self.table, self.follower_re
+        if follower is None or follower.search(text) is None:
+            out = text.translate(table)
+        else:
+            pieces, done = [], 0
+            for m in follower.finditer(text):
+                i = m.start() - 1
+                found = self.walk_chars(text, i) if i >= done else None
+                if found is not None:
+                    pieces += (text[done:i].translate(table), found[0])
+                    done = i + found[1]
+            pieces.append(text[done:].translate(table))
+            out = "".join(pieces)
+        return out.encode("utf-8", "surrogateescape")
+
+    def walk_chars(self, text: str, i: int) -> tuple[str, int] | None:
+        """(replacement, characters consumed) for the longest key at `text[i]`, or None."""
+        width = 8
+        while True:
+            window = text[i:i + width].encode("utf-8", "surrogateescape")
+            length, offset, ran_off = self.cm.walk(window, 0)
+            if ran_off and i + width < len(text):
+                width *= 4  # the key may go on past the window
+                continue
+            if not length:
+                return None
+            used = len(window[:length].decode("utf-8"))
+            return self.cm.replacement(offset).decode("utf-8"), used
 
     def fast(self, data: bytes) -> tuple[bytes, bool]:
         text = data.decode("utf-8", "surrogateescape")

@@ -171,6 +171,8 @@ class Lattice:
         self.short = {texts[i]: (i, float(used[i]))
                       for i in np.flatnonzero(matched & (lengths < leads)).tolist()}
         self.sorted_texts = sorted(texts[i] for i in np.flatnonzero(matched).tolist())
+        self.sorted_lengths = np.fromiter(map(len, self.sorted_texts), dtype=np.int32,
+                                          count=len(self.sorted_texts))
         self.lengths: dict[bytes, tuple[int, ...]] = {}
         self.can_split = _splittable(texts, space)
         self.exact_below = _exact_limit(self.unk_score, used[matched], lengths[matched])
@@ -182,7 +184,8 @@ class Lattice:
             texts = self.sorted_texts
             lo = bisect_left(texts, first)
             hi = _prefix_end(texts, first, lo)
-            found = self.lengths[first] = tuple(sorted(set(map(len, texts[lo:hi]))))
+            counts = np.bincount(self.sorted_lengths[lo:hi])
+            found = self.lengths[first] = tuple(np.flatnonzero(counts).tolist())
         return found
 
     def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
@@ -272,12 +275,9 @@ def _prefix_end(texts: list[bytes], prefix: bytes, lo: int) -> int:
 
 def _collapse(ids: list[int], unk: int) -> list[int]:
     """Runs of the unknown id collapsed to one (runs only occur across words here)."""
-    out = []
-    for tid in ids:
-        if tid == unk and out and out[-1] == unk:
-            continue
-        out.append(tid)
-    return out
+    arr = np.asarray(ids, dtype=np.int64)
+    repeat = np.flatnonzero((arr[1:] == unk) & (arr[:-1] == unk)) + 1
+    return np.delete(arr, repeat).tolist() if len(repeat) else ids
 
 
 def _try_short(data, i, n, step, here, short, score, token, start) -> bool:

@@ -55,7 +55,9 @@ class WpmEngine(Engine):
 
     def __init__(self, vocab) -> None:
         super().__init__(vocab)
-        self._words: WordSplitter | None = None
+        # the class tables depend only on the two normaliser flags: built once per process
+        self.words = word_splitter(lowercase=vocab.normalizer_lowercase,
+                                   strip_accents=vocab.normalizer_strip_accents)
         self.to_id = vocab.token_to_id
         self.max_len = vocab.max_token_len
         self.unk = vocab.special["unk"]
@@ -77,14 +79,6 @@ class WpmEngine(Engine):
 
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
-
-    @property
-    def words(self) -> WordSplitter:
-        """The class tables, built on first use (llama.cpp also builds its tables lazily)."""
-        if self._words is None:
-            self._words = word_splitter(lowercase=self.vocab.normalizer_lowercase,
-                                        strip_accents=self.vocab.normalizer_strip_accents)
-        return self._words
 
     def tokenize_text(self, text: bytes, out: list[int]) -> None:
         """Append the ids of one raw fragment to `out`."""
@@ -136,32 +130,39 @@ class WordSplitter:
     """The class tables of one (lowercase, strip_accents) setting, as regexes and a translation."""
 
     def __init__(self, *, lowercase: bool, strip_accents: bool) -> None:
-        out, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
+        table, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
         self.skip = re.compile(_in_class(skip)) if skip.any() else None
-        bmp_single, bmp_other = _ranges(single[:_BMP]), _ranges((ws | single)[:_BMP])
-        self.word = re.compile(f"[{bmp_single}]|[^{bmp_other}]+")
+        if ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)]:
+            raise AssertionError("stand-ins must be dropped characters, no astral whitespace")
+        # the stand-ins (private use, so never left in the text) play astral characters
+        single_bmp = single[:_BMP].copy()
+        single_bmp[ord(_STAND_IN_SINGLE)] = True
+        self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges((ws[:_BMP] | single_bmp))}]+")
         self.single, self.ws = single, ws
-        changed = np.flatnonzero((out != np.arange(len(out))) & ~skip & ~ws)
-        self.table = dict(zip(changed.tolist(), out[changed].tolist()))
+        self.table = table
 
     def split(self, text: bytes) -> list[str]:
         """The raw words of `text` (before lower-casing and NFD), dropped characters removed.
 
         The word regex knows only the BMP (fast in `re`); an astral code point
-        is matched through a BMP stand-in of its class, and the words are cut
-        from the real text at the same offsets.
+        is matched through a private-use stand-in of its class (private use
+        characters are dropped before, so a stand-in is never ambiguous), then
+        put back in order.
         """
         decoded = uni.decode_lenient(text)
         if self.skip is not None and self.skip.search(decoded):
             decoded = self.skip.sub("", decoded)
         if _ASTRAL_RE.search(decoded) is None:
             return self.word.findall(decoded)
-        proxy = _ASTRAL_RE.sub(self.stand_in, decoded)
-        return [decoded[m.start():m.end()] for m in self.word.finditer(proxy)]
+        astral = iter(_ASTRAL_RE.findall(decoded))
+        words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, decoded))
+        for k, word in enumerate(words):
+            if _STAND_IN_SINGLE in word or _STAND_IN_OTHER in word:
+                words[k] = _STAND_IN_RE.sub(lambda m: next(astral), word)
+        return words
 
     def stand_in(self, m: re.Match) -> str:
-        cp = ord(m.group())
-        return "!" if self.single[cp] else " " if self.ws[cp] else "a"
+        return _STAND_IN_SINGLE if self.single[ord(m.group())] else _STAND_IN_OTHER
 
     def normalize(self, word: str) -> str:
         return word.translate(self.table)
@@ -173,42 +174,68 @@ def word_splitter(*, lowercase: bool, strip_accents: bool) -> WordSplitter:
 
 
 def _classes(*, lowercase: bool, strip_accents: bool):
-    """Per code point: output code point, and masks whitespace / dropped / one-character word."""
-    cps = np.arange(uni.MAX_CODEPOINTS, dtype=np.int64)
-    base = _nfd_all() if strip_accents else cps
-    flags = uni.flags_array().astype(np.int64)[base]
-    ws = (flags & uni.WHITESPACE) != 0
-    skip = (base == 0) | (base == 0xFFFD) | ((flags & uni.CONTROL) != 0)
+    """Translation {code point: output code point} and masks whitespace / dropped / one-char word.
+
+    The masks are over the input code point `c` but computed from the flags of
+    its NFD base `n`; only the ~13k code points with a base differ from `c`.
+    """
+    flags = uni.flags_array()
+    src, dst = _nfd_pairs() if strip_accents else (np.zeros(0, np.int64),) * 2
+    f = flags.copy()
+    f[src] = flags[dst]
+    ws = (f & uni.WHITESPACE) != 0
+    skip = (f & uni.CONTROL) != 0
     if strip_accents:
-        skip |= (flags & uni.ACCENT_MARK) != 0
+        skip |= (f & uni.ACCENT_MARK) != 0
+    for special in (0, 0xFFFD):
+        skip[special] = True
+        skip[src[dst == special]] = True
     skip &= ~ws
-    cjk = np.zeros(len(cps), dtype=bool)
-    for lo, hi in CJK_RANGES:
-        cjk[lo:hi + 1] = True
-    single = ((flags & uni.PUNCTUATION) != 0) | ((base < 0x7F) & ((flags & uni.SYMBOL) != 0))
-    single = (single | cjk[base]) & ~ws & ~skip
-    out = _lower_all()[base] if lowercase else base
-    return out, ws, skip, single
+    ascii_base = np.zeros(len(f), dtype=bool)
+    ascii_base[:0x7F] = True
+    ascii_base[src] = dst < 0x7F
+    cjk = _cjk_mask()
+    cjk[src] = _cjk_mask()[dst]
+    single = ((f & uni.PUNCTUATION) != 0) | (ascii_base & ((f & uni.SYMBOL) != 0)) | cjk
+    single &= ~ws & ~skip
+    return _translation(src, dst, lowercase=lowercase), ws, skip, single
 
 
-def _nfd_all() -> np.ndarray:
+def _nfd_pairs() -> tuple[np.ndarray, np.ndarray]:
+    """(code points, their one-to-one NFD base) for every code point the table changes."""
     firsts, lasts, bases = uni._nfd_ranges()
-    out = np.arange(uni.MAX_CODEPOINTS, dtype=np.int64)
-    for lo, hi, b in zip(firsts.tolist(), lasts.tolist(), bases.tolist()):
-        out[lo:hi + 1] = b
-    return out
+    counts = lasts - firsts + 1
+    starts = np.cumsum(counts) - counts  # where each range begins in the flat list
+    src = np.repeat(firsts, counts) + np.arange(int(counts.sum())) - np.repeat(starts, counts)
+    dst = np.repeat(bases, counts)
+    keep = src != dst
+    return src[keep], dst[keep]
 
 
-def _lower_all() -> np.ndarray:
-    out = np.arange(uni.MAX_CODEPOINTS, dtype=np.int64)
-    pairs = np.array(uni.tables()["lowercase"], dtype=np.int64).reshape(-1, 2)
-    out[pairs[:, 0]] = pairs[:, 1]
-    return out
+def _cjk_mask() -> np.ndarray:
+    mask = np.zeros(uni.MAX_CODEPOINTS, dtype=bool)
+    for lo, hi in CJK_RANGES:
+        mask[lo:hi + 1] = True
+    return mask
+
+
+def _translation(src: np.ndarray, dst: np.ndarray, *, lowercase: bool) -> dict[int, int]:
+    """{c: lower(nfd(c))} for every c that changes (NFD pairs given, lowercasing optional)."""
+    out = dict(zip(src.tolist(), dst.tolist()))
+    if lowercase:
+        pairs = uni.tables()["lowercase"]
+        lower = dict(zip(pairs[0::2], pairs[1::2]))
+        out = {c: lower.get(n, n) for c, n in out.items()}
+        for c, low in lower.items():
+            out.setdefault(c, low)
+    return {c: n for c, n in out.items() if c != n}
 
 
 _BMP = 0x10000
 _ASTRAL = "[\\U00010000-\\U0010ffff]"
 _ASTRAL_RE = re.compile(_ASTRAL)
+_STAND_IN_SINGLE, _STAND_IN_OTHER = "\ue001", "\ue000"
+_STAND_IN_RE = re.compile("[\ue000\ue001]")
 
 
 def _in_class(mask: np.ndarray) -> str:
