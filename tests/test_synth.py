@@ -25,7 +25,7 @@ from harness import synth
 from harness.evaluate import evaluate_case, vocab_record
 from harness.golden import GOLDEN_DIR, load_golden
 from harness.models import FETCH_COMMAND, SetupError, resolve
-from tokenizer import Tokenizer, gguf
+from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.constants import Keys
 from tokenizer.engines.rwkv import unescape
 from tokenizer.pre_names import PRE_NAMES
@@ -181,3 +181,17 @@ def _differing(expected: dict, got: dict) -> list[str]:
         mine = got.get("blocks", {}).get(field, [])
         keys += [f"blocks.{field}[{i}]" for i, h in enumerate(hashes) if i >= len(mine) or mine[i] != h]
     return keys
+
+
+@pytest.mark.oracle
+def test_unknown_pre_refused_by_both(tmp_path):
+    """A pre name llama.cpp does not know: it refuses the file, we raise naming the nearest names."""
+    _needs_source("pre-qwen2")
+    live = pytest.importorskip("harness.live")
+    meta = gguf.parse(synth.build("pre-qwen2"))
+    path = tmp_path / "pre-qwen3.gguf"
+    gguf_writer.write(path, meta.metadata | {Keys.PRE: "qwen3"}, types=meta.types)
+    with pytest.raises(UnsupportedVocab, match="qwen3.*qwen2"):
+        Tokenizer.from_gguf(path)
+    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleError):
+        oracle.call("ping")
