@@ -302,7 +302,7 @@ def _unit_at(data: bytes, i: int) -> int:
     return k
 
 
-def llama_utf8_fix(data: bytes) -> bytes:
+def llama_utf8_fix(data: bytes, replacement: bytes = _REPLACEMENT) -> bytes:
     """`data` with each byte llama.cpp cannot decode replaced by U+FFFD, one per byte."""
     try:
         data.decode("utf-8")
@@ -317,7 +317,7 @@ def llama_utf8_fix(data: bytes) -> bytes:
             out += data[i:i + k]
             i += k
         else:
-            out += _REPLACEMENT
+            out += replacement
             i += 1
     return bytes(out)
 
@@ -362,10 +362,10 @@ class PrefixNormalizer:
         self.ud_trie = _byte_trie(self.user_defined)
         self.trusted_replacements = cm is None or cm.valid_replacements
         self.candidates = self._candidate_regex()
-        self.table = None
+        self.table, self.marker = None, b""
         if self.candidates and not self.user_defined and cm.strict_replacements:
-            length, _, ran_off = cm.walk(_REPLACEMENT, 0)
-            if not (length or ran_off):  # U+FFFD starts no key
+            self.marker = _marker(cm)
+            if self.marker is not None:
                 self.table = {ord(k.decode()): v.decode() for k, v in cm.singles.items()}
         if self.table is not None:
             self.follower_re = re.compile(_char_class(self.followers)) if self.followers else None
@@ -393,17 +393,22 @@ class PrefixNormalizer:
             return self.walk(data), False
         if self.candidates is False:
             return llama_utf8_fix(data), True
-        if self.table is not None:
+        if self.table is not None and self.marker not in data:
             return self.translated(data), self.trusted_replacements
         return self.fast(data)
 
     def translated(self, data: bytes) -> bytes:
-        """No user-defined tokens, clean replacements, and U+FFFD starts no key:
-        bytes that do not decode become U+FFFD first, then one-character keys go
-        by `str.translate` and the walk runs only before a character that
-        continues a key.
+        """No user-defined tokens and clean replacements: one-character keys go by
+        `str.translate`, and the walk runs only before a character that continues
+        a key.
+
+        A byte that does not decode becomes U+FFFD *without* being normalized
+        (nmt_nfkc maps a real U+FFFD to a space), so it is first marked with a
+        character that is no key and absent from the input, and turned into
+        U+FFFD at the end.
         """
-        text = llama_utf8_fix(data).decode("utf-8", "surrogateescape")
+        marker = self.marker
+        text = llama_utf8_fix(data, marker).decode("utf-8", "surrogateescape")
         table, follower = self.table, self.follower_re
         if follower is None or follower.search(text) is None:
             out = text.translate(table)
@@ -417,7 +422,7 @@ class PrefixNormalizer:
                     done = i + found[1]
             pieces.append(text[done:].translate(table))
             out = "".join(pieces)
-        return out.encode("utf-8", "surrogateescape")
+        return out.encode("utf-8", "surrogateescape").replace(marker, _REPLACEMENT)
 
     def walk_chars(self, text: str, i: int) -> tuple[str, int] | None:
         """(replacement, characters consumed) for the longest key at `text[i]`, or None."""
@@ -496,6 +501,19 @@ class PrefixNormalizer:
             out += data[i:i + k] if k else _REPLACEMENT
             i += k or 1
         return bytes(out)
+
+
+_MARKERS = ("\uffff", "\U0010ffff", "\ufdd0", "\U000fffff")
+
+
+def _marker(cm: Charsmap) -> bytes | None:
+    """A character that starts and continues no key (noncharacters, tried in turn), as bytes."""
+    for ch in _MARKERS:
+        data = ch.encode()
+        length, _, ran_off = cm.walk(data, 0)
+        if not (length or ran_off or data in cm.followers):
+            return data
+    return None
 
 
 def _same_lead(ch: str) -> set[str]:
