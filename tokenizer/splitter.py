@@ -336,10 +336,14 @@ class Splitter:
             out.extend(cps[a:b] for a, b in spans)
             return
         memo = self._memo
+        pending: list[Span] = []  # consecutive long spans, split together in context
         for a, b in spans:
             if b - a > MEMO_MAX_LEN:
-                self._descend(text, [(a, b)], k, out)
+                pending.append((a, b))
                 continue
+            if pending:
+                self._descend(text, pending, k, out)
+                pending = []
             piece = cps[a:b]
             words = memo.get((k, piece))
             if words is None:
@@ -349,3 +353,5 @@ class Splitter:
                 self._descend(Text(piece, text, a), [(0, len(piece))], k, found)
                 words = memo[(k, piece)] = tuple(found)
             out.extend(words)
+        if pending:
+            self._descend(text, pending, k, out)

@@ -16,6 +16,7 @@ Two model names get a session of their own, as in llama.cpp:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import regex
 
@@ -166,13 +167,14 @@ class BPEEngine(Engine):
     def encode_cps(self, cps: str, out: list[int]) -> None:
         """Split, then BPE each word (cached per word)."""
         cache = self._cache
-        for word in self.splitter.split(cps):
-            ids = cache.get(word)
+        words = self.splitter.split(cps)
+        found = list(map(cache.get, words))
+        for i, ids in enumerate(found):
             if ids is None:
                 if len(cache) > _CACHE_LIMIT:
                     cache.clear()
-                ids = cache[word] = tuple(self._encode_word(word))
-            out.extend(ids)
+                found[i] = cache[words[i]] = tuple(self._encode_word(words[i]))
+        out.extend(chain.from_iterable(found))
 
     def _encode_word(self, word: str) -> list[int]:
         raw = unicode.encode(word)
