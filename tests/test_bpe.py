@@ -73,6 +73,33 @@ def test_differential_nightly(name, require_vocab):
     assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} inputs differ: {failures[:5]}"
 
 
+# The model names with sessions or loaders of their own, on synthetic vocabularies.
+SYNTHETIC_MODELS = ("model-gemma4", "model-hybriddna", "model-whitespace")
+
+
+def _synthetic(name: str):
+    from harness.synth import synthetic_path
+    path = synthetic_path(name)
+    if not path.is_file():
+        pytest.skip(f"{path.name} missing (build with: python -m harness synth)")
+    return path
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SYNTHETIC_MODELS])
+def test_synthetic_model_differential(name):
+    failures = differential(_synthetic(name), f"{name}:default", DEFAULT_INPUTS)
+    assert not failures, f"{len(failures)} of {DEFAULT_INPUTS} inputs differ: {failures[:5]}"
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SYNTHETIC_MODELS])
+def test_synthetic_model_differential_nightly(name):
+    failures = differential(_synthetic(name), f"{name}:nightly", NIGHTLY_INPUTS)
+    assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} inputs differ: {failures[:5]}"
+
+
 def _token_fields(api, t: int) -> tuple:
     return (api.token_text(t), api.token_score(t), api.token_attr(t),
             api.token_to_piece(t, special=False), api.token_to_piece(t, special=True),
