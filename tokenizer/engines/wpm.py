@@ -84,19 +84,15 @@ class WpmEngine(Engine):
         """Append the ids of one raw fragment to `out`."""
         words = self.words.split(text)
         cached = self.cache
-        mark = len(out)
-        try:
-            out.extend(chain.from_iterable(map(cached.__getitem__, words)))
-            return
-        except KeyError:
-            del out[mark:]  # a word not seen before: fill the cache below
-        if len(cached) >= _CACHE_LIMIT:
-            cached.clear()
-        for word in words:
-            ids = cached.get(word)
-            if ids is None:
-                ids = cached[word] = self.match(self.words.normalize(word))
-            out += ids
+        missing = set(words).difference(cached)
+        if missing:
+            if len(cached) + len(missing) > _CACHE_LIMIT:
+                cached.clear()
+                missing = set(words)
+            normalize, match = self.words.normalize, self.match
+            for word in missing:
+                cached[word] = match(normalize(word))
+        out.extend(chain.from_iterable(map(cached.__getitem__, words)))
 
     def match(self, word: str) -> list[int]:
         """Greedy longest-first match of `▁word`; [UNK] if any position has no token."""
@@ -156,10 +152,9 @@ class WordSplitter:
             return self.word.findall(decoded)
         astral = iter(_ASTRAL_RE.findall(decoded))
         words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, decoded))
-        for k, word in enumerate(words):
-            if _STAND_IN_SINGLE in word or _STAND_IN_OTHER in word:
-                words[k] = _STAND_IN_RE.sub(lambda m: next(astral), word)
-        return words
+        # NUL was dropped with the other controls, so it can join and re-split the words
+        joined = _STAND_IN_RE.sub(lambda m: next(astral), "\0".join(words))
+        return joined.split("\0")
 
     def stand_in(self, m: re.Match) -> str:
         return _STAND_IN_SINGLE if self.single[ord(m.group())] else _STAND_IN_OTHER
