@@ -55,10 +55,9 @@ class Merger:
     """
 
     def __init__(self, merges: Sequence[tuple[bytes, bytes]]) -> None:
-        ranks: dict[tuple[bytes, bytes], int] = {}
-        for rank, pair in enumerate(merges):
-            ranks.setdefault(pair, rank)  # std::map::emplace keeps the first
-        self.ranks = ranks
+        # std::map::emplace keeps the first rank of a repeated pair: filling the
+        # dict from the end lets the first occurrence overwrite the later ones
+        self.ranks = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))
 
     def merge(self, symbols: list[bytes]) -> list[bytes]:
         get = self.ranks.get
