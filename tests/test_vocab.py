@@ -15,14 +15,11 @@ import random
 import shutil
 import struct
 import subprocess
-from functools import lru_cache
-
 import pytest
 
-from harness.models import SHIPPED, vocab_path
-from tokenizer import Tokenizer, UnsupportedVocab, cxxorder
-
-oracle_mod = pytest.importorskip("harness.oracle")
+from harness.models import SHIPPED
+from oracle_pairs import pair
+from tokenizer import cxxorder
 
 GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "sep", "nl", "pad",
            "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
@@ -33,18 +30,6 @@ FLAGS = ("add_space_prefix", "ignore_merges", "clean_spaces", "remove_extra_whit
 VOCABS = [pytest.param(n, id=n) for n in SHIPPED]
 
 
-@lru_cache(maxsize=None)
-def _pair(name: str):
-    path = vocab_path(name)
-    if not path.is_file():
-        pytest.skip(f"{name} is not fetched: run python -m harness fetch")
-    try:
-        ours = Tokenizer.from_gguf(path)
-    except UnsupportedVocab as e:
-        pytest.skip(f"engine not available: {e}")
-    return ours, oracle_mod.LlamaOracle(path)
-
-
 def _first_diff(ids, ours, theirs):
     for i in ids:
         if ours(i) != theirs(i):
@@ -52,42 +37,37 @@ def _first_diff(ids, ours, theirs):
     return None
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize("getter", GETTERS)
-@pytest.mark.parametrize("name", VOCABS)
-def test_getter(name, getter):
-    ours, oracle = _pair(name)
-    assert getattr(ours, getter) == getattr(oracle, getter)
+def _getter(ours, oracle, what):
+    assert getattr(ours, what) == getattr(oracle, what)
+
+
+def _flag(ours, oracle, what):
+    assert getattr(ours.vocab, what) == oracle.internals()[what]
+
+
+def _field(ours, oracle, what):
+    assert _first_diff(range(ours.n_tokens), getattr(ours, what), getattr(oracle, what)) is None
+
+
+def _piece(ours, oracle, what):
+    special = what == "special"
+    assert _first_diff(range(ours.n_tokens), lambda t: ours.token_to_piece(t, special=special),
+                       lambda t: oracle.token_to_piece(t, special=special)) is None
+
+
+CHECKS = ([("getter", g, _getter) for g in GETTERS] + [("flag", f, _flag) for f in FLAGS]
+          + [("field", f, _field) for f in FIELDS] + [("piece", p, _piece) for p in ("plain", "special")])
 
 
 @pytest.mark.oracle
 @pytest.mark.vocab
-@pytest.mark.parametrize("flag", FLAGS)
+@pytest.mark.parametrize(("kind", "what", "check"),
+                         [pytest.param(k, w, c, id=f"{k}-{w}") for k, w, c in CHECKS])
 @pytest.mark.parametrize("name", VOCABS)
-def test_flag(name, flag):
-    ours, oracle = _pair(name)
-    assert getattr(ours.vocab, flag) == oracle.internals()[flag]
-
-
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize("field", FIELDS)
-@pytest.mark.parametrize("name", VOCABS)
-def test_every_token_field(name, field):
-    ours, oracle = _pair(name)
-    assert _first_diff(range(ours.n_tokens), getattr(ours, field), getattr(oracle, field)) is None
-
-
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize("special", [pytest.param(False, id="plain"), pytest.param(True, id="special")])
-@pytest.mark.parametrize("name", VOCABS)
-def test_every_piece(name, special):
-    ours, oracle = _pair(name)
-    diff = _first_diff(range(ours.n_tokens), lambda t: ours.token_to_piece(t, special=special),
-                       lambda t: oracle.token_to_piece(t, special=special))
-    assert diff is None
+def test_matches_llama_cpp(name, kind, what, check):
+    """One cell per vocabulary and per getter, flag, per-token field or piece mode."""
+    ours, oracle = pair(name)
+    check(ours, oracle, what)
 
 
 # -- libstdc++ orders, checked against the real library -------------------------------
