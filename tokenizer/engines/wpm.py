@@ -81,18 +81,18 @@ class WpmEngine(Engine):
         return spm_piece(self.vocab, token)
 
     def tokenize_text(self, text: bytes, out: list[int]) -> None:
-        """Append the ids of one raw fragment to `out`."""
-        words = self.words.split(text)
+        """Append the ids of one raw fragment to `out` (cached per whitespace-free chunk)."""
+        chunks = self.words.chunks(text)
         cached = self.cache
-        missing = set(words).difference(cached)
+        missing = set(chunks).difference(cached)
         if missing:
             if len(cached) + len(missing) > _CACHE_LIMIT:
                 cached.clear()
-                missing = set(words)
-            normalize, match = self.words.normalize, self.match
-            for word in missing:
-                cached[word] = match(normalize(word))
-        out.extend(chain.from_iterable(map(cached.__getitem__, words)))
+                missing = set(chunks)
+            words, normalize, match = self.words.words, self.words.normalize, self.match
+            for chunk in missing:
+                cached[chunk] = [t for w in words(chunk) for t in match(normalize(w))]
+        out.extend(chain.from_iterable(map(cached.__getitem__, chunks)))
 
     def match(self, word: str) -> list[int]:
         """Greedy longest-first match of `▁word`; [UNK] if any position has no token."""
@@ -128,8 +128,10 @@ class WordSplitter:
     def __init__(self, *, lowercase: bool, strip_accents: bool) -> None:
         table, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
         self.skip = re.compile(_in_class(skip)) if skip.any() else None
-        if ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)]:
-            raise AssertionError("stand-ins must be dropped characters, no astral whitespace")
+        if (ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)]
+                or not (skip[0x1C:0x20].all() and skip[0]) or not ws[list(_PY_SPACE)].all()
+                or not all(chr(c).isspace() for c in np.flatnonzero(ws).tolist())):
+            raise AssertionError("tables break the chunking assumptions (see chunks/words)")
         # the stand-ins (private use, so never left in the text) play astral characters
         single_bmp = single[:_BMP].copy()
         single_bmp[ord(_STAND_IN_SINGLE)] = True
@@ -137,24 +139,32 @@ class WordSplitter:
         self.single, self.ws = single, ws
         self.table = table
 
-    def split(self, text: bytes) -> list[str]:
-        """The raw words of `text` (before lower-casing and NFD), dropped characters removed.
+    def chunks(self, text: bytes) -> list[str]:
+        """`text` decoded, dropped characters removed, cut at whitespace.
+
+        Python's `str.split()` whitespace is llama.cpp's plus U+001C..U+001F,
+        which are controls and so already gone.
+        """
+        decoded = uni.decode_lenient(text)
+        if self.skip is not None:
+            decoded = self.skip.sub("", decoded)
+        return decoded.split()
+
+    def words(self, chunk: str) -> list[str]:
+        """The raw words of a whitespace-free chunk: one-character words split out.
 
         The word regex knows only the BMP (fast in `re`); an astral code point
         is matched through a private-use stand-in of its class (private use
         characters are dropped before, so a stand-in is never ambiguous), then
         put back in order.
         """
-        decoded = uni.decode_lenient(text)
-        if self.skip is not None and self.skip.search(decoded):
-            decoded = self.skip.sub("", decoded)
-        if _ASTRAL_RE.search(decoded) is None:
-            return self.word.findall(decoded)
-        astral = iter(_ASTRAL_RE.findall(decoded))
-        words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, decoded))
+        astral = _ASTRAL_RE.findall(chunk)
+        if not astral:
+            return self.word.findall(chunk)
+        found = iter(astral)
+        words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, chunk))
         # NUL was dropped with the other controls, so it can join and re-split the words
-        joined = _STAND_IN_RE.sub(lambda m: next(astral), "\0".join(words))
-        return joined.split("\0")
+        return _STAND_IN_RE.sub(lambda m: next(found), "\0".join(words)).split("\0")
 
     def stand_in(self, m: re.Match) -> str:
         return _STAND_IN_SINGLE if self.single[ord(m.group())] else _STAND_IN_OTHER
@@ -231,6 +241,8 @@ _ASTRAL = "[\\U00010000-\\U0010ffff]"
 _ASTRAL_RE = re.compile(_ASTRAL)
 _STAND_IN_SINGLE, _STAND_IN_OTHER = "\ue001", "\ue000"
 _STAND_IN_RE = re.compile("[\ue000\ue001]")
+# what str.split() cuts at, besides U+001C..U+001F
+_PY_SPACE = [c for c in range(_BMP) if chr(c).isspace() and not 0x1C <= c <= 0x1F]
 
 
 def _in_class(mask: np.ndarray) -> str:
