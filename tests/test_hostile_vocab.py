@@ -178,3 +178,9 @@ def test_add_bos_without_bos_id_fails_at_tokenize(tmp_path):
     assert tok.bos is None and tok.add_bos
     with pytest.raises(UnsupportedVocab, match="no BOS id"):
         tok.tokenize("x", add_special=True, parse_special=False)
+
+
+def test_model_name_of_wrong_type_is_refused(tmp_path):
+    # llama.cpp reads general.name as a string to apply its per-model rules; any other type throws
+    with pytest.raises(GGUFError, match="general.name.*UINT32.*STRING"):
+        load(tmp_path, **{"general.name": ("typed", (3, ValueType.UINT32))})

@@ -173,9 +173,10 @@ class _Draft:
             raise self.bad(key, f"has type {_type_name(have)}, llama.cpp requires {_type_name(want)}")
         return self.f.metadata[key]
 
-    def text_key(self, key: str) -> str:
-        value = self.f.metadata.get(key)
-        return value if isinstance(value, str) else ""
+    def text_key(self, key: str) -> bytes:
+        """A string key's exact bytes ("" when absent); llama.cpp refuses any other type."""
+        value = self.get(key, ValueType.STRING)
+        return b"" if value is None else value.encode("utf-8", "surrogateescape")
 
     # -- the steps of load(), in order -------------------------------------------
     def read_model(self) -> None:

@@ -138,24 +138,24 @@ def special_cache(d: _Draft) -> tuple[int, ...]:
 
 def strip_by_model(d: _Draft, cache: tuple[int, ...]) -> None:
     """LSTRIP/RSTRIP attributes llama.cpp sets by pre-tokenizer, architecture or model name."""
-    name = d.text_key("general.name").lower()
+    name = d.text_key("general.name").lower()  # std::tolower: ASCII only, as bytes.lower
     pre = d.text_key("tokenizer.ggml.pre")
     arch = d.text_key("general.architecture")
-    if _any_in(pre, ("jina-v2-de", "jina-v2-es", "jina-v2-code")) or _any_in(
-        arch, ("nomic-bert-moe", "jina-bert-v3")
+    if _any_in(pre, (b"jina-v2-de", b"jina-v2-es", b"jina-v2-code")) or _any_in(
+        arch, (b"nomic-bert-moe", b"jina-bert-v3")
     ):
         _set(d, b"<mask>", Attr.LSTRIP, on=True, required=False)
-    elif _any_in(name, ("phi-3", "phi3")):
+    elif _any_in(name, (b"phi-3", b"phi3")):
         for i in cache:
             d.attrs[i] |= int(Attr.RSTRIP)
         _set(d, b"</s>", Attr.RSTRIP, on=True, required=True)
         for t in (b"<unk>", b"<s>", b"<|endoftext|>"):
             _set(d, t, Attr.RSTRIP, on=False, required=True)
-    elif "modern-bert" in name:
+    elif b"modern-bert" in name:
         _set(d, b"[MASK]", Attr.LSTRIP, on=True, required=False)
 
 
-def _any_in(text: str, parts: tuple[str, ...]) -> bool:
+def _any_in(text: bytes, parts: tuple[bytes, ...]) -> bool:
     return any(p in text for p in parts)
 
 
