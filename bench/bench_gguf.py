@@ -30,6 +30,8 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from harness.models import SHIPPED, SetupError, resolve
 
+from harness.progress import Progress
+
 from tokenizer.gguf import read
 
 READERS = ("ours", "gguf-py", "llama.cpp")
@@ -77,12 +79,13 @@ def run(paths: dict[str, Path], readers: dict, repeat: int) -> dict[str, dict[st
     """Best time per (vocabulary, reader) over `repeat` interleaved passes."""
     best = {name: {r: float("inf") for r in readers} for name in paths}
     order = list(readers)
-    for rep in range(repeat):
-        for i, (name, path) in enumerate(paths.items()):
-            shift = (rep + i) % len(order)
-            for reader in order[shift:] + order[:shift]:
-                best[name][reader] = min(best[name][reader], timed(readers[reader], path))
-            print(f"pass {rep + 1}/{repeat}: {name}", file=sys.stderr, flush=True)
+    with Progress(total=repeat * len(paths), label="bench_gguf", every=5) as bar:
+        for rep in range(repeat):
+            for i, (name, path) in enumerate(paths.items()):
+                shift = (rep + i) % len(order)
+                for reader in order[shift:] + order[:shift]:
+                    best[name][reader] = min(best[name][reader], timed(readers[reader], path))
+                bar.advance(note=f"pass {rep + 1}: {name}")
     return best
 
 
