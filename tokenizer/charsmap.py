@@ -362,7 +362,7 @@ class PrefixNormalizer:
         self.ud_trie = _byte_trie(self.user_defined)
         self.trusted_replacements = cm is None or cm.valid_replacements
         self.candidates = self._candidate_regex()
-        self.table, self.marker = None, b""
+        self.table, self.marker, self.memo = None, b"", {}
         if self.candidates and not self.user_defined and cm.strict_replacements:
             self.marker = _marker(cm)
             if self.marker is not None:
@@ -425,18 +425,33 @@ class PrefixNormalizer:
         return out.encode("utf-8", "surrogateescape").replace(marker, _REPLACEMENT)
 
     def walk_chars(self, text: str, i: int) -> tuple[str, int] | None:
-        """(replacement, characters consumed) for the longest key at `text[i]`, or None."""
-        width = 8
+        """(replacement, characters consumed) for the longest key at `text[i]`, or None.
+
+        Memoised on the character and the next one when the walk ends inside them.
+        """
+        pair = text[i:i + 2]
+        if pair in self.memo:
+            return self.memo[pair]
+        found, ran_off = self.walk_window(text, i, 2)
+        if not ran_off:
+            if len(self.memo) > 1 << 16:
+                self.memo.clear()
+            self.memo[pair] = found
+            return found
+        return self.walk_window(text, i, 8)[0]
+
+    def walk_window(self, text: str, i: int, width: int):
+        """((replacement, characters consumed) or None, whether the walk left the window)."""
         while True:
             window = text[i:i + width].encode("utf-8", "surrogateescape")
             length, offset, ran_off = self.cm.walk(window, 0)
-            if ran_off and i + width < len(text):
+            if ran_off and i + width < len(text) and width > 2:
                 width *= 4  # the key may go on past the window
                 continue
             if not length:
-                return None
+                return None, ran_off
             used = len(window[:length].decode("utf-8"))
-            return self.cm.replacement(offset).decode("utf-8"), used
+            return (self.cm.replacement(offset).decode("utf-8"), used), ran_off
 
     def fast(self, data: bytes) -> tuple[bytes, bool]:
         text = data.decode("utf-8", "surrogateescape")

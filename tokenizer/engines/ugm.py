@@ -109,9 +109,18 @@ class UgmEngine(Engine):
 
     def tokenize_text(self, text: bytes, out: list[int]) -> None:
         """Append the ids of one raw fragment to `out`."""
-        normalized, trusted = self.normalize(text)
+        data, trusted = self.prefix_normalizer(text)
+        vocab, lattice = self.vocab, self.lattice
+        if (trusted and lattice.can_split and vocab.remove_extra_whitespaces
+                and not vocab.treat_whitespace_as_suffix):
+            # merged spaces: the normalized text is the space symbol before each word
+            words = list(filter(None, data.split(b" ")))
+            if len(data) + len(self.space) * len(words) < lattice.exact_below:
+                out += lattice.by_words(words)
+                return
+        normalized = self.place_spaces(data)
         if normalized:
-            self.lattice.segment(normalized, out, split=trusted)
+            lattice.segment(normalized, out, split=trusted)
 
     def normalize(self, text: bytes) -> tuple[bytes, bool]:
         """llama.cpp's `normalize()`: (normalized bytes, whether space symbols are code point starts)."""
@@ -127,7 +136,8 @@ class UgmEngine(Engine):
         vocab, space = self.vocab, self.space
         suffix = vocab.treat_whitespace_as_suffix
         if vocab.remove_extra_whitespaces:
-            out = b"".join(space + word for word in data.split(b" ") if word)
+            words = list(filter(None, data.split(b" ")))
+            out = space + space.join(words) if words else b""
         else:
             if vocab.add_space_prefix and not suffix:
                 lead = len(data) - len(data.lstrip(b" "))
@@ -191,32 +201,27 @@ class Lattice:
     def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
         """Append the best segmentation of `data`, unknowns collapsed, to `out`."""
         if split and self.can_split and len(data) < self.exact_below:
-            out += self.by_words(data)
+            words = data.split(self.space)
+            head = self.viterbi(words[0]) if words[0] else []
+            ids = self.by_words(words[1:])
+            out += _collapse(head + ids, self.unk) if head and ids else head or ids
         else:
             out += self.viterbi(data)
 
-    def by_words(self, data: bytes) -> list[int]:
-        """The lattice cut at every space symbol, each word's best path cached.
-
-        Keys are the words without their leading space symbol; the text before
-        the first one (often empty) is solved on its own.
-        """
-        words = data.split(self.space)
-        head = self.viterbi(words[0]) if words[0] else []
+    def by_words(self, words: list[bytes]) -> list[int]:
+        """The lattice of the space symbol before each of `words`, cut at each space
+        symbol, with each word's best path cached (keyed by the word alone)."""
         cache = self.cache
-        try:
-            ids = head + list(chain.from_iterable(map(cache.__getitem__, words[1:])))
-        except KeyError:
-            if len(cache) >= _CACHE_LIMIT:
+        missing = set(words).difference(cache)
+        if missing:
+            if len(cache) + len(missing) > _CACHE_LIMIT:
                 cache.clear()
+                missing = set(words)
             space, viterbi = self.space, self.viterbi
-            for word in words[1:]:
-                if word not in cache:
-                    cache[word] = viterbi(space + word)
-            ids = head + list(chain.from_iterable(map(cache.__getitem__, words[1:])))
-        if self.unk in ids:
-            ids = _collapse(ids, self.unk)
-        return ids
+            for word in missing:
+                cache[word] = viterbi(space + word)
+        ids = list(chain.from_iterable(map(cache.__getitem__, words)))
+        return _collapse(ids, self.unk) if self.unk in ids else ids
 
     def viterbi(self, data: bytes, *, unk: int | None = None) -> list[int]:
         """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
