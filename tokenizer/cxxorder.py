@@ -159,32 +159,28 @@ def _rehash(order: np.ndarray, hashes: np.ndarray, buckets: int) -> np.ndarray:
     if len(order) == 0:
         return order
     b = hashes[order] % np.uint64(buckets)
-    uniq, first = np.unique(b, return_index=True)
-    group_first = first[np.searchsorted(uniq, b)]
+    _, first, inverse = np.unique(b, return_index=True, return_inverse=True)
     pos = np.arange(len(order))
-    return order[np.lexsort((-pos, -group_first))]
+    return order[np.lexsort((-pos, -first[inverse]))]
 
 
 def _insert_batch(order: np.ndarray, new: np.ndarray, hashes: np.ndarray, buckets: int) -> np.ndarray:
+    # A node joins the front of its bucket's group; a node opening a bucket puts the
+    # new group at the front of the list. So: new groups (latest first), then the old
+    # groups in order; inside a group, new nodes (latest first), then the old ones.
     if len(new) == 0:
         return order
-    nb = hashes[new] % np.uint64(buckets)
-    ob = hashes[order] % np.uint64(buckets)
-    old_buckets, old_first = np.unique(ob, return_index=True)
-    in_old = np.isin(nb, old_buckets)
-    new_group = np.zeros(len(new), dtype=np.int64)
-    new_group[in_old] = old_first[np.searchsorted(old_buckets, nb[in_old])]
-    fresh = ~in_old
-    fresh_buckets, fresh_first = np.unique(nb[fresh], return_index=True)
-    created = fresh_first[np.searchsorted(fresh_buckets, nb[fresh])]
-    new_group[fresh] = -np.nonzero(fresh)[0][created]
-    old_group = old_first[np.searchsorted(old_buckets, ob)]
-    group_kind = np.concatenate([np.ones(len(order)), in_old.astype(np.float64)])
-    group_key = np.concatenate([old_group, new_group])
-    within_kind = np.concatenate([np.ones(len(order)), np.zeros(len(new))])
-    within_key = np.concatenate([np.arange(len(order)), -np.arange(len(new))])
-    keys = (within_key, within_kind, group_key, group_kind)
-    return np.concatenate([order, new])[np.lexsort(keys)]
+    m = len(order)
+    nodes = np.concatenate([order, new])
+    _, first, inverse = np.unique(hashes[nodes] % np.uint64(buckets),
+                                  return_index=True, return_inverse=True)
+    group_first = first[inverse]
+    fresh_group = group_first >= m
+    idx = np.arange(len(nodes))
+    is_new = idx >= m
+    group_key = np.where(fresh_group, m - group_first, group_first)
+    within_key = np.where(is_new, m - idx, idx)
+    return nodes[np.lexsort((within_key, ~is_new, group_key, ~fresh_group))]
 
 
 def std_sort(items: list[Any], less: Callable[[Any, Any], bool]) -> list[Any]:

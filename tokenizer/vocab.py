@@ -270,8 +270,12 @@ class _Draft:
         if types is None:
             return [int(Attr.NORMAL)] * n
         self._same_length(Keys.TOKEN_TYPE, len(types), n)
-        table = {int(k): int(v) for k, v in TYPE_TO_ATTR.items()}
-        return [table.get(t, 0) for t in np.asarray(types).tolist()]
+        types = np.asarray(types, dtype=np.int64)
+        table = np.zeros(len(TYPE_TO_ATTR), dtype=np.int64)  # type values are 0..6
+        for k, v in TYPE_TO_ATTR.items():
+            table[int(k)] = int(v)
+        known = (types >= 0) & (types < len(table))
+        return np.where(known, table[np.where(known, types, 0)], 0).tolist()
 
     def _same_length(self, key: str, have: int, n: int) -> None:
         if have != n:
@@ -330,9 +334,8 @@ class _Draft:
     def check_byte_tokens(self) -> None:
         """Byte tokens whose piece llama.cpp would parse (or abort on) must be `<0xXX>`."""
         shown = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED | Attr.NORMAL)
-        for i, attr in enumerate(self.attrs):
-            if not attr & int(Attr.BYTE) or attr & shown:
-                continue
+        attrs = np.asarray(self.attrs, dtype=np.int64)
+        for i in np.nonzero((attrs & int(Attr.BYTE) != 0) & (attrs & shown == 0))[0].tolist():
             if self.vocab_type == "wpm":
                 self.refuse(f"token {i} is a byte token in a WPM vocabulary: llama.cpp aborts loading it")
             if self.vocab_type in _HEX_BYTE_TYPES and not _is_hex_byte(self.texts[i]):
@@ -391,12 +394,14 @@ def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
 
 def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
     texts = [s.encode("utf-8", "surrogateescape") for s in tokens]
-    for i, t in enumerate(texts):
-        if not t:
-            texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
-        elif len(t) >= MAX_TOKEN_BYTES:
-            raise d.bad(Keys.TOKENS, f"token {i} is {len(t)} bytes: llama.cpp aborts on pieces "
-                                     "beyond the int32 limit")
+    if not all(texts):
+        for i, t in enumerate(texts):
+            if not t:
+                texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
+    if max(map(len, texts), default=0) >= MAX_TOKEN_BYTES:
+        i = next(i for i, t in enumerate(texts) if len(t) >= MAX_TOKEN_BYTES)
+        raise d.bad(Keys.TOKENS, f"token {i} is {len(texts[i])} bytes: llama.cpp aborts on "
+                                 "pieces beyond the int32 limit")
     return tuple(texts)
 
 

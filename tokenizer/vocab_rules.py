@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from . import cxxorder
 from .attrs import Attr
 
@@ -83,9 +85,14 @@ def _first_in_map_order(d: _Draft, ids: list[int]) -> int:
 
 def mark_unused(d: _Draft) -> None:
     """Control tokens whose text contains "unused" get the UNUSED bit."""
-    for i, attr in enumerate(d.attrs):
-        if attr & _CONTROL and b"unused" in d.texts[i].split(b"\0", 1)[0]:
-            d.attrs[i] = attr | int(Attr.UNUSED)
+    for i in _with_any(d.attrs, _CONTROL):
+        if b"unused" in d.texts[i].split(b"\0", 1)[0]:  # strstr stops at a NUL
+            d.attrs[i] |= int(Attr.UNUSED)
+
+
+def _with_any(attrs: list[int], mask: int) -> list[int]:
+    """Ids whose attributes share a bit with `mask`, ascending."""
+    return np.nonzero(np.asarray(attrs, dtype=np.int64) & mask)[0].tolist()
 
 
 def build_eog(d: _Draft) -> set[int]:
@@ -131,7 +138,7 @@ def _drop_normal_s(d: _Draft, eog: set[int]) -> None:
 def special_cache(d: _Draft) -> tuple[int, ...]:
     """Ids the partitioner splits out, in llama.cpp's order (std::sort by length, descending)."""
     mask = int(Attr.CONTROL | Attr.USER_DEFINED | Attr.UNKNOWN)
-    ids = [i for i, a in enumerate(d.attrs) if a & mask]
+    ids = _with_any(d.attrs, mask)
     texts = d.texts
     return tuple(cxxorder.std_sort(ids, lambda a, b: len(texts[a]) > len(texts[b])))
 
