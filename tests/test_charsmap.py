@@ -31,8 +31,9 @@ import pytest
 
 from tokenizer import GGUFError, Tokenizer
 from tokenizer.attrs import TokenType
-from tokenizer.charsmap import PrefixNormalizer, llama_utf8_fix, parse
+from tokenizer.charsmap import llama_utf8_fix, parse
 from tokenizer.constants import Keys
+from tokenizer.ugm_normalizer import PrefixNormalizer
 
 KEY = Keys.PRECOMPILED_CHARSMAP
 LEAF, VALUE = 1 << 8, 1 << 31

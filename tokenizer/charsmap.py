@@ -13,7 +13,8 @@ ends the walk. Where the blob is hostile, llama.cpp throws from inside
 `llama_tokenize` (an index past the array, a replacement offset past the
 strings, a string without its NUL), which takes the process down. We refuse
 such a blob when it is loaded instead: `parse` visits every node any input can
-reach and checks every index the walk could read.
+reach and checks every index the walk could read. (`tokenizer.ugm_normalizer`
+applies the map to whole inputs.)
 
 Example:
     >>> cm = parse(blob, where="key 'tokenizer.ggml.precompiled_charsmap'")
@@ -23,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass, field
 
@@ -31,8 +31,8 @@ import numpy as np
 
 from .errors import GGUFError
 
-__all__ = ["Charsmap", "PrefixNormalizer", "parse", "lead_len", "lead_table", "llama_utf8_fix",
-           "is_llama_valid"]
+__all__ = ["Charsmap", "parse", "lead_len", "lead_table", "llama_utf8_fix", "is_llama_valid",
+           "unit_at", "REPLACEMENT"]
 
 _LABELS = np.arange(1, 256, dtype=np.uint32)  # a NUL byte ends the walk, so labels are 1..255
 _VALUE_MASK = (1 << 31) - 1
@@ -277,11 +277,11 @@ def _strict_char(ch: bytes) -> bool:
 
 # -- llama.cpp's UTF-8 decoding ---------------------------------------------------
 
-_REPLACEMENT = "\ufffd".encode()
+REPLACEMENT = _REPLACEMENT = "\ufffd".encode()
 _CONT = range(0x80, 0xC0)
 
 
-def _unit_at(data: bytes, i: int) -> int:
+def unit_at(data: bytes, i: int) -> int:
     """Length of the code point llama.cpp decodes at `data[i]`, or 0 if it throws.
 
     llama.cpp checks only the lead byte's pattern and that the continuation
@@ -312,7 +312,7 @@ def llama_utf8_fix(data: bytes, replacement: bytes = _REPLACEMENT) -> bytes:
     out = bytearray()
     i, n = 0, len(data)
     while i < n:
-        k = _unit_at(data, i)
+        k = unit_at(data, i)
         if k:
             out += data[i:i + k]
             i += k
@@ -326,271 +326,8 @@ def is_llama_valid(data: bytes) -> bool:
     """Whether llama.cpp decodes all of `data` without a replacement."""
     i, n = 0, len(data)
     while i < n:
-        k = _unit_at(data, i)
+        k = unit_at(data, i)
         if not k:
             return False
         i += k
     return True
-
-
-# -- the prefix normaliser --------------------------------------------------------
-
-class PrefixNormalizer:
-    """llama.cpp's `normalize_prefix`, applied from the start of an input to its end.
-
-    At each position, in this order: the longest path through the trie of
-    user-defined tokens (a *path*, not a whole token: llama.cpp's
-    `naive_trie::get_longest_prefix` quirk) is copied as is; else the longest
-    charsmap key is replaced; else one code point is copied, or one byte that
-    does not decode becomes U+FFFD.
-
-    `__call__` returns the normalized bytes and whether every piece it copied
-    decodes cleanly (so that code point starts are where a decoder finds them).
-
-    Fast path: something other than a plain copy can only start at a character
-    that is a one-character key or the first character of a user-defined token,
-    or just before a character that continues a longer key. One character-class
-    scan over the decoded text finds those candidates, and the exact walks run
-    only there. It needs a `plain` charsmap and user-defined tokens that start
-    with a whole character; otherwise every position is walked, exactly as
-    llama.cpp does.
-    """
-
-    def __init__(self, cm: Charsmap | None, user_defined) -> None:
-        self.cm = cm
-        self.user_defined = [t for t in user_defined if t]
-        self.ud_trie = _byte_trie(self.user_defined)
-        self.trusted_replacements = cm is None or cm.valid_replacements
-        self.candidates = self._candidate_regex()
-        self.table, self.marker, self.memo = None, b"", {}
-        if self.candidates and not self.user_defined and cm.strict_replacements:
-            self.marker = _marker(cm)
-            if self.marker is not None:
-                self.table = {ord(k.decode()): v.decode() for k, v in cm.singles.items()}
-        if self.table is not None:
-            self.follower_re = re.compile(_char_class(self.followers)) if self.followers else None
-
-    def _candidate_regex(self):
-        """The regex of candidate characters; False when there are none; None for the slow path."""
-        cm = self.cm
-        if cm is not None and not cm.plain:
-            return None
-        chars = set()
-        for token in self.user_defined:
-            head = token.decode("utf-8", "surrogateescape")[0]
-            if _is_escape(head):
-                return None
-            chars |= _same_lead(head)
-        self.followers: frozenset[str] = frozenset()
-        if cm is not None:
-            chars |= {k.decode() for k in cm.singles}
-            self.followers = frozenset(k.decode() for k in cm.followers)
-            chars |= self.followers
-        return re.compile(_char_class(chars)) if chars else False
-
-    def __call__(self, data: bytes) -> tuple[bytes, bool]:
-        if self.candidates is None:
-            return self.walk(data), False
-        if self.candidates is False:
-            return llama_utf8_fix(data), True
-        if self.table is not None and self.marker not in data:
-            return self.translated(data), self.trusted_replacements
-        return self.fast(data)
-
-    def translated(self, data: bytes) -> bytes:
-        """No user-defined tokens and clean replacements: one-character keys go by
-        `str.translate`, and the walk runs only before a character that continues
-        a key.
-
-        A byte that does not decode becomes U+FFFD *without* being normalized
-        (nmt_nfkc maps a real U+FFFD to a space), so it is first marked with a
-        character that is no key and absent from the input, and turned into
-        U+FFFD at the end.
-        """
-        marker = self.marker
-        text = llama_utf8_fix(data, marker).decode("utf-8", "surrogateescape")
-        table, follower = self.table, self.follower_re
-        if follower is None or follower.search(text) is None:
-            out = text.translate(table)
-        else:
-            pieces, done = [], 0
-            for m in follower.finditer(text):
-                i = m.start() - 1
-                found = self.walk_chars(text, i) if i >= done else None
-                if found is not None:
-                    pieces += (text[done:i].translate(table), found[0])
-                    done = i + found[1]
-            pieces.append(text[done:].translate(table))
-            out = "".join(pieces)
-        return out.encode("utf-8", "surrogateescape").replace(marker, _REPLACEMENT)
-
-    def walk_chars(self, text: str, i: int) -> tuple[str, int] | None:
-        """(replacement, characters consumed) for the longest key at `text[i]`, or None.
-
-        Memoised on the character and the next one when the walk ends inside them.
-        """
-        pair = text[i:i + 2]
-        if pair in self.memo:
-            return self.memo[pair]
-        found, ran_off = self.walk_window(text, i, 2)
-        if not ran_off:
-            if len(self.memo) > 1 << 16:
-                self.memo.clear()
-            self.memo[pair] = found
-            return found
-        return self.walk_window(text, i, 8)[0]
-
-    def walk_window(self, text: str, i: int, width: int):
-        """((replacement, characters consumed) or None, whether the walk left the window)."""
-        while True:
-            window = text[i:i + width].encode("utf-8", "surrogateescape")
-            length, offset, ran_off = self.cm.walk(window, 0)
-            if ran_off and i + width < len(text) and width > 2:
-                width *= 4  # the key may go on past the window
-                continue
-            if not length:
-                return None, ran_off
-            used = len(window[:length].decode("utf-8"))
-            return (self.cm.replacement(offset).decode("utf-8"), used), ran_off
-
-    def fast(self, data: bytes) -> tuple[bytes, bool]:
-        text = data.decode("utf-8", "surrogateescape")
-        out: list[bytes] = []
-        trusted = self.trusted_replacements
-        pos = 0                    # bytes normalized so far
-        at_char, at_byte = 0, 0    # a known (character index, byte offset) pair
-        for i in self.candidate_indices(text):
-            x = at_byte + len(text[at_char:i].encode("utf-8", "surrogateescape"))
-            at_char, at_byte = i, x
-            if x < pos:
-                continue           # inside what an earlier match consumed
-            found = self.match_at(data, x)
-            if found is None:
-                continue
-            piece, used, raw = found
-            if x > pos:
-                out.append(llama_utf8_fix(data[pos:x]))
-            out.append(piece)
-            if raw:
-                trusted = trusted and is_llama_valid(piece)
-            pos = x + used
-        out.append(llama_utf8_fix(data[pos:]))
-        return b"".join(out), trusted
-
-    def candidate_indices(self, text: str) -> list[int]:
-        """Character indices where a walk may find something, ascending."""
-        followers = self.followers
-        found = []
-        for m in self.candidates.finditer(text):
-            i = m.start()
-            if followers and i and text[i] in followers:
-                found.append(i - 1)
-            found.append(i)
-        if followers:
-            found = sorted(set(found))
-        return found
-
-    def match_at(self, data: bytes, x: int):
-        """(piece, bytes consumed, copied raw?) at byte offset `x`, or None for a plain copy."""
-        if self.user_defined:
-            k = _longest_path(self.ud_trie, data, x)
-            if k:
-                return data[x:x + k], k, True
-        if self.cm is not None:
-            found = self.cm.longest_match(data, x)
-            if found is not None:
-                return found[0], found[1], False
-        return None
-
-    def walk(self, data: bytes) -> bytes:
-        """The position-by-position walk: slow, exact for any charsmap and any tokens."""
-        out = bytearray()
-        i, n = 0, len(data)
-        while i < n:
-            found = self.match_at(data, i)
-            if found is not None:
-                out += found[0]
-                i += found[1]
-                continue
-            k = _unit_at(data, i)
-            out += data[i:i + k] if k else _REPLACEMENT
-            i += k or 1
-        return bytes(out)
-
-
-_MARKERS = ("\uffff", "\U0010ffff", "\ufdd0", "\U000fffff")
-
-
-def _marker(cm: Charsmap) -> bytes | None:
-    """A character that starts and continues no key (noncharacters, tried in turn), as bytes."""
-    for ch in _MARKERS:
-        data = ch.encode()
-        length, _, ran_off = cm.walk(data, 0)
-        if not (length or ran_off or data in cm.followers):
-            return data
-    return None
-
-
-def _same_lead(ch: str) -> set[str]:
-    """Every character whose UTF-8 form starts with the same byte as `ch`'s.
-
-    A user-defined token's trie path can match just that byte (and llama.cpp
-    then copies it alone), so all of them are candidates, and so is that byte
-    where it does not decode.
-    """
-    lead = ch.encode()[0]
-    if lead < 0x80:
-        return {ch}
-    bits, width = (0x1F, 6) if lead < 0xE0 else (0x0F, 12) if lead < 0xF0 else (0x07, 18)
-    lo = (lead & bits) << width
-    same = {chr(c) for c in range(lo, min(lo + (1 << width), 0x110000))
-            if not 0xD800 <= c < 0xE000}
-    return same | {chr(0xDC00 + lead)}  # the lead byte alone, as surrogateescape decodes it
-
-
-def _is_escape(ch: str) -> bool:
-    """A lone surrogate from surrogateescape decoding (a byte that is not UTF-8)."""
-    return "\udc80" <= ch <= "\udcff"
-
-
-def _char_class(chars) -> str:
-    """A regex (str) matching one of `chars`; the astral part behind a one-range guard."""
-    cps = sorted(ord(c) for c in chars)
-    bmp = _class_body([c for c in cps if c < 0x10000])
-    astral = _class_body([c for c in cps if c >= 0x10000])
-    parts = [f"[{bmp}]"] if bmp else []
-    if astral:
-        parts.append(f"(?=[\\U00010000-\\U0010ffff])[{astral}]")
-    return "|".join(parts)
-
-
-def _class_body(cps: list[int]) -> str:
-    parts = []
-    i = 0
-    while i < len(cps):
-        j = i
-        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
-            j += 1
-        lo, hi = cps[i], cps[j]
-        parts.append(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}")
-        i = j + 1
-    return "".join(parts)
-
-
-def _byte_trie(keys) -> dict:
-    root: dict = {}
-    for key in keys:
-        node = root
-        for b in key:
-            node = node.setdefault(b, {})
-    return root
-
-
-def _longest_path(trie: dict, data: bytes, i: int) -> int:
-    node, j, n = trie, i, len(data)
-    while j < n:
-        node = node.get(data[j])
-        if node is None:
-            break
-        j += 1
-    return j - i

@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
 
 from ..attrs import Attr
-from ..charsmap import PrefixNormalizer, lead_len, lead_table, parse
+from ..charsmap import lead_len, lead_table, parse
 from ..constants import Keys
 from ..errors import UnsupportedVocab
 from ..pieces import spm_piece
+from ..ugm_normalizer import PrefixNormalizer
 from ..vocab import MODELS
 from .base import Engine, register
 
