@@ -165,3 +165,30 @@ def test_abort_inputs_crash_llama(require_vocab):
             data = param.values[0]
             with pytest.raises(OracleCrash):
                 session.evaluate({"id": param.id, "bytes": data.hex()})
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("text, refused", [
+    pytest.param(b"\xf5\x80\x80\x80", True, id="f5-lead"),
+    pytest.param(b"a\xf4\x90\x80\x80", True, id="f4-90"),
+    pytest.param(b"\xf4\x8f\xbf\xbf", False, id="f4-8f-last-code-point"),
+])
+def test_token_text_above_10ffff(text, refused, require_vocab, tmp_path):
+    """llama.cpp decodes every byte-level piece while loading; one above U+10FFFF fails the load."""
+    from harness.oracle import LlamaOracle, OracleError
+    from tokenizer import UnsupportedVocab, gguf, gguf_writer
+
+    src = require_vocab("gpt-2")
+    tokens = list(gguf.read(src).metadata["tokenizer.ggml.tokens"])
+    tokens[1000] = text.decode("utf-8", "surrogateescape")
+    path = tmp_path / "vocab.gguf"
+    gguf_writer.rewrite(src, path, {"tokenizer.ggml.tokens": tokens})
+    if refused:
+        with pytest.raises(OracleError, match="invalid codepoint"):
+            LlamaOracle(path)
+        with pytest.raises(UnsupportedVocab, match="token 1000"):
+            Tokenizer.from_gguf(path)
+    else:
+        with LlamaOracle(path) as oracle:
+            assert Tokenizer.from_gguf(path).token_to_piece(1000, special=True) == \
+                oracle.token_to_piece(1000, special=True)

@@ -16,7 +16,8 @@ Two model names get a session of their own, as in llama.cpp:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from bisect import bisect_right
+from itertools import accumulate, chain
 
 import regex
 
@@ -128,6 +129,8 @@ class BPEEngine(Engine):
         self.cutter = WordCutter(vocab.merges) if raw_spm else None
         self._session = _SESSIONS.get(vocab.model, _plain_session)
         self._texts = _display_texts(vocab)
+        if not vocab.escape_whitespaces:
+            _refuse_undecodable_pieces(vocab)
 
     def _byte_fallback_ids(self) -> tuple[int | None, ...]:
         spell = (lambda b: bytes((b,))) if self.pre.byte_encode else (lambda b: b"<0x%02X>" % b)
@@ -245,6 +248,27 @@ def decode_byte_level(text: bytes) -> bytes:
         else:
             out += b"[UNK_BYTE_0x" + unicode.encode(ch).hex().encode() + text + b"]"
     return bytes(out)
+
+
+# UTF-8-shaped sequences that llama.cpp's lenient decoder reads as code points
+# above U+10FFFF, which it cannot re-encode (std::invalid_argument).
+_ABOVE_10FFFF = regex.compile(rb"[\xf5-\xf7][\x80-\xbf]{3}|\xf4[\x90-\xbf][\x80-\xbf]{2}")
+
+
+def _refuse_undecodable_pieces(vocab) -> None:
+    """llama.cpp builds every piece while loading; a NORMAL byte-level token whose
+    text decodes above U+10FFFF throws there, and the load fails ("invalid codepoint")."""
+    joined = b"\x00".join(vocab.texts)
+    if not _ABOVE_10FFFF.search(joined):
+        return
+    starts = list(accumulate((len(t) + 1 for t in vocab.texts), initial=0))
+    for m in _ABOVE_10FFFF.finditer(joined):
+        token = bisect_right(starts, m.start()) - 1
+        if vocab.attrs[token] & _NORMAL and not vocab.attrs[token] & _SHOWN_AS_TEXT:
+            raise UnsupportedVocab(
+                f"token {token} ({vocab.texts[token]!r}) holds bytes {m.group().hex(' ')} that "
+                "decode above U+10FFFF: llama.cpp fails to load it (\"invalid codepoint\")"
+            )
 
 
 def _display_texts(vocab) -> tuple[bytes, ...]:
