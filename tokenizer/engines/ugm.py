@@ -1,8 +1,9 @@
 """Unigram (UGM, `tokenizer.ggml.model = "t5"`): llama.cpp's SentencePiece-style Viterbi.
 
-Each raw fragment is normalised on its own (`tokenizer.charsmap.PrefixNormalizer`
-for user-defined prefixes, the precompiled charsmap and bad UTF-8; then the
-space rules below) and segmented by a Viterbi pass over its *bytes*:
+Each raw fragment is normalised on its own (`tokenizer.ugm_normalizer` for
+user-defined prefixes, the precompiled charsmap and bad UTF-8; then the space
+rules of `UgmEngine.place_spaces`) and segmented by a Viterbi pass over its
+*bytes*:
 
 - from every code point start (the length comes from the lead byte alone), each
   token of the matcher (normal, user-defined and unused tokens, as typed when
@@ -174,7 +175,7 @@ class Lattice:
         user = (np.asarray(vocab.attrs, dtype=np.int64) & _USER_DEFINED) != 0
         used = np.where(user, 0.0, scores.astype(np.float64))
         score_of = np.full(len(scores), None, dtype=object)
-        score_of[matched] = used[matched]
+        score_of[matched] = used[matched].tolist()  # Python floats: faster sums than numpy's
         self.score_of: list[float | None] = score_of.tolist()
         texts = vocab.texts
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
@@ -282,8 +283,8 @@ def _prefix_end(texts: list[bytes], prefix: bytes, lo: int) -> int:
 def _collapse(ids: list[int], unk: int) -> list[int]:
     """Runs of the unknown id collapsed to one (runs only occur across words here)."""
     arr = np.asarray(ids, dtype=np.int64)
-    repeat = np.flatnonzero((arr[1:] == unk) & (arr[:-1] == unk)) + 1
-    return np.delete(arr, repeat).tolist() if len(repeat) else ids
+    again = np.flatnonzero((arr[1:] == unk) & (arr[:-1] == unk)) + 1
+    return np.delete(arr, again).tolist() if len(again) else ids
 
 
 def _try_short(data, i, n, step, here, short, score, token, start) -> bool:
