@@ -125,10 +125,11 @@ def test_our_engine_on_llama_spm_matches(tmp_path, require_vocab):
     require_vocab("llama-spm")
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
     corpus = write_corpus(tmp_path / "c.jsonl", CORPUS)
-    done = harness("run", "--model", "llama-spm", "--corpus", str(corpus), "--no-default-corpora",
-                   "--report", str(tmp_path / "r"), "--quiet")
+    done = harness("run", "--model", "llama-spm", "--corpus", str(corpus), "--fuzz", "10", "--seed", "1",
+                   "--found-dir", str(tmp_path / "found"), "--report", str(tmp_path / "r"), "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert report_of(tmp_path / "r")["summary"]["mismatches"] == 0
+    summary = report_of(tmp_path / "r")["summary"]
+    assert summary["mismatches"] == 0 and summary["cases"] > 200  # .inp vectors, edge, prose, vocab, fuzz
 
 
 @pytest.mark.parametrize("args", [
