@@ -97,14 +97,29 @@ def ensure(name: str) -> Path:
     return path if path.is_file() else write(name)
 
 
+# GPT-2's architecture keys (as the shipped gpt-2 vocabulary has them): enough for
+# llama.cpp's vocab_only load, so hand-made test vocabularies need no shipped file.
+_SMALL_ARCH: tuple[tuple[str, object, ValueType], ...] = (
+    (Keys.ARCHITECTURE, "gpt2", ValueType.STRING),
+    (Keys.NAME, "custom", ValueType.STRING),
+    ("gpt2.block_count", 12, ValueType.UINT32),
+    ("gpt2.context_length", 1024, ValueType.UINT32),
+    ("gpt2.embedding_length", 768, ValueType.UINT32),
+    ("gpt2.feed_forward_length", 3072, ValueType.UINT32),
+    ("gpt2.attention.head_count", 12, ValueType.UINT32),
+    ("gpt2.attention.layer_norm_epsilon", np.float32(1e-5), ValueType.FLOAT32),
+    ("general.file_type", 1, ValueType.UINT32),
+)
+
+
 def custom(tokens: Sequence[str | bytes], *, model: str, types: Sequence[int] | None = None,
-           scores: Sequence[float] | None = None, extra: Meta | None = None,
-           source: str = "gpt-2") -> bytes:
-    """A small hand-made vocabulary for tests, on the source's architecture keys.
+           scores: Sequence[float] | None = None, extra: Meta | None = None) -> bytes:
+    """A small hand-made vocabulary for tests, on GPT-2's architecture keys (no file needed).
 
     `types` default to NORMAL; `extra` adds or replaces keys (with `None` removing one).
     """
-    meta, key_types = _general(_source(source), f"custom-{model}")
+    meta: Meta = {key: value for key, value, _ in _SMALL_ARCH}
+    key_types: Types = {key: (vtype, None) for key, _, vtype in _SMALL_ARCH}
     kinds = [int(TokenType.NORMAL)] * len(tokens) if types is None else [int(t) for t in types]
     meta |= {Keys.MODEL: model, Keys.TOKENS: list(tokens),
              Keys.TOKEN_TYPE: np.asarray(kinds, dtype="<i4")}
