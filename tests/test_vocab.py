@@ -21,7 +21,7 @@ from harness.models import SHIPPED
 from oracle_pairs import pair
 from tokenizer import cxxorder
 
-GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "sep", "nl", "pad",
+GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad",
            "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
            "add_bos", "add_eos", "add_sep")
 FIELDS = ("token_attr", "token_text", "token_score", "is_eog", "is_control")
