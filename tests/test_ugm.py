@@ -235,6 +235,16 @@ def test_variant_differential(variants, name):
         assert differential(ours, llama, inputs) == []
 
 
+@pytest.mark.nightly
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
+def test_variant_differential_500(variants, name):
+    path = variants[name]
+    ours = Tokenizer.from_gguf(path)
+    with oracle_mod.LlamaOracle(path) as llama:
+        pieces = sample_pieces(ours, 2000, seed=5) + [t.encode() for t in EXTRA_USER]
+        assert differential(ours, llama, random_inputs(5, 500, pieces)) == []
+
+
 def test_variant_shortcuts_are_where_expected(variants):
     """The cases above reach the code paths they are meant to (not a parity check)."""
     lattice = Tokenizer.from_gguf(variants["inexact-scores"]).engine.lattice

@@ -247,6 +247,16 @@ def test_variant_differential(variants, name):
 
 
 @pytest.mark.oracle
+@pytest.mark.nightly
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
+def test_variant_differential_500(variants, name):
+    path = variants[name]
+    ours = Tokenizer.from_gguf(path)
+    with oracle.LlamaOracle(path) as llama:
+        assert differential(ours, llama, random_inputs(5, 500, sample_pieces(ours, 2000, 5))) == []
+
+
+@pytest.mark.oracle
 def test_missing_sep_with_add_special_is_refused(tmp_path):
     """WPM adds BOS and SEP on add_special whatever add_bos/add_sep say; without a SEP id
     (bert's default 102 is dropped in a small vocabulary) llama.cpp aborts, so we refuse."""
