@@ -23,7 +23,7 @@ from .golden import GoldenError, golden_files, load_golden
 from .models import SetupError, models_dir, resolve, short_name
 from .progress import Progress
 from .report import ModelResult
-from .run import RunConfig, engine_vocab, load_engine_for, save_failing
+from .run import RunConfig, engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
 
 
 def _can_validate() -> bool:
@@ -84,8 +84,8 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
               "in the cache (python -m harness fetch / python -m harness synth)", file=sys.stderr)
         return None
     result = ModelResult(name, family_of(name))
-    if golden.get("vocab") is None:
-        result.notes.append(f"llama.cpp could not load this vocabulary: {golden.get('load_error')}")
+    if golden.get("vocab") is None:  # llama.cpp refused the file when recording
+        _judge_refusal(factory, path, result, golden.get("load_error"))
         return result
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
@@ -100,6 +100,15 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
     _judge_cases(subject, golden["cases"], result, config)
     save_failing(result, golden["cases"], config)
     return result
+
+
+def _judge_refusal(factory, path: Path, result: ModelResult, load_error) -> None:
+    """llama.cpp refused this file: the engine must refuse it too."""
+    engine, error = engine_or_error(factory, path)
+    if engine is None:
+        result.notes.append(f"both refuse the file: llama.cpp ({load_error}); engine ({error})")
+    else:
+        refusal_mismatch(result, str(load_error))
 
 
 def _model_arg(name: str, path: Path) -> str:

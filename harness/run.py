@@ -125,17 +125,13 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     path = resolve(arg)
     name = short_name(path)
     result = ModelResult(name, family_of(name))
-    engine = load_engine_for(factory, path, result)
     cases = gather_cases(path, name, config)
-    if engine is None:  # nothing to compare: every case counts as failed, not as passed
-        result.cases = len(cases)
-        result.failing.update(c["id"] for c in cases)
-        return result
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
     try:
-        subject = _prepare(pool, path, name, arg, engine, config, result)
-        if subject is None:
+        loaded = _load_both(pool, factory, path, result, cases)
+        if loaded is None:
             return result
+        subject = _prepare(path, name, arg, loaded, config, result)
         with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
             _check_cases(subject, pool, cases, result, bar)
             if config.fuzz:
@@ -146,29 +142,75 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     return result
 
 
-def load_engine_for(factory, path: Path, result: ModelResult):
+def engine_or_error(factory, path: Path):
     try:
-        return factory(path)
-    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding
-        result.add("engine_errors", {"case_id": "<load>", "text": "", "error": f"{type(exc).__name__}: {exc}",
-                                     "command": None, "category": "engine error"})
-        result.notes.append(f"engine failed to load: {type(exc).__name__}")
-        return None
+        return factory(path), None
+    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding (or agrees)
+        return None, f"{type(exc).__name__}: {exc}"
 
 
-def _prepare(pool: OraclePool, path: Path, name: str, arg: str, engine, config: RunConfig,
-             result: ModelResult) -> Subject | None:
-    """llama.cpp's vocabulary and tables, the vocab diff; None when llama.cpp cannot load it."""
+def load_engine_for(factory, path: Path, result: ModelResult):
+    """The engine for `path`, or None with an engine error recorded."""
+    engine, error = engine_or_error(factory, path)
+    if engine is None:
+        engine_load_error(result, error)
+    return engine
+
+
+def _last_line(message: str, limit: int = 300) -> str:
+    """The informative tail of a long message (llama.cpp's load log ends with the reason)."""
+    lines = [line for line in str(message).splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return ((errors or lines or [""])[-1])[:limit]
+
+
+def engine_load_error(result: ModelResult, error: str) -> None:
+    category = "unsupported" if error.startswith("UnsupportedVocab") else "engine error"
+    result.add("engine_errors", {"case_id": "<load>", "text": "", "error": error, "command": None,
+                                 "category": category})
+    result.notes.append(f"engine failed to load: {error.split(':')[0]}")
+
+
+def refusal_mismatch(result: ModelResult, reason: str) -> None:
+    """llama.cpp refuses the file but the engine loads it: the engine should refuse too."""
+    result.add("vocab_mismatches", {"field": "load", "token": None, "category": "vocabulary",
+                                    "expected": f"llama.cpp refuses to load it: {reason}",
+                                    "got": "the engine loads it"})
+
+
+def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict]):
+    """(engine, engine vocab, llama.cpp vocab, pieces), or None with the outcome recorded.
+
+    Both refusing the file is agreement (a note, no finding); one refusing is a finding.
+    """
     oracle = pool.sessions[0]
     asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces")))
-    got = engine_vocab(engine)  # meanwhile, in this process
+    engine, engine_error = engine_or_error(factory, path)  # meanwhile, in this process
+    got = engine_vocab(engine) if engine is not None else None
     try:
         vocab, pieces = asked.result()
-    except (OracleCrash, OracleError) as exc:
-        crash = exc.as_dict() if isinstance(exc, OracleCrash) else {"reason": str(exc), "stderr": ""}
-        result.add("oracle_crashes", {"case_id": "<load>", "text": "", "crash": crash, "command": None})
-        result.notes.append("llama.cpp could not load the vocabulary")
+    except OracleCrash as crash:
+        result.add("oracle_crashes", {"case_id": "<load>", "text": "", "crash": crash.as_dict(), "command": None})
+        result.notes.append("llama.cpp crashed loading the vocabulary")
         return None
+    except OracleError as refused:
+        if engine is None:
+            result.notes.append(f"both refuse the file: llama.cpp ({_last_line(refused)}); "
+                                f"engine ({_last_line(engine_error)})")
+        else:
+            refusal_mismatch(result, _last_line(refused))
+        return None
+    if engine is None:  # nothing to compare: every case counts as failed, not as passed
+        engine_load_error(result, engine_error)
+        result.cases = len(cases)
+        result.failing.update(c["id"] for c in cases)
+        return None
+    return engine, got, vocab, pieces
+
+
+def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:
+    """Both sides' token tables and the vocabulary diff."""
+    engine, got, vocab, pieces = loaded
     if result.family == "other":
         result.family = vocab.get("vocab_type", "other")
     table = reference_table(gguf_texts(path), vocab, pieces)

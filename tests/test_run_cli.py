@@ -120,6 +120,31 @@ def test_llama_cpp_abort_is_a_reported_crash(tmp_path):
     assert "double-space" in (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
 
 
+def _bogus_vocab(tmp_path) -> Path:
+    from harness import synth
+    try:
+        return synth.write("model-bogus", tmp_path)
+    except Exception as exc:  # noqa: BLE001 - needs the shipped vocabularies
+        pytest.skip(f"cannot build the model-bogus vocabulary ({exc}); run: python -m harness fetch")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(("engine", "code", "loads"), [
+    pytest.param("tokenizer:Tokenizer.from_gguf", 0, False, id="both-refuse"),
+    pytest.param("tests.broken_engine:load_stub", 1, True, id="engine-accepts"),
+])
+def test_a_file_llama_cpp_refuses(tmp_path, engine, code, loads):
+    pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
+    path = _bogus_vocab(tmp_path)
+    corpus = write_corpus(tmp_path / "c.jsonl", CORPUS[:1])
+    done = harness("run", "--model", str(path), "--corpus", str(corpus), "--no-default-corpora",
+                   "--engine", engine, "--report", str(tmp_path / "r"), "--quiet")
+    assert done.returncode == code, done.stdout + done.stderr
+    report = report_of(tmp_path / "r")
+    assert [v["field"] for v in report["vocab_mismatches"]] == (["load"] if loads else [])
+    assert report["engine_errors"] == [] and report["oracle_crashes"] == []
+
+
 @pytest.mark.oracle
 def test_our_engine_on_llama_spm_matches(tmp_path, require_vocab):
     require_vocab("llama-spm")
