@@ -216,3 +216,109 @@ def test_normalisation_matches_llama(tmp_path, text):
     with LlamaOracle(path) as llama:
         assert ours.tokenize(text, add_special=False, parse_special=False) == \
             llama.tokenize(text, add_special=False, parse_special=False)
+
+
+# --- random charsmaps through llama.cpp --------------------------------------------------------
+
+ALPHABET = ["a", "b", "c", "x", " ", "\t", "\x01", "é", "e", "\u0301", "\u0308", "ｱ", "\u00a0",
+            "\u2581", "\ufffd", "日", "\U0001f600", "\u1100", "\u1161"]
+
+
+def build_trie(mapping: dict[bytes, bytes]) -> bytes:
+    """A darts-clone style blob for `mapping`: each node's children in a 256-unit block
+    of its own, its value in slot 0 of that block."""
+    children: list[dict[int, int]] = [{}]
+    value_at: dict[int, bytes] = {}
+    for key, repl in mapping.items():
+        node = 0
+        for c in key:
+            if c not in children[node]:
+                children.append({})
+                children[node][c] = len(children) - 1
+            node = children[node][c]
+        value_at[node] = repl
+    blocks = len(children) + 1
+    units = {0: unit(256)}
+    strings = bytearray()
+    for node, kids in enumerate(children):
+        block = 256 * (node + 1)
+        if node in value_at:
+            units[block] = VALUE | len(strings)
+            strings += value_at[node] + b"\0"
+        for c, child in kids.items():
+            # the walk goes from unit (block ^ c) to (block ^ c) ^ base: the child's block
+            units[block ^ c] = unit((block ^ c) ^ 256 * (child + 1), leaf=child in value_at, label=c)
+    return blob_for(units, 256 * blocks, bytes(strings) or b"\0")
+
+
+def alphabet_vocab(blob: bytes, *, prefix: bool, merge: bool, user_defined=()) -> bytes:
+    """Every ASCII byte and alphabet character is a token of equal score, so the ids
+    spell out llama.cpp's normalized text; `user_defined` tokens are added."""
+    from harness import synth
+    chars = sorted({chr(b) for b in range(1, 0x80)} | set(ALPHABET))
+    extra = sorted(set(user_defined) - set(chars))
+    tokens = ["<pad>", "</s>", "<unk>"] + chars + extra
+    types = ([TokenType.CONTROL, TokenType.CONTROL, TokenType.UNKNOWN] + [TokenType.NORMAL] * len(chars)
+             + [TokenType.USER_DEFINED] * len(extra))
+    return synth.custom(tokens, model="t5", types=types, scores=[-1.0] * len(tokens), extra={
+        KEY: np.frombuffer(blob, dtype=np.uint8).copy(),
+        Keys.ADD_SPACE_PREFIX: prefix, Keys.REMOVE_EXTRA_WS: merge})
+
+
+RAW = [b"\xc3", b"\xe2\x96", b"\xff", b"\x80"]
+
+
+def random_charsmap(rng) -> dict[bytes, bytes]:
+    """Keys and replacements over the alphabet; now and then a raw, undecodable byte string
+    (which sends our normaliser down its slower exact paths)."""
+    def word(lo, hi):
+        return b"".join(rng.choice(RAW) if rng.random() < raw else rng.choice(ALPHABET).encode()
+                        for _ in range(rng.randint(lo, hi)))
+    raw = rng.choice([0.0, 0.0, 0.05])
+    return {word(1, 3): word(0, 3) for _ in range(rng.randint(1, 25))} | {b"x": b""}
+
+
+def random_text(rng) -> bytes:
+    parts = [rng.choice(ALPHABET).encode() for _ in range(rng.randint(0, 12))]
+    for _ in range(rng.choice([0, 0, 1, 3])):
+        parts.insert(rng.randint(0, len(parts)), rng.choice(RAW + ["\uffff".encode()]))
+    return b"".join(parts)
+
+
+def charsmap_differential(tmp_path, seed: int, inputs: int) -> list:
+    import random
+
+    from harness.oracle import LlamaOracle
+    rng = random.Random(seed)
+    mapping = random_charsmap(rng)
+    user = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(2, 3)))
+            for _ in range(rng.choice([0, 0, 3]))]
+    path = tmp_path / f"random-{seed}.gguf"
+    path.write_bytes(alphabet_vocab(build_trie(mapping), prefix=rng.random() < 0.5,
+                                    merge=rng.random() < 0.5, user_defined=user))
+    ours = Tokenizer.from_gguf(path)
+    texts = [random_text(rng) for _ in range(inputs)] + list(mapping)
+    with LlamaOracle(path) as llama:
+        return [(mapping, t) for t in texts
+                if ours.tokenize(t, add_special=False, parse_special=False)
+                != llama.tokenize(t, add_special=False, parse_special=False)][:3]
+
+
+def test_built_trie_walks_to_its_mapping():
+    mapping = {b"a": b"Q", b"ab": b"", "e\u0301".encode(): "é".encode(), b"\t": b" "}
+    cm = parse(build_trie(mapping))
+    for key, repl in mapping.items():
+        assert cm.longest_match(key + b"z", 0) == (repl, len(key))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", [pytest.param(s, id=f"seed-{s}") for s in range(6)])
+def test_random_charsmap_matches_llama(tmp_path, seed):
+    assert charsmap_differential(tmp_path, seed, 40) == []
+
+
+@pytest.mark.oracle
+@pytest.mark.nightly
+def test_random_charsmaps_matches_llama_nightly(tmp_path):
+    failures = [f for seed in range(100, 160) for f in charsmap_differential(tmp_path, seed, 100)]
+    assert failures == []

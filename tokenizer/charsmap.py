@@ -169,8 +169,9 @@ class _Explorer:
 
     def fail(self, key: bytes, what: str) -> GGUFError:
         return GGUFError(
-            f"{self.where}: after input bytes {key!r} {what} "
-            f"(llama.cpp accepts this file and throws from llama_tokenize on such input)")
+            f"{self.where}: after input bytes {key!r} {what} (llama.cpp does not check "
+            f"this: it throws from llama_tokenize on such input, aborting the process, or "
+            f"fails to load when the newline it tokenizes while loading gets there)")
 
     def run(self) -> _Found:
         if self.n == 0:
