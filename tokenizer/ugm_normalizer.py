@@ -53,9 +53,8 @@ class PrefixNormalizer:
         if self.candidates and not self.user_defined and cm.strict_replacements:
             self.marker = _marker(cm)
             if self.marker is not None:
-                self.table = {ord(k.decode()): v.decode() for k, v in cm.singles.items()}
-        if self.table is not None:
-            self.follower_re = re.compile(_char_class(self.followers)) if self.followers else None
+                self.table = {k.decode(): v.decode() for k, v in cm.singles.items()}
+                self.translate_re = self._translate_regex()
 
     def _candidate_regex(self):
         """The regex of candidate characters; False when there are none; None for the slow path."""
@@ -75,6 +74,14 @@ class PrefixNormalizer:
             chars |= self.followers
         return re.compile(_char_class(chars)) if chars else False
 
+    def _translate_regex(self) -> re.Pattern:
+        parts = []
+        if self.followers:
+            parts.append(f"(?P<run>.(?:{_char_class(self.followers)})+)")
+        if self.table:
+            parts.append(f"(?P<single>{_char_class(self.table)})")
+        return re.compile("|".join(parts) or "(?!)", re.S)
+
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
         if self.candidates is None:
             return self.walk(data), False
@@ -85,9 +92,12 @@ class PrefixNormalizer:
         return self.fast(data)
 
     def translated(self, data: bytes) -> bytes:
-        """No user-defined tokens and clean replacements: one-character keys go by
-        `str.translate`, and the walk runs only before a character that continues
-        a key.
+        """No user-defined tokens and clean replacements: one regex pass.
+
+        A one-character key is replaced from a table. A longer key is a character
+        followed by characters that continue keys ("followers"), so each such
+        run (a character and all the followers after it) is normalized on its
+        own by exact walks, memoised; no key can reach past the run.
 
         A byte that does not decode becomes U+FFFD *without* being normalized
         (nmt_nfkc maps a real U+FFFD to a space), so it is first marked with a
@@ -96,49 +106,35 @@ class PrefixNormalizer:
         """
         marker = self.marker
         text = llama_utf8_fix(data, marker).decode("utf-8", "surrogateescape")
-        table, follower = self.table, self.follower_re
-        if follower is None or follower.search(text) is None:
-            out = text.translate(table)
-        else:
-            pieces, done = [], 0
-            for m in follower.finditer(text):
-                i = m.start() - 1
-                found = self.walk_chars(text, i) if i >= done else None
-                if found is not None:
-                    pieces += (text[done:i].translate(table), found[0])
-                    done = i + found[1]
-            pieces.append(text[done:].translate(table))
-            out = "".join(pieces)
+        out = self.translate_re.sub(self.replace, text)
         return out.encode("utf-8", "surrogateescape").replace(marker, _REPLACEMENT)
 
-    def walk_chars(self, text: str, i: int) -> tuple[str, int] | None:
-        """(replacement, characters consumed) for the longest key at `text[i]`, or None.
-
-        Memoised on the character and the next one when the walk ends inside them.
-        """
-        pair = text[i:i + 2]
-        if pair in self.memo:
-            return self.memo[pair]
-        found, ran_off = self.walk_window(text, i, 2)
-        if not ran_off:
+    def replace(self, m: re.Match) -> str:
+        found = m.group()
+        if m.lastgroup != "run":
+            return self.table[found]
+        done = self.memo.get(found)
+        if done is None:
             if len(self.memo) > 1 << 16:
                 self.memo.clear()
-            self.memo[pair] = found
-            return found
-        return self.walk_window(text, i, 8)[0]
+            done = self.memo[found] = self.normalize_run(found)
+        return done
 
-    def walk_window(self, text: str, i: int, width: int):
-        """((replacement, characters consumed) or None, whether the walk left the window)."""
-        while True:
-            window = text[i:i + width].encode("utf-8", "surrogateescape")
-            length, offset, ran_off = self.cm.walk(window, 0)
-            if ran_off and i + width < len(text) and width > 2:
-                width *= 4  # the key may go on past the window
-                continue
-            if not length:
-                return None, ran_off
-            used = len(window[:length].decode("utf-8"))
-            return (self.cm.replacement(offset).decode("utf-8"), used), ran_off
+    def normalize_run(self, run: str) -> str:
+        """A character and the followers after it, walked position by position."""
+        data = run.encode("utf-8", "surrogateescape")
+        out, i, pos = [], 0, 0
+        while i < len(run):
+            length, offset, _ = self.cm.walk(data, pos)
+            if length:
+                used = data[pos:pos + length].decode("utf-8")  # keys are whole characters
+                out.append(self.cm.replacement(offset).decode("utf-8"))
+                i, pos = i + len(used), pos + length
+            else:
+                ch = run[i]
+                out.append(self.table.get(ch, ch))
+                i, pos = i + 1, pos + len(ch.encode("utf-8", "surrogateescape"))
+        return "".join(out)
 
     def fast(self, data: bytes) -> tuple[bytes, bool]:
         text = data.decode("utf-8", "surrogateescape")
