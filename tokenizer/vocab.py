@@ -342,12 +342,17 @@ class _Draft:
                 raise self.bad(Keys.TOKEN_TYPE, f"token {i} has type BYTE but text {self.texts[i]!r}, "
                                                 "not <0xXX> (llama.cpp would misread it)")
 
+    def final_texts(self) -> tuple[bytes, ...]:
+        if self.model == "hybriddna":
+            return vocab_rules.bare_dna_kmers(self.texts, self.token_to_id)
+        return self.texts
+
     def finish(self, eog: set[int], cache: tuple[int, ...]) -> Vocab:
         flags = {k: self.flags.get(k, False) for k in FLAGS}
         flags["escape_whitespaces"] = self.flags.get("escape_whitespaces", True)
         return Vocab(
             model=self.model, vocab_type=self.vocab_type, pre=self.pre, pre_type=self.pre_type,
-            texts=self.texts, token_to_id=self.token_to_id, scores=self.scores,
+            texts=self.final_texts(), token_to_id=self.token_to_id, scores=self.scores,
             attrs=tuple(self.attrs), base_attrs=self.base_attrs, special=dict(self.special),
             default_pad=self.default_pad, linefeed=self.linefeed, eog=frozenset(eog),
             special_tokens=cache, merges=self.merges, precompiled_charsmap=self.charsmap,

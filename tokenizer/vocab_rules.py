@@ -174,3 +174,21 @@ def _set(d: _Draft, text: bytes, bit: Attr, *, on: bool, required: bool) -> None
                      "load (its phi-3 attribute rules look the token up with token_to_id.at)")
         return
     d.attrs[i] = d.attrs[i] | int(bit) if on else d.attrs[i] & ~int(bit)
+
+
+DNA_MARKER = "\ue000".encode()  # hybriddna's suffix that keeps k-mer ids apart from plain text
+
+
+def bare_dna_kmers(texts: tuple[bytes, ...], token_to_id: dict[bytes, int]) -> tuple[bytes, ...]:
+    """Token texts as llama.cpp's hybriddna load leaves them: k-mers lose their marker.
+
+    Only the texts change; lookups by text (`token_to_id`) keep the marked keys,
+    and the k-mers are the block that follows `<oov>`.
+    """
+    oov = token_to_id.get(b"<oov>")
+    if oov is None:
+        return texts
+    n = len(DNA_MARKER)
+    return texts[:oov + 1] + tuple(
+        t[:-n] if len(t) > n and t.endswith(DNA_MARKER) else t for t in texts[oov + 1:]
+    )

@@ -26,13 +26,13 @@ from ..attrs import Attr
 from ..errors import UnsupportedVocab
 from ..pieces import hex_byte_piece
 from ..splitter import Splitter
+from ..vocab_rules import DNA_MARKER
 from .base import Engine, register
 
 _SHOWN_AS_TEXT = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
 ESCAPED_SPACE = "\u2581".encode()
-DNA_MARKER = "\ue000".encode()
 _CACHE_LIMIT = 1 << 17
 # UTF-8 sequence length by the high nibble of the lead byte (unicode_len_utf8)
 _UTF8_LEN = (1,) * 12 + (2, 2, 3, 4)
@@ -128,7 +128,6 @@ class BPEEngine(Engine):
         raw_spm = not self.pre.byte_encode and vocab.escape_whitespaces
         self.cutter = WordCutter(vocab.merges) if raw_spm else None
         self._session = _SESSIONS.get(vocab.model, _plain_session)
-        self._texts = _display_texts(vocab)
         if not vocab.escape_whitespaces:
             _refuse_undecodable_pieces(vocab)
 
@@ -221,7 +220,7 @@ class BPEEngine(Engine):
 
     # -- pieces ---------------------------------------------------------------------
     def piece(self, token: int) -> bytes:
-        attr, text = self.vocab.attrs[token], self._texts[token]
+        attr, text = self.vocab.attrs[token], self.vocab.texts[token]
         if attr & _SHOWN_AS_TEXT:
             return text
         if attr & _NORMAL:
@@ -269,18 +268,6 @@ def _refuse_undecodable_pieces(vocab) -> None:
                 f"token {token} ({vocab.texts[token]!r}) holds bytes {m.group().hex(' ')} that "
                 "decode above U+10FFFF: llama.cpp fails to load it (\"invalid codepoint\")"
             )
-
-
-def _display_texts(vocab) -> tuple[bytes, ...]:
-    """Token texts as llama.cpp's id_to_token holds them (hybriddna drops its k-mer marker)."""
-    texts = vocab.texts
-    if vocab.model != "hybriddna" or b"<oov>" not in vocab.token_to_id:
-        return texts
-    start = vocab.token_to_id[b"<oov>"] + 1
-    marker = len(DNA_MARKER)
-    return texts[:start] + tuple(
-        t[:-marker] if len(t) > marker and t.endswith(DNA_MARKER) else t for t in texts[start:]
-    )
 
 
 # -- sessions by model name -------------------------------------------------------------
