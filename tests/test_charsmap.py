@@ -322,3 +322,32 @@ def test_random_charsmap_matches_llama(tmp_path, seed):
 def test_random_charsmaps_matches_llama_nightly(tmp_path):
     failures = [f for seed in range(100, 160) for f in charsmap_differential(tmp_path, seed, 100)]
     assert failures == []
+
+
+# --- tries too deep to explore ------------------------------------------------------------------
+
+def test_deep_trie_is_walked_exactly_without_exploring_it_all():
+    """A 5,000-byte key: past the exploration budget the map stays usable (and exact),
+    served by the walker alone."""
+    import time
+    deep = {b"a" * 5000: b"Z", b"b": b"Y"}
+    start = time.perf_counter()
+    cm = parse(build_trie(deep))
+    assert time.perf_counter() - start < 20
+    assert not cm.plain
+    norm = PrefixNormalizer(cm, [])
+    for text in (b"a" * 5000 + b"b", b"a" * 4999 + b"b", b"ba"):
+        assert norm(text)[0] == norm.walk(text)
+    assert norm(b"a" * 5000)[0] == b"Z"
+
+
+def test_deep_trie_with_a_bad_unit_is_refused():
+    """Unprovable: a unit somewhere points outside, and the trie is too deep to show
+    that no input reaches it."""
+    blob = bytearray(build_trie({b"a" * 5000: b"Z"}))
+    size = struct.unpack_from("<I", blob, 0)[0] // 4
+    spare = 4 + 4 * (size - 3)  # an unused unit in the last block: give it a label and a far base
+    far = (1 << 13) << 10 | (1 << 9) | ord("q")  # base (1 << 13) << 8, past the array
+    struct.pack_into("<I", blob, spare, far)
+    with pytest.raises(GGUFError, match="too large or deep"):
+        parse(bytes(blob))

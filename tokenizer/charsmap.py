@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import struct
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,9 @@ __all__ = ["Charsmap", "parse", "lead_len", "lead_table", "llama_utf8_fix", "is_
 _LABELS = np.arange(1, 256, dtype=np.uint32)  # a NUL byte ends the walk, so labels are 1..255
 _VALUE_MASK = (1 << 31) - 1
 _LCHECK_MASK = (1 << 31) | 0xFF
+_CHUNK = 4096           # frontier rows per (rows x 255) matrix
+_MAX_STATES = 1 << 20   # states visited before we stop exploring a (hostile) trie
+_MAX_LEVELS = 1 << 12   # levels (key length in bytes) likewise
 
 # unicode_len_utf8: the length llama.cpp assumes from a lead byte's top four bits.
 _LEAD_LEN = bytes([1] * 0xC0 + [2] * 0x20 + [3] * 0x10 + [4] * 0x10)
@@ -62,7 +66,7 @@ class Charsmap:
     map is served by `longest_match` alone.
     """
 
-    units: tuple[int, ...]
+    units: array  # uint32 units, compact; indexed by the walk
     replacements: bytes
     singles: dict[bytes, bytes]
     followers: frozenset[bytes]
@@ -127,7 +131,7 @@ def parse(blob: bytes, *, where: str = "precompiled_charsmap") -> Charsmap:
     replacements = bytes(blob[4 + size:])
     found = _Explorer(units, replacements, where).run()
     return Charsmap(
-        units=tuple(units.tolist()),
+        units=array("I", units.astype(np.uint32).tobytes()),
         replacements=replacements,
         singles=found.singles,
         followers=frozenset(found.followers),
@@ -147,15 +151,20 @@ class _Found:
 
 
 class _Explorer:
-    """Visit every state the walk can reach, checking each index it could read.
+    """Check every index the walk could read, and learn what the fast paths need.
 
-    A state is (node, whether the first character is complete, the bytes of
-    the character being read). From a node llama.cpp reads the unit at
-    `node ^ c` for any byte c, and for a leaf the value unit at the child's
-    base; each index must lie in the array and each value must point at a
-    NUL-terminated string. States are deduplicated, so a DAWG (darts-clone
-    shares suffixes) or even a cyclic array is visited in time linear in its
-    size.
+    From a node llama.cpp reads the unit at `node ^ c` for any byte c, and for
+    a leaf the value unit at the child's base; each index must lie in the
+    array and each value must point at a NUL-terminated string.
+
+    First a vectorized pass over *all* units checks a sufficient condition
+    (every labelled unit's children and value in range). Then the states the
+    walk can reach are visited breadth first: (node, whether the first
+    character is complete, the bytes of the character being read),
+    deduplicated, so a DAWG (darts-clone shares suffixes) or even a cyclic
+    array takes time linear in its size. The visit has a budget; past it the
+    map is served by the exact walker alone (not `plain`), and if the whole-
+    array check had failed, it is refused since it cannot be proven safe.
     """
 
     def __init__(self, units: np.ndarray, replacements: bytes, where: str):
@@ -176,18 +185,55 @@ class _Explorer:
     def run(self) -> _Found:
         if self.n == 0:
             return self.found
+        safe = self.whole_array_safe()
         # frontier rows: node, and parallel Python lists (first_done, partial, example key)
         nodes = np.array([_base(int(self.units[0]))], dtype=np.int64)
         meta = [(False, b"", b"")]
         seen: set = set()
+        levels = 0
         while len(nodes):
+            levels += 1
+            if levels > _MAX_LEVELS or len(seen) > _MAX_STATES:
+                return self.over_budget(safe)
             nodes, meta = self.level(nodes, meta, seen)
         texts = [self.replacement(off) for off in self.offsets]
         self.found.valid_replacements = all(map(is_llama_valid, texts))
         self.found.strict_replacements = all(_strict(t) for t in texts)
         return self.found
 
+    def whole_array_safe(self) -> bool:
+        """Every unit that could be a child (a label 1..255, bit 31 clear) has its
+        children's block and, for a leaf, a valid value inside the array."""
+        u = self.units
+        labelled = ((u & _LCHECK_MASK) >= 1) & ((u & _LCHECK_MASK) <= 0xFF)
+        idx = np.flatnonzero(labelled)
+        nxt = idx ^ ((u[idx] >> 10) << ((u[idx] & (1 << 9)) >> 6))
+        if (_base(int(u[0])) | 0xFF) >= self.n or ((nxt | 0xFF) >= self.n).any():
+            return False
+        leaf = nxt[((u[idx] >> 8) & 1).astype(bool)]
+        offsets = u[leaf] & _VALUE_MASK
+        if (offsets >= len(self.repl)).any():
+            return False
+        return bool((self.next_nul[offsets] >= 0).all())
+
+    def over_budget(self, safe: bool) -> _Found:
+        if not safe:
+            raise GGUFError(
+                f"{self.where}: the trie is too large or deep to prove that llama.cpp's walk "
+                f"stays inside it, and some unit points outside it; refused")
+        self.found.plain = False
+        self.found.valid_replacements = self.found.strict_replacements = False
+        return self.found
+
     def level(self, nodes, meta, seen):
+        out_nodes, out_meta = [], []
+        for lo in range(0, len(nodes), _CHUNK):
+            more_nodes, more_meta = self.chunk(nodes[lo:lo + _CHUNK], meta[lo:lo + _CHUNK], seen)
+            out_nodes.append(more_nodes)
+            out_meta += more_meta
+        return np.concatenate(out_nodes), out_meta
+
+    def chunk(self, nodes, meta, seen):
         idx = nodes[:, None] ^ _LABELS[None, :].astype(np.int64)
         bad = np.argwhere(idx >= self.n)
         if len(bad):
