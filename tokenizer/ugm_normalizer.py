@@ -48,6 +48,7 @@ class PrefixNormalizer:
         self.user_defined = [t for t in user_defined if t]
         self.ud_trie = _byte_trie(self.user_defined)
         self.trusted_replacements = cm is None or cm.valid_replacements
+        self.followers: frozenset[str] = frozenset()
         self.candidates = self._candidate_regex()
         self.table, self.marker, self.memo = None, b"", {}
         if self.candidates and not self.user_defined and cm.strict_replacements:
@@ -67,7 +68,6 @@ class PrefixNormalizer:
             if _is_escape(head):
                 return None
             chars |= _same_lead(head)
-        self.followers: frozenset[str] = frozenset()
         if cm is not None:
             chars |= {k.decode() for k in cm.singles}
             self.followers = frozenset(k.decode() for k in cm.followers)
