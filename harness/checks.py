@@ -18,6 +18,7 @@ from typing import Any
 
 from .compare import TokenTable, diff_encoding
 from .evaluate import evaluate_case, field_bytes, unpack_array
+from .known_crashes import NONE, KnownCrashes
 
 ERROR_TAIL = 1200
 
@@ -33,6 +34,7 @@ class Subject:
     table: TokenTable
     engine_table: TokenTable
     command: Callable[[str], str]
+    known: KnownCrashes = NONE
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,15 @@ def crash_info(crash: dict) -> dict:
     return {**crash, "reason": reason}
 
 
+def crash_finding(known: KnownCrashes, model: str, base: dict, crash: dict) -> tuple[str, dict]:
+    """An oracle crash as a finding: `known_oracle_crashes` (with the entry id) when the list has it."""
+    info = crash_info(crash)
+    entry = known.match(model, info)
+    if entry is None:
+        return "oracle_crashes", {**base, "crash": info}
+    return "known_oracle_crashes", {**base, "crash": info, "known_crash": entry.id}
+
+
 def detok_map(encoding: dict) -> dict[tuple[bool, bool], bytes]:
     return {(d["remove_special"], d["unparse_special"]): field_bytes(d)
             for d in encoding.get("detokenize", [])}
@@ -77,7 +88,7 @@ def findings(subject: Subject, case: dict, expected: dict | None, got: dict | En
     """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`."""
     base = case_fields(case, subject)
     if crash is not None:
-        return [("oracle_crashes", {**base, "crash": crash_info(crash)})]
+        return [crash_finding(subject.known, subject.name, base, crash)]
     if isinstance(got, EngineError):
         return [("engine_errors", {**base, "error": got.error, "traceback": got.traceback})]
     out = []

@@ -5,7 +5,8 @@ holds llama.cpp's vocabulary record and its outcome for every case. The
 engine is loaded on the same GGUF file (found by name in the vocabulary cache
 or the synthetic folder, checked by sha256), then judged case by case exactly
 as `run` judges it live (`harness.checks.findings`). A case on which llama.cpp
-crashed while recording stays an oracle crash in the report.
+crashed while recording stays an oracle crash in the report, or a known crash
+when it matches the known-crashes list (`RunConfig.known_crashes`).
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def _subject(name: str, path: Path, engine, golden: dict, config: RunConfig) -> 
     arg = _model_arg(name, path)
     return Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                    engine_table=engine_table(engine, table),
-                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
+                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file),
+                   known=config.known_crashes)
 
 
 def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, config: RunConfig) -> None:

@@ -4,10 +4,18 @@ A report is a plain dict (what `report.json` holds):
 
     {"version": 1, "meta": {...},
      "summary": {"cases", "mismatches", "failing_cases", "oracle_crashes", "engine_errors",
-                 "vocab_mismatches", "models", "pass_rate", "per_model": {...}, "per_family": {...}},
+                 "vocab_mismatches", "known_oracle_crashes", "known_crash_cases",
+                 "models", "pass_rate", "per_model": {...}, "per_family": {...}},
      "mismatches": [{"model", "case_id", "text", "add_special", "parse_special",
                      "expected", "got", "first_diff", "category", ...}],
-     "oracle_crashes": [...], "engine_errors": [...], "vocab_mismatches": [...]}
+     "oracle_crashes": [...], "engine_errors": [...], "vocab_mismatches": [...],
+     "known_oracle_crashes": [{..., "crash": {...}, "known_crash": "<entry id>"}],
+     "known_crash_list": {"<entry id>": {"id", "models", "signature", "description", "upstream"}}}
+
+`oracle_crashes` are new llama.cpp crashes (findings); `known_oracle_crashes`
+match an entry of the known-crashes list (`harness.known_crashes`): they are
+shown, but are not findings. A case with only a known crash is neither failing
+nor passed (`known_crash_cases`): nothing could be compared on it.
 
 `per_model` holds the counts each run measured; every other figure is derived
 from it, so `merge()` can fold reports from separate runs (one nox session per
@@ -29,8 +37,10 @@ import pandas as pd
 from .compare import visible
 
 REPORT_VERSION = 1
-COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
-LISTS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
+COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
+          "known_oracle_crashes", "known_crash_cases")
+FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
+LISTS = (*FINDINGS, "known_oracle_crashes")
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
 
 
@@ -46,30 +56,40 @@ class ModelResult:
     oracle_crashes: list[dict] = field(default_factory=list)
     engine_errors: list[dict] = field(default_factory=list)
     vocab_mismatches: list[dict] = field(default_factory=list)
+    known_oracle_crashes: list[dict] = field(default_factory=list)
+    known_crash_ids: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
 
     def add(self, kind: str, entry: dict) -> None:
-        """Record a finding of `kind` (one of LISTS); a case with any finding counts as failing."""
+        """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
+
+        A known llama.cpp crash is listed but is no finding: its case is set aside
+        (`known_crash_ids`), neither failing nor passed.
+        """
         entry = {"model": self.model, "family": self.family, **entry}
         getattr(self, kind).append(entry)
         case_id = entry.get("case_id")
-        if case_id is not None and not str(case_id).startswith("<") and kind != "vocab_mismatches":
-            self.failing.add(str(case_id))  # "<load>", "<vocab>" are about the model, not a case
+        if case_id is None or str(case_id).startswith("<") or kind == "vocab_mismatches":
+            return  # "<load>", "<vocab>" are about the model, not a case
+        (self.known_crash_ids if kind == "known_oracle_crashes" else self.failing).add(str(case_id))
 
     def counts(self) -> dict:
         return {"family": self.family, "cases": self.cases, "failing_cases": len(self.failing),
                 "mismatches": len(self.mismatches), "oracle_crashes": len(self.oracle_crashes),
                 "engine_errors": len(self.engine_errors),
-                "vocab_mismatches": len(self.vocab_mismatches), "notes": list(self.notes)}
+                "vocab_mismatches": len(self.vocab_mismatches),
+                "known_oracle_crashes": len(self.known_oracle_crashes),
+                "known_crash_cases": len(self.known_crash_ids - self.failing), "notes": list(self.notes)}
 
 
-def build(results: Iterable[ModelResult], *, meta: dict) -> dict:
-    """The report dict for a run's per-model results."""
+def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
+    """The report dict for a run's per-model results; `known_crashes` is the list's definitions by id."""
     results = list(results)
     per_model = {r.model: r.counts() for r in results}
     report = {"version": REPORT_VERSION, "meta": meta, "summary": summarize(per_model)}
     for kind in LISTS:
         report[kind] = [entry for r in results for entry in getattr(r, kind)]
+    report["known_crash_list"] = dict(known_crashes or {})
     return report
 
 
@@ -96,25 +116,31 @@ def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
 
 def _with_rate(counts: dict) -> dict:
     cases = counts.get("cases", 0)
-    passed = max(cases - counts.get("failing_cases", 0), 0)
+    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0), 0)
     counts["passed"] = passed
     counts["pass_rate"] = round(passed / cases, 6) if cases else None
     return counts
 
 
 def found_anything(report: dict) -> bool:
-    """True when the report holds any mismatch, engine error, oracle crash or vocab mismatch."""
+    """True when the report holds any mismatch, engine error, new oracle crash or vocab mismatch.
+
+    Known llama.cpp crashes (`known_oracle_crashes`) are not findings.
+    """
     s = report["summary"]
-    return any(s.get(k, 0) for k in ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches"))
+    return any(s.get(k, 0) for k in FINDINGS)
 
 
 def one_line(report: dict) -> str:
     """The one-line verdict printed at the end of a run."""
     s = report["summary"]
     verdict = "differences found" if found_anything(report) else "all match"
+    known = s.get("known_oracle_crashes", 0)
+    crashes = (f"{s['oracle_crashes']} new llama.cpp crashes ({known} known crashes, see report)" if known
+               else f"{s['oracle_crashes']} oracle crashes")
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
-            f"{s['oracle_crashes']} oracle crashes, {s['vocab_mismatches']} vocab mismatches")
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches")
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -137,6 +163,7 @@ def merge(reports: Iterable[dict], *, meta: dict) -> dict:
     """One report from several; a model seen in more than one adds its counts up."""
     per_model: dict[str, dict] = {}
     merged = {kind: [] for kind in LISTS}
+    known: dict[str, dict] = {}
     sources = []
     for report in reports:
         sources.append(report.get("meta", {}))
@@ -144,8 +171,57 @@ def merge(reports: Iterable[dict], *, meta: dict) -> dict:
             _add_counts(per_model, model, counts)
         for kind in LISTS:
             merged[kind].extend(report.get(kind, []))
+        known.update(report.get("known_crash_list", {}))
     return {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
-            "summary": summarize(per_model), **merged}
+            "summary": summarize(per_model), **merged, "known_crash_list": known}
+
+
+def reclassify(report: dict, known) -> dict:
+    """`report` with every oracle crash (new or known) judged again against `known` (a KnownCrashes).
+
+    Lets `merge-reports --known-crashes` apply one list to reports written by
+    separate runs. Per-model counts move with the entries; a crash case counts
+    as failing only while it has a new crash or another finding.
+    """
+    crashes = report.get("oracle_crashes", []) + report.get("known_oracle_crashes", [])
+    new, old = {"oracle_crashes": [], "known_oracle_crashes": []}, _crash_ids(report)
+    for entry in crashes:
+        entry = {k: v for k, v in entry.items() if k != "known_crash"}
+        match = known.match(entry.get("model", ""), entry.get("crash") or {})
+        if match is None:
+            new["oracle_crashes"].append(entry)
+        else:
+            new["known_oracle_crashes"].append({**entry, "known_crash": match.id})
+    out = {**report, **new, "known_crash_list": known.describe()}
+    per_model = {m: _recount(m, dict(c), out, old, _crash_ids(out)) for m, c in
+                 report["summary"]["per_model"].items()}
+    out["summary"] = summarize(per_model)
+    return out
+
+
+def _crash_ids(report: dict) -> dict[tuple[str, str], set[str]]:
+    """(model, kind) -> case ids: new crashes, known crashes and other findings."""
+    ids: dict[tuple[str, str], set[str]] = {}
+    for kind in ("oracle_crashes", "known_oracle_crashes", "mismatches", "engine_errors"):
+        group = kind if "crashes" in kind else "other"
+        for entry in report.get(kind, []):
+            case_id = str(entry.get("case_id"))
+            if entry.get("case_id") is not None and not case_id.startswith("<"):
+                ids.setdefault((entry.get("model", ""), group), set()).add(case_id)
+    return ids
+
+
+def _recount(model: str, counts: dict, out: dict, old: dict, new: dict) -> dict:
+    """One model's counts after `reclassify` moved crashes between the lists (`out` holds the new ones)."""
+    def get(ids, kind):
+        return ids.get((model, kind), set())
+    other = get(old, "other")
+    counts["failing_cases"] = (int(counts.get("failing_cases", 0)) - len(get(old, "oracle_crashes") - other)
+                               + len(get(new, "oracle_crashes") - other))
+    counts["known_crash_cases"] = len(get(new, "known_oracle_crashes") - other - get(new, "oracle_crashes"))
+    for kind in ("oracle_crashes", "known_oracle_crashes"):
+        counts[kind] = sum(1 for e in out[kind] if e.get("model") == model)
+    return counts
 
 
 def _add_counts(per_model: dict, model: str, counts: dict) -> None:
@@ -198,7 +274,9 @@ def _rows(frame: pd.DataFrame) -> list[dict]:
     if frame.empty:
         return []
     frame = frame.copy()
-    frame["findings"] = frame[["mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches"]].sum(axis=1)
+    for key in COUNTS:  # a report written before a count existed
+        frame[key] = frame[key].fillna(0).astype(int) if key in frame else 0
+    frame["findings"] = frame[list(FINDINGS)].sum(axis=1)
     frame["pass_pct"] = frame["pass_rate"].map(lambda r: "n/a" if r is None or pd.isna(r) else f"{r:.1%}")
     frame = frame.sort_values(["findings", "name"], ascending=[False, True])
     return frame.to_dict("records")
@@ -214,8 +292,21 @@ def render_html(report: dict) -> str:
         report=report, summary=report["summary"], families=families, models=models,
         entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
         model_names=sorted(report["summary"]["per_model"]), categories=categories,
-        verdict=one_line(report),
+        verdict=one_line(report), known_groups=known_groups(report),
     )
+
+
+def known_groups(report: dict) -> list[dict]:
+    """Known llama.cpp crashes grouped by list entry: its definition and its display rows."""
+    definitions = report.get("known_crash_list", {})
+    groups: dict[str, dict] = {}
+    for entry in report.get("known_oracle_crashes", [])[:HTML_LIMIT]:
+        entry_id = entry.get("known_crash", "?")
+        group = groups.setdefault(entry_id, {"id": entry_id, "entry": definitions.get(entry_id, {}),
+                                             "rows": [], "models": set()})
+        group["rows"].append(_display(entry, kind="known_oracle_crashes", category="known crash"))
+        group["models"].add(entry.get("model"))
+    return [{**g, "models": sorted(m for m in g["models"] if m)} for _, g in sorted(groups.items())]
 
 
 def _entries(report: dict) -> list[dict]:

@@ -10,7 +10,10 @@ the first failure to a minimal input. Every failing case is written to
 failures also to `corpora/found/<model>.jsonl`, which later runs include.
 
 An engine that raises on a case is an engine error for that case; llama.cpp
-dying on a case is an oracle crash for that case; the run goes on.
+dying on a case is an oracle crash for that case; the run goes on. A crash
+that matches the known-crashes list (`RunConfig.known_crashes`, see
+`harness.known_crashes`) is recorded as a known crash instead, which is not a
+finding; the fuzzer hunts on past it.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from pathlib import Path
 from queue import Queue
 
 from . import fuzz
-from .checks import (EngineError, Subject, engine_table, findings, gguf_texts, reference_table,
-                     reproduce_command, run_engine, vocab_findings)
+from .checks import (EngineError, Subject, crash_finding, engine_table, findings, gguf_texts,
+                     reference_table, reproduce_command, run_engine, vocab_findings)
 from .corpus import CorpusError, default_corpora, load_corpus
 from .engines import describe, load_engine
 from .evaluate import vocab_record
 from .families import family_of
 from .hunt import hunt
+from .known_crashes import NONE, KnownCrashes
 from .live import OracleCrash, OracleError, OracleSession
 from .models import SetupError, resolve, short_name
 from .progress import Progress
@@ -54,6 +58,7 @@ class RunConfig:
     timeout: float = 60.0
     found_dir: Path | None = FOUND_DIR
     quiet: bool = False
+    known_crashes: KnownCrashes = NONE
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -128,7 +133,7 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     cases = gather_cases(path, name, config)
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
     try:
-        loaded = _load_both(pool, factory, path, result, cases)
+        loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes)
         if loaded is None:
             return result
         subject = _prepare(path, name, arg, loaded, config, result)
@@ -178,7 +183,8 @@ def refusal_mismatch(result: ModelResult, reason: str) -> None:
                                     "got": "the engine loads it"})
 
 
-def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict]):
+def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict], *,
+               known: KnownCrashes = NONE):
     """(engine, engine vocab, llama.cpp vocab, pieces), or None with the outcome recorded.
 
     Both refusing the file is agreement (a note, no finding); one refusing is a finding.
@@ -190,7 +196,8 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
     try:
         vocab, pieces = asked.result()
     except OracleCrash as crash:
-        result.add("oracle_crashes", {"case_id": "<load>", "text": "", "crash": crash.as_dict(), "command": None})
+        result.add(*crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
+                                  crash.as_dict()))
         result.notes.append("llama.cpp crashed loading the vocabulary")
         return None
     except OracleError as refused:
@@ -217,7 +224,8 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
     cases_file = config.report_dir / "cases" / f"{name}.jsonl"
     subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                       engine_table=engine_table(engine, table),
-                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file))
+                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file),
+                      known=config.known_crashes)
     for kind, entry in vocab_findings(subject, vocab, got):
         result.add(kind, entry)
     return subject
@@ -242,8 +250,12 @@ def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: 
         bar.advance(note=f"{len(result.failing)} failing")
 
 
-def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool):
-    """The fuzz verdict for one case: its findings; crashes count as passing when ignored."""
+def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set]):
+    """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
+
+    A known llama.cpp crash always counts as passing (the hunt goes on for real
+    engine bugs); the input is noted in `known_seen` (entry id -> case ids).
+    """
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
             expected, crash = session.evaluate(case), None
@@ -253,7 +265,11 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool):
             expected, crash = None, {"reason": "llama.cpp error", "stderr": str(exc)}
         if crash is not None and ignore_crashes:
             return []
-        return findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)
+        found = findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)
+        for kind, entry in found:
+            if kind == "known_oracle_crashes":
+                known_seen.setdefault(entry["known_crash"], set()).add(case["id"])
+        return [(kind, entry) for kind, entry in found if kind != "known_oracle_crashes"]
     return judge
 
 
@@ -266,20 +282,26 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """
     view = fuzz.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
-    budget, ignore_crashes = config.fuzz, False
-    while budget > 0:
-        seed = None if config.seed is None else config.seed + int(ignore_crashes)
-        outcome = hunt(fuzz.fuzz_inputs(view), _judge(subject, session, ignore_crashes=ignore_crashes),
-                       n=budget, seed=seed, key=f"{subject.name}:{ignore_crashes}",
-                       on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
-        result.cases += outcome.generated
-        budget -= outcome.generated
-        if outcome.case is None:
-            return
-        _record_fuzz_failure(config, result, outcome)
-        if ignore_crashes or any(kind != "oracle_crashes" for kind, _ in outcome.findings):
-            return
-        ignore_crashes = True
+    budget, ignore_crashes, known_seen = config.fuzz, False, {}
+    try:
+        while budget > 0:
+            seed = None if config.seed is None else config.seed + int(ignore_crashes)
+            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen)
+            outcome = hunt(fuzz.fuzz_inputs(view), judge, n=budget, seed=seed,
+                           key=f"{subject.name}:{ignore_crashes}",
+                           on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
+            result.cases += outcome.generated
+            budget -= outcome.generated
+            if outcome.case is None:
+                return
+            _record_fuzz_failure(config, result, outcome)
+            if ignore_crashes or any(kind != "oracle_crashes" for kind, _ in outcome.findings):
+                return
+            ignore_crashes = True
+    finally:
+        for entry_id, case_ids in sorted(known_seen.items()):
+            result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
+                                "(passed over, not shrunk)")
 
 
 def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
@@ -302,8 +324,9 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
 
 
 def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
-    """The failing cases as a corpus file, so each reproduce command finds its input."""
-    failing = [c for c in cases if c["id"] in result.failing]
+    """The failing (and known-crash) cases as a corpus file, so each reproduce command finds its input."""
+    shown = result.failing | result.known_crash_ids
+    failing = [c for c in cases if c["id"] in shown]
     extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
              if e.get("fuzz")}
     failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}

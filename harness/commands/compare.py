@@ -6,7 +6,8 @@ sha256) and each recorded case is judged exactly as `run` judges it live.
 Writes report.json and report.html to --report DIR.
 
 Exit status: 0 all match; 1 any mismatch, engine error or recorded oracle
-crash; 2 usage or set-up error.
+crash that is not on the known-crashes list (--known-crashes, default
+corpora/known_crashes.json); 2 usage or set-up error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from .. import known_crashes
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..models import SetupError
@@ -35,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only this vocabulary's golden (repeatable; default all)")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="only the goldens of this family (repeatable)")
+    known_crashes.add_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -44,12 +47,13 @@ def run(args: argparse.Namespace) -> int:
         names += models_of(family)
     if args.family and not names:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
-    config = RunConfig(models=tuple(names), report_dir=args.report, engine=args.engine, quiet=args.quiet)
+    config = RunConfig(models=tuple(names), report_dir=args.report, engine=args.engine, quiet=args.quiet,
+                       known_crashes=known_crashes.from_args(args))
     results = compare(args.golden, config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),
-            **reporting.versions()}
-    report = reporting.build(results, meta=meta)
+            "known_crashes": config.known_crashes.source, **reporting.versions()}
+    report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     _, html_path = reporting.write(report, args.report)
     print(reporting.one_line(report))
     print(f"report: {html_path}")

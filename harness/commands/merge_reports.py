@@ -3,8 +3,11 @@
     python -m harness merge-reports reports/parity-spm reports/parity-bpe --out reports/all
 
 Each REPORT_DIR is a folder holding report.json (or the file itself). Counts
-of a model found in several reports add up. Exit status: 0 when the merged
-report holds no finding, 1 when it holds any, 2 when a report cannot be read.
+of a model found in several reports add up. Every oracle crash is judged again
+against --known-crashes (default corpora/known_crashes.json; 'none' makes every
+crash a finding), so one list applies to all the folded reports. Exit status:
+0 when the merged report holds no finding (known crashes are not findings),
+1 when it holds any, 2 when a report or the list cannot be read.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import known_crashes
 from .. import report as reporting
 from ..models import SetupError
 
@@ -23,14 +27,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folders holding report.json (or report.json files)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="where the merged report.json and report.html go")
+    known_crashes.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    known = known_crashes.from_args(args)
     try:
         reports = [reporting.load(path) for path in args.reports]
     except ValueError as exc:
         raise SetupError(str(exc)) from None
-    merged = reporting.merge(reports, meta={"command": "merge-reports",
+    reports = [reporting.reclassify(report, known) for report in reports]
+    merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
                                             "merged": [str(p) for p in args.reports]})
     _, html_path = reporting.write(merged, args.out)
     print(reporting.one_line(merged))

@@ -7,8 +7,10 @@ four add_special x parse_special flags with detokenizations, then N fuzzed
 inputs per model (Hypothesis; the first failure is shrunk to a minimal input
 and saved to corpora/found/<model>.jsonl for later runs).
 
-Exit status: 0 all match; 1 any mismatch, engine error or oracle crash;
-2 usage or set-up error.
+Exit status: 0 all match; 1 any mismatch, engine error or new oracle crash;
+2 usage or set-up error. A llama.cpp crash on the known-crashes list
+(--known-crashes, default corpora/known_crashes.json) is shown in the report
+but does not make the exit status 1.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from .. import known_crashes
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..fuzz import PROFILE_ENV, load_profile
@@ -52,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an oracle call longer than this is a crash (hang)")
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found)")
+    known_crashes.add_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -84,7 +88,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
         seed=args.seed, engine=args.engine, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
-        **kwargs,
+        known_crashes=known_crashes.from_args(args), **kwargs,
     )
 
 
@@ -93,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     results = run_models(config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
-            "seed": config.seed, **reporting.versions()}
-    report = reporting.build(results, meta=meta)
+            "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
+    report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     json_path, html_path = reporting.write(report, config.report_dir)
     print(reporting.one_line(report))
     print(f"report: {html_path}")
