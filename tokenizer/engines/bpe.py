@@ -15,8 +15,8 @@ Two model names get a session of their own, as in llama.cpp:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import accumulate, chain
 
 import regex
