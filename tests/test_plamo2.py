@@ -9,25 +9,24 @@ nightly.
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 
 import pytest
 
+# The conformance matrix (tokenize, detokenize, pieces, per-token fields, getters) runs on
+# this module's `pair` and CORPUS: pytest collects these imported tests as this module's own.
+from conformance import (assert_same_pieces, assert_same_round_trip, assert_same_tokens, choice_of,
+                         code_points, mixed_inputs, oracle_pair, random_bytes, synthetic_or_skip,
+                         synthetic_pair)
+from conformance import (test_tokenize, test_detokenize, test_pieces,  # noqa: F401
+                         test_vocab_entries, test_special_ids_and_flags)
 from harness import synth
-from harness.models import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys
 
 oracle_mod = pytest.importorskip("harness.oracle")
 pytestmark = pytest.mark.oracle
-
-FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
-         for a, p in itertools.product((False, True), repeat=2)]
-DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
-         for r, u in itertools.product((False, True), repeat=2)]
 
 CORPUS = [
     b"", b" ", b"\n", b"Hello world", b"  leading and trailing  ", b"The quick brown fox.",
@@ -41,71 +40,11 @@ CORPUS = [
 CORPUS = [t if isinstance(t, bytes) else t.encode("utf-8", "surrogatepass") for t in CORPUS]
 
 
-def _plamo2():
-    try:
-        return synth.ensure("plamo2")
-    except SetupError as exc:
-        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
-
-
-@pytest.fixture(scope="module")
-def pair():
-    path = _plamo2()
-    with oracle_mod.LlamaOracle(path) as oracle:
-        yield Tokenizer.from_gguf(path), oracle
-
-
-def _same_tokens(ours, llama, texts, **flags):
-    for text in texts:
-        assert ours.tokenize(text, **flags) == llama.tokenize(text, **flags), text
-
-
-@pytest.mark.parametrize("add_special, parse_special", FLAGS)
-def test_tokenize(pair, add_special, parse_special):
-    _same_tokens(*pair, CORPUS, add_special=add_special, parse_special=parse_special)
-
-
-@pytest.mark.parametrize("remove_special, unparse_special", DETOK)
-def test_detokenize(pair, remove_special, unparse_special):
-    ours, llama = pair
-    for text in CORPUS:
-        ids = llama.tokenize(text, add_special=True, parse_special=True)
-        expected = llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
-        got = ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
-        assert got == expected, text
-
-
-@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
-@pytest.mark.parametrize("lstrip", [pytest.param(n, id=f"lstrip={n}") for n in (0, 1)])
-def test_pieces(pair, special, lstrip):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens)
-             if ours.token_to_piece(t, lstrip=lstrip, special=special)
-             != llama.token_to_piece(t, lstrip=lstrip, special=special)]
-    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
-
-
-@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr", "is_eog", "is_control"])
-def test_vocab_entries(pair, field):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens)
-             if getattr(ours, field)(t) != getattr(llama, field)(t)]
-    assert not wrong, f"{field} differs for ids {wrong[:10]}"
-
-
-SPECIALS = ["bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
-            "fim_mid", "fim_pad", "fim_rep", "fim_sep", "add_bos", "add_eos", "add_sep", "n_tokens",
-            "vocab_type", "pre"]
-
-
-@pytest.mark.parametrize("name", SPECIALS)
-def test_special_ids_and_flags(pair, name):
-    ours, llama = pair
-    assert getattr(ours, name) == getattr(llama, name)
+pair = synthetic_pair("plamo2")
 
 
 def test_build_is_deterministic():
-    _plamo2()
+    synthetic_or_skip("plamo2")
     assert synth.build("plamo2") == synth.build("plamo2")
 
 
@@ -157,22 +96,18 @@ def test_quirk_vocabularies(tmp_path, name, parse_special):
     pieces, texts = QUIRKS[name]
     path = tmp_path / f"{name}.gguf"
     path.write_bytes(plamo2_vocab(pieces))
-    ours = Tokenizer.from_gguf(path)
-    with oracle_mod.LlamaOracle(path) as llama:
+    with oracle_pair(path) as (ours, llama):
         inputs = [t.encode() for t in texts] + [b"\xef\xbb\xbf" + texts[0].encode(), b"\xff" + texts[-1].encode()]
-        _same_tokens(ours, llama, inputs, add_special=True, parse_special=parse_special)
-        for token in range(llama.n_tokens):
-            assert ours.token_to_piece(token, special=True) == llama.token_to_piece(token, special=True)
+        assert_same_tokens(ours, llama, inputs, add_special=True, parse_special=parse_special)
+        assert_same_pieces(ours, llama, special=True)
 
 
 def test_lowercase_byte_tokens(tmp_path):
     path = tmp_path / "lower.gguf"
     path.write_bytes(plamo2_vocab([("a", -1.0)], byte_text="<0x{:02x}>"))
-    ours = Tokenizer.from_gguf(path)
-    with oracle_mod.LlamaOracle(path) as llama:
-        _same_tokens(ours, llama, [b"a\xc3\xa9b", b"\xff"], add_special=False, parse_special=False)
-        assert [ours.token_to_piece(t, special=True) for t in range(llama.n_tokens)] == \
-            [llama.token_to_piece(t, special=True) for t in range(llama.n_tokens)]
+    with oracle_pair(path) as (ours, llama):
+        assert_same_tokens(ours, llama, [b"a\xc3\xa9b", b"\xff"], add_special=False, parse_special=False)
+        assert_same_pieces(ours, llama, special=True)
 
 
 @pytest.mark.parametrize("flags", [pytest.param({Keys.ADD_BOS: True}, id="add_bos"),
@@ -183,14 +118,8 @@ def test_flags_only_reach_detokenize(tmp_path, flags):
     path = tmp_path / "flags.gguf"
     path.write_bytes(plamo2_vocab([("a", -1.0), (" a", -1.5)],
                                   extra={Keys.BOS_ID: 1, Keys.EOS_ID: 2, **flags}))
-    ours = Tokenizer.from_gguf(path)
-    with oracle_mod.LlamaOracle(path) as llama:
-        for text in (b"<|plamo:bos|> a a<|plamo:eos|>", b" a", b"<|plamo:bos|>"):
-            ids = llama.tokenize(text, add_special=True, parse_special=True)
-            assert ours.tokenize(text, add_special=True, parse_special=True) == ids
-            for remove, unparse in itertools.product((False, True), repeat=2):
-                assert ours.detokenize(ids, remove_special=remove, unparse_special=unparse) == \
-                    llama.detokenize(ids, remove_special=remove, unparse_special=unparse)
+    with oracle_pair(path) as (ours, llama):
+        assert_same_round_trip(ours, llama, [b"<|plamo:bos|> a a<|plamo:eos|>", b" a", b"<|plamo:bos|>"])
 
 
 REFUSED = {
@@ -220,43 +149,18 @@ def test_non_utf8_piece_is_refused(tmp_path):
 
 # --- seeded differential run -----------------------------------------------------------------
 
+ATOMS = [t for t in CORPUS if t] + [b"<|plamo:bos|>", b"[PAD32127]", b"\xef\xbb\xbf", b" "]
+RANDOM_PARTS = [
+    (0.4, choice_of(ATOMS)),
+    (0.85, code_points([(0x20, 0x7E), (0xA0, 0x2FFF), (0x3000, 0x9FFF), (0x10000, 0x1FFFF)], 6)),
+    (1.0, random_bytes(4)),
+]
+
+
 def random_inputs(seed: int, count: int):
     """Text mixing vocabulary pieces, specials, BOMs, random code points and invalid bytes."""
-    rng = random.Random(seed)
-    atoms = [t for t in CORPUS if t] + [b"<|plamo:bos|>", b"[PAD32127]", b"\xef\xbb\xbf", b" "]
-    for _ in range(count):
-        parts = []
-        for _ in range(rng.randint(1, 8)):
-            roll = rng.random()
-            if roll < 0.4:
-                parts.append(rng.choice(atoms))
-            elif roll < 0.85:
-                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FFF),
-                                                     rng.randint(0x3000, 0x9FFF), rng.randint(0x10000, 0x1FFFF)]))
-                                     for _ in range(rng.randint(1, 6))).encode("utf-8", "surrogatepass"))
-            else:
-                parts.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 4))))
-        yield b"".join(parts)
+    return mixed_inputs(seed, count, max_parts=8, kinds=RANDOM_PARTS)
 
 
-def differential(pair, seed: int, count: int) -> list:
-    ours, llama = pair
-    failures = []
-    for text in random_inputs(seed, count):
-        for add, parse in itertools.product((False, True), repeat=2):
-            ids = llama.tokenize(text, add_special=add, parse_special=parse)
-            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
-                failures.append((text, add, parse))
-            elif ours.detokenize(ids, remove_special=add, unparse_special=parse) != \
-                    llama.detokenize(ids, remove_special=add, unparse_special=parse):
-                failures.append((text, "detokenize", add, parse))
-    return failures
-
-
-def test_differential_small(pair):
-    assert differential(pair, seed=1, count=150) == []
-
-
-@pytest.mark.nightly
-def test_differential_2000(pair):
-    assert differential(pair, seed=2, count=2000) == []
+# The flag-matched differential run on random_inputs (tests/conformance.py).
+from conformance import test_differential_small, test_differential_2000  # noqa: E402,F401

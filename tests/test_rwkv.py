@@ -9,25 +9,23 @@ is nightly.
 
 from __future__ import annotations
 
-import itertools
-import random
-
 import pytest
 
+# The conformance matrix (tokenize, detokenize, pieces, per-token fields, getters) runs on
+# this module's `pair` and CORPUS: pytest collects these imported tests as this module's own.
+from conformance import (assert_same_pieces, assert_same_round_trip, assert_same_tokens, choice_of,
+                         code_points, mixed_inputs, oracle_pair, random_bytes, synthetic_or_skip,
+                         synthetic_pair)
+from conformance import (test_tokenize, test_detokenize, test_pieces,  # noqa: F401
+                         test_vocab_entries, test_special_ids_and_flags)
 from harness import synth
-from harness.models import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys
 from tokenizer.engines.rwkv import unescape
 
-oracle_mod = pytest.importorskip("harness.oracle")
+pytest.importorskip("harness.oracle")
 pytestmark = pytest.mark.oracle
-
-FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
-         for a, p in itertools.product((False, True), repeat=2)]
-DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
-         for r, u in itertools.product((False, True), repeat=2)]
 
 CORPUS = [
     b"", b" ", b"\n", b"\n\n", b"\n\n\n", b"Hello world", b"  leading and trailing  ",
@@ -39,69 +37,11 @@ CORPUS = [
 ]
 
 
-def _world():
-    try:
-        return synth.ensure("rwkv-world")
-    except SetupError as exc:
-        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
-
-
-@pytest.fixture(scope="module")
-def pair():
-    path = _world()
-    with oracle_mod.LlamaOracle(path) as oracle:
-        yield Tokenizer.from_gguf(path), oracle
-
-
-@pytest.mark.parametrize("add_special, parse_special", FLAGS)
-def test_tokenize(pair, add_special, parse_special):
-    ours, llama = pair
-    for text in CORPUS:
-        expected = llama.tokenize(text, add_special=add_special, parse_special=parse_special)
-        assert ours.tokenize(text, add_special=add_special, parse_special=parse_special) == expected, text
-
-
-@pytest.mark.parametrize("remove_special, unparse_special", DETOK)
-def test_detokenize(pair, remove_special, unparse_special):
-    ours, llama = pair
-    for text in CORPUS:
-        ids = llama.tokenize(text, add_special=True, parse_special=True)
-        expected = llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
-        got = ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
-        assert got == expected, text
-
-
-@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
-@pytest.mark.parametrize("lstrip", [pytest.param(n, id=f"lstrip={n}") for n in (0, 1)])
-def test_pieces(pair, special, lstrip):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens)
-             if ours.token_to_piece(t, lstrip=lstrip, special=special)
-             != llama.token_to_piece(t, lstrip=lstrip, special=special)]
-    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
-
-
-@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr", "is_eog", "is_control"])
-def test_vocab_entries(pair, field):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens)
-             if getattr(ours, field)(t) != getattr(llama, field)(t)]
-    assert not wrong, f"{field} differs for ids {wrong[:10]}"
-
-
-SPECIALS = ["bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
-            "fim_mid", "fim_pad", "fim_rep", "fim_sep", "add_bos", "add_eos", "add_sep", "n_tokens",
-            "vocab_type", "pre"]
-
-
-@pytest.mark.parametrize("name", SPECIALS)
-def test_special_ids_and_flags(pair, name):
-    ours, llama = pair
-    assert getattr(ours, name) == getattr(llama, name)
+pair = synthetic_pair("rwkv-world")
 
 
 def test_build_is_deterministic():
-    _world()
+    synthetic_or_skip("rwkv-world")
     assert synth.build("rwkv-world") == synth.build("rwkv-world")
 
 
@@ -128,39 +68,33 @@ def _bytes_vocab(extra_tokens, **meta):
 def _load_both(tmp_path, data: bytes):
     path = tmp_path / "v.gguf"
     path.write_bytes(data)
-    return Tokenizer.from_gguf(path), oracle_mod.LlamaOracle(path)
+    return oracle_pair(path)
 
 
 @pytest.mark.parametrize("text", ESCAPES)
 def test_unescape_quirks(tmp_path, text):
-    ours, llama = _load_both(tmp_path, _bytes_vocab([text]))
-    with llama:
-        token = llama.n_tokens - 1
-        assert ours.token_to_piece(token, special=True) == llama.token_to_piece(token, special=True)
+    with _load_both(tmp_path, _bytes_vocab([text])) as (ours, llama):
+        assert_same_pieces(ours, llama, special=True, ids=[llama.n_tokens - 1])
         piece = unescape(text.encode())
         if piece:
-            assert ours.tokenize(piece + b"z", add_special=False, parse_special=False) == \
-                llama.tokenize(piece + b"z", add_special=False, parse_special=False)
+            assert_same_tokens(ours, llama, [piece + b"z"], add_special=False, parse_special=False)
 
 
 def test_duplicate_texts_last_id_wins(tmp_path):
-    ours, llama = _load_both(tmp_path, _bytes_vocab(["ab", r"\x61b", "abc"]))
-    with llama:
-        for text in (b"ab", b"abab", b"abcab"):
-            assert ours.tokenize(text, add_special=False, parse_special=False) == \
-                llama.tokenize(text, add_special=False, parse_special=False)
+    with _load_both(tmp_path, _bytes_vocab(["ab", r"\x61b", "abc"])) as (ours, llama):
+        assert_same_tokens(ours, llama, [b"ab", b"abab", b"abcab"], add_special=False,
+                           parse_special=False)
 
 
 @pytest.mark.parametrize("unk", [pytest.param(None, id="no-unk"), pytest.param(1, id="unk=1")])
 def test_unknown_byte(tmp_path, unk):
     tokens = ["<s>", "\\n", "a", "b", "ab"]
     meta = {} if unk is None else {Keys.UNK_ID: unk}
-    ours, llama = _load_both(tmp_path, synth.custom(
-        tokens, model="rwkv", types=[TokenType.CONTROL] + [TokenType.NORMAL] * 4, extra=meta))
-    with llama:
-        for text in (b"abz", b"zzz", "é".encode(), b"a\nb"):
-            assert ours.tokenize(text, add_special=False, parse_special=False) == \
-                llama.tokenize(text, add_special=False, parse_special=False)
+    data = synth.custom(tokens, model="rwkv", types=[TokenType.CONTROL] + [TokenType.NORMAL] * 4,
+                        extra=meta)
+    with _load_both(tmp_path, data) as (ours, llama):
+        assert_same_tokens(ours, llama, [b"abz", b"zzz", "é".encode(), b"a\nb"], add_special=False,
+                           parse_special=False)
 
 
 def test_prefix_without_token_is_refused(tmp_path):
@@ -181,57 +115,26 @@ def test_prefix_without_token_is_refused(tmp_path):
                                   for k in (Keys.ADD_BOS, Keys.ADD_EOS)])
 def test_add_flags_only_reach_detokenize(tmp_path, flag):
     """RWKV's tokenize never inserts BOS/EOS, but detokenize still strips them when asked."""
-    ours, llama = _load_both(tmp_path, _bytes_vocab(["ab"], **{flag: True, Keys.BOS_ID: 0,
-                                                                Keys.EOS_ID: 0}))
-    with llama:
+    data = _bytes_vocab(["ab"], **{flag: True, Keys.BOS_ID: 0, Keys.EOS_ID: 0})
+    with _load_both(tmp_path, data) as (ours, llama):
         assert (ours.add_bos, ours.add_eos) == (llama.add_bos, llama.add_eos)
-        for text in (b"<s>ab<s>", b"ab", b"<s>"):
-            ids = llama.tokenize(text, add_special=True, parse_special=True)
-            assert ours.tokenize(text, add_special=True, parse_special=True) == ids
-            for remove, unparse in itertools.product((False, True), repeat=2):
-                assert ours.detokenize(ids, remove_special=remove, unparse_special=unparse) == \
-                    llama.detokenize(ids, remove_special=remove, unparse_special=unparse)
+        assert_same_round_trip(ours, llama, [b"<s>ab<s>", b"ab", b"<s>"])
 
 
 # --- seeded differential run -----------------------------------------------------------------
 
+ATOMS = [t for t in CORPUS if t] + [b"<s>", b"[PAD50300]", b"\\", b"\n\n"]
+RANDOM_PARTS = [
+    (0.4, choice_of(ATOMS)),
+    (0.8, code_points([(0x20, 0x7E), (0xA0, 0x2FFF), (0x3000, 0x1FFFF)], 6)),
+    (1.0, random_bytes(4)),
+]
+
+
 def random_inputs(seed: int, count: int):
     """Text mixing vocabulary pieces, specials, random code points and invalid bytes."""
-    rng = random.Random(seed)
-    atoms = [t for t in CORPUS if t] + [b"<s>", b"[PAD50300]", b"\\", b"\n\n"]
-    for _ in range(count):
-        parts = []
-        for _ in range(rng.randint(1, 8)):
-            roll = rng.random()
-            if roll < 0.4:
-                parts.append(rng.choice(atoms))
-            elif roll < 0.8:
-                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FFF),
-                                                     rng.randint(0x3000, 0x1FFFF)]))
-                                     for _ in range(rng.randint(1, 6))).encode("utf-8", "surrogatepass"))
-            else:
-                parts.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 4))))
-        yield b"".join(parts)
+    return mixed_inputs(seed, count, max_parts=8, kinds=RANDOM_PARTS)
 
 
-def differential(pair, seed: int, count: int) -> list:
-    ours, llama = pair
-    failures = []
-    for text in random_inputs(seed, count):
-        for add, parse in itertools.product((False, True), repeat=2):
-            ids = llama.tokenize(text, add_special=add, parse_special=parse)
-            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
-                failures.append((text, add, parse))
-            elif ours.detokenize(ids, remove_special=add, unparse_special=parse) != \
-                    llama.detokenize(ids, remove_special=add, unparse_special=parse):
-                failures.append((text, "detokenize", add, parse))
-    return failures
-
-
-def test_differential_small(pair):
-    assert differential(pair, seed=1, count=150) == []
-
-
-@pytest.mark.nightly
-def test_differential_2000(pair):
-    assert differential(pair, seed=2, count=2000) == []
+# The flag-matched differential run on random_inputs (tests/conformance.py).
+from conformance import test_differential_small, test_differential_2000  # noqa: E402,F401

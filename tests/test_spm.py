@@ -17,19 +17,25 @@ import random
 
 import pytest
 
+from conformance import (FLAG_PAIRS, GETTERS, TOKEN_FIELDS, assert_same_detokenize,
+                         assert_same_detokenize_every_flag, assert_same_field, assert_same_getter,
+                         assert_same_pieces, assert_same_round_trip, assert_same_tokens, choice_of,
+                         flag_table, mixed_inputs, one_code_point, oracle_pair)
 from harness.models import vocab_path
 from tokenizer import Tokenizer, UnsupportedVocab
 
 oracle_mod = pytest.importorskip("harness.oracle")
+pytestmark = [pytest.mark.oracle, pytest.mark.vocab]
 
 SPM_VOCABS = ("llama-spm", "phi-3", "baichuan")
 DEFAULT_N = 200
 NIGHTLY_N = 2000
 SEED = 20240604
-FLAGS = [pytest.param(a, b, id=f"{'add' if a else 'noadd'}-{'parse' if b else 'noparse'}")
-         for a in (False, True) for b in (False, True)]
-DETOK_FLAGS = [pytest.param(a, b, id=f"{'rm' if a else 'keep'}-{'unparse' if b else 'plain'}")
-               for a in (False, True) for b in (False, True)]
+FLAGS = flag_table(lambda a, b: f"{'add' if a else 'noadd'}-{'parse' if b else 'noparse'}")
+DETOK_FLAGS = flag_table(lambda a, b: f"{'rm' if a else 'keep'}-{'unparse' if b else 'plain'}")
+BY_FLAGS = pytest.mark.parametrize(("add_special", "parse_special"), FLAGS)
+BY_DETOK_FLAGS = pytest.mark.parametrize(("remove_special", "unparse_special"), DETOK_FLAGS)
+BY_VOCAB = pytest.mark.parametrize("name", SPM_VOCABS)
 
 _SCRIPTS = (
     "the quick brown fox", "Hello World", "ǅungla", "Ünïcödé", "привет мир", "γειά σου",
@@ -43,27 +49,22 @@ _BAD = (b"\xff", b"\xc3", b"\xe2\x96", b"\x80\x80", b"\xf0\x9f", b"\xed\xa0\x80"
 
 def spm_inputs(texts: list[bytes], specials: list[bytes], n: int, *, seed: int) -> list[bytes]:
     """`n` seeded inputs mixing words, vocabulary pieces, special texts, spaces and bad bytes."""
-    rng = random.Random(seed)
-    out = [b"", b" ", b"  ", b"\n", b"a", b" a", specials[0] if specials else b"<s>"]
-    while len(out) < n:
-        out.append(b"".join(_part(rng, texts, specials) for _ in range(rng.randint(1, 8))))
-    return out[:n]
+    fixed = [b"", b" ", b"  ", b"\n", b"a", b" a", specials[0] if specials else b"<s>"]
+    return (fixed + list(mixed_inputs(seed, n - len(fixed), max_parts=8,
+                                      kinds=_part_kinds(texts, specials))))[:n]
 
 
-def _part(rng: random.Random, texts: list[bytes], specials: list[bytes]) -> bytes:
-    kind = rng.random()
-    if kind < 0.30:
-        return rng.choice(_SCRIPTS).encode()
-    if kind < 0.45:
-        return rng.choice(_WS).encode()
-    if kind < 0.65:
-        return rng.choice(texts).replace("\u2581".encode(), b" ")
-    if kind < 0.80 and specials:
-        return rng.choice(specials)
-    if kind < 0.90:
-        return chr(rng.choice((rng.randint(0x20, 0x2FF), rng.randint(0x3000, 0x9FFF),
-                               rng.randint(0x10000, 0x1FAFF)))).encode("utf-8", "surrogatepass")
-    return rng.choice(_BAD)
+def _part_kinds(texts: list[bytes], specials: list[bytes]) -> list:
+    kinds = [
+        (0.30, lambda rng: rng.choice(_SCRIPTS).encode()),
+        (0.45, lambda rng: rng.choice(_WS).encode()),
+        (0.65, lambda rng: rng.choice(texts).replace("\u2581".encode(), b" ")),
+        (0.80, choice_of(specials)),
+        (0.90, one_code_point([(0x20, 0x2FF), (0x3000, 0x9FFF), (0x10000, 0x1FAFF)])),
+        (1.0, choice_of(_BAD)),
+    ]
+    # Without special texts, a roll in [0.65, 0.80) takes a code point instead.
+    return kinds if specials else kinds[:3] + kinds[4:]
 
 
 class Pair:
@@ -92,104 +93,70 @@ def pair(name: str, n: int) -> Pair:
     return _PAIRS[key]
 
 
-def _diffs(items, ours, theirs, limit: int = 5) -> list:
-    bad = []
-    for item in items:
-        a, b = ours(item), theirs(item)
-        if a != b:
-            bad.append((item, a, b))
-            if len(bad) >= limit:
-                break
-    return bad
-
-
 def check_tokenize(p: Pair, add_special: bool, parse_special: bool) -> None:
-    kw = {"add_special": add_special, "parse_special": parse_special}
-    bad = _diffs(p.inputs, lambda t: p.ours.tokenize(t, **kw), lambda t: p.oracle.tokenize(t, **kw))
-    assert not bad, f"{p.name}: {len(bad)}+ inputs differ, first: {bad[0]}"
+    assert_same_tokens(p.ours, p.oracle, p.inputs, add_special=add_special,
+                       parse_special=parse_special, label=f"{p.name}: ")
 
 
 def check_detokenize(p: Pair, remove_special: bool, unparse_special: bool) -> None:
+    """llama.cpp's ids for each input, then as many seeded random id lists."""
     rng = random.Random(SEED)
-    seqs = [p.oracle.tokenize(t, add_special=True, parse_special=True) for t in p.inputs]
-    seqs += [[rng.randrange(p.ours.n_tokens) for _ in range(rng.randint(0, 12))] for _ in p.inputs]
-    kw = {"remove_special": remove_special, "unparse_special": unparse_special}
-    bad = _diffs([tuple(s) for s in seqs], lambda s: p.ours.detokenize(s, **kw),
-                 lambda s: p.oracle.detokenize(s, **kw))
-    assert not bad, f"{p.name}: {len(bad)}+ id sequences differ, first: {bad[0]}"
+    random_ids = [tuple(rng.randrange(p.ours.n_tokens) for _ in range(rng.randint(0, 12)))
+                  for _ in p.inputs]
+    assert_same_detokenize(p.ours, p.oracle, p.inputs, id_lists=random_ids,
+                           remove_special=remove_special, unparse_special=unparse_special,
+                           label=f"{p.name}: ")
 
 
 # -- default run -----------------------------------------------------------------------
 
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize(("add_special", "parse_special"), FLAGS)
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_FLAGS
+@BY_VOCAB
 def test_tokenize_matches_oracle(name, add_special, parse_special):
     check_tokenize(pair(name, DEFAULT_N), add_special, parse_special)
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize(("remove_special", "unparse_special"), DETOK_FLAGS)
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_DETOK_FLAGS
+@BY_VOCAB
 def test_detokenize_matches_oracle(name, remove_special, unparse_special):
     check_detokenize(pair(name, DEFAULT_N), remove_special, unparse_special)
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
 @pytest.mark.parametrize("special", [pytest.param(False, id="plain"), pytest.param(True, id="special")])
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_VOCAB
 def test_every_piece_matches_oracle(name, special):
     p = pair(name, DEFAULT_N)
     for lstrip in (0, 1):
-        bad = _diffs(range(p.ours.n_tokens),
-                     lambda t: p.ours.token_to_piece(t, lstrip=lstrip, special=special),
-                     lambda t: p.oracle.token_to_piece(t, lstrip=lstrip, special=special))
-        assert not bad, f"{name} lstrip={lstrip}: first differing token {bad[0]}"
+        assert_same_pieces(p.ours, p.oracle, special=special, lstrip=lstrip,
+                           ids=range(p.ours.n_tokens), label=f"{name}: ")
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize("field", ["token_attr", "token_text", "token_score", "is_eog", "is_control"])
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@pytest.mark.parametrize("field", TOKEN_FIELDS)
+@BY_VOCAB
 def test_every_token_field_matches_oracle(name, field):
     p = pair(name, DEFAULT_N)
-    bad = _diffs(range(p.ours.n_tokens), getattr(p.ours, field), getattr(p.oracle, field))
-    assert not bad, f"{name}.{field}: first differing token {bad[0]}"
+    assert_same_field(p.ours, p.oracle, field, ids=range(p.ours.n_tokens), label=f"{name}: ")
 
 
-GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "sep", "nl", "pad",
-           "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
-           "add_bos", "add_eos", "add_sep")
-
-
-@pytest.mark.oracle
-@pytest.mark.vocab
 @pytest.mark.parametrize("getter", GETTERS)
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_VOCAB
 def test_getter_matches_oracle(name, getter):
     p = pair(name, DEFAULT_N)
-    assert getattr(p.ours, getter) == getattr(p.oracle, getter)
+    assert_same_getter(p.ours, p.oracle, getter)
 
 
 # -- nightly: the 2,000-input run ------------------------------------------------------------
 
 @pytest.mark.nightly
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize(("add_special", "parse_special"), FLAGS)
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_FLAGS
+@BY_VOCAB
 def test_tokenize_matches_oracle_nightly(name, add_special, parse_special):
     check_tokenize(pair(name, NIGHTLY_N), add_special, parse_special)
 
 
 @pytest.mark.nightly
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize(("remove_special", "unparse_special"), DETOK_FLAGS)
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_DETOK_FLAGS
+@BY_VOCAB
 def test_detokenize_matches_oracle_nightly(name, remove_special, unparse_special):
     check_detokenize(pair(name, NIGHTLY_N), remove_special, unparse_special)
 
@@ -203,9 +170,7 @@ from hypothesis import strategies as st  # noqa: E402
 fuzz.load_profile()
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
-@pytest.mark.parametrize("name", SPM_VOCABS)
+@BY_VOCAB
 def test_fuzz_inputs_match_oracle(name):
     p = pair(name, DEFAULT_N)
     view = fuzz.vocab_view_of(p.ours, name=name)
@@ -214,12 +179,8 @@ def test_fuzz_inputs_match_oracle(name):
     @given(text=fuzz.fuzz_inputs(view), add_special=st.booleans(), parse_special=st.booleans())
     def run(text, add_special, parse_special):
         kw = {"add_special": add_special, "parse_special": parse_special}
-        ids = p.oracle.tokenize(text, **kw)
-        assert p.ours.tokenize(text, **kw) == ids
-        for rm in (False, True):
-            for up in (False, True):
-                assert p.ours.detokenize(ids, remove_special=rm, unparse_special=up) == \
-                    p.oracle.detokenize(ids, remove_special=rm, unparse_special=up)
+        assert_same_tokens(p.ours, p.oracle, [text], **kw)
+        assert_same_detokenize_every_flag(p.ours, p.oracle, p.oracle.tokenize(text, **kw))
 
     run()
 
@@ -263,8 +224,6 @@ def variant_pairs(tmp_path_factory):
     return made
 
 
-@pytest.mark.oracle
-@pytest.mark.vocab
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_synthetic_variant_matches_oracle(variant_pairs, variant):
     path = variant_pairs[variant]
@@ -274,22 +233,12 @@ def test_synthetic_variant_matches_oracle(variant_pairs, variant):
         with pytest.raises(oracle_mod.OracleError):
             oracle_mod.LlamaOracle(path)
         return
-    ours, oracle = Tokenizer.from_gguf(path), oracle_mod.LlamaOracle(path)
-    texts = [t for t in ours.vocab.texts if len(t) < 40]
-    inputs = spm_inputs(texts, [ours.vocab.texts[i] for i in ours.vocab.special_tokens], 150, seed=SEED)
-    inputs += [b"the test set. o world", b"e t s a", " ".join(["the"] * 30).encode()]
-    for text in inputs:
-        for add in (False, True):
-            for parse in (False, True):
-                kw = {"add_special": add, "parse_special": parse}
-                assert ours.tokenize(text, **kw) == oracle.tokenize(text, **kw), (text, kw)
-        ids = oracle.tokenize(text, add_special=True, parse_special=True)
-        for rm in (False, True):
-            for up in (False, True):
-                kw = {"remove_special": rm, "unparse_special": up}
-                assert ours.detokenize(ids, **kw) == oracle.detokenize(ids, **kw), (ids, kw)
-    for getter in GETTERS:
-        assert getattr(ours, getter) == getattr(oracle, getter), getter
-    for t in range(ours.n_tokens):
-        assert ours.token_attr(t) == oracle.token_attr(t), t
-        assert ours.token_to_piece(t, special=True) == oracle.token_to_piece(t, special=True), t
+    with oracle_pair(path) as (ours, oracle):
+        texts = [t for t in ours.vocab.texts if len(t) < 40]
+        inputs = spm_inputs(texts, [ours.vocab.texts[i] for i in ours.vocab.special_tokens], 150, seed=SEED)
+        inputs += [b"the test set. o world", b"e t s a", " ".join(["the"] * 30).encode()]
+        assert_same_round_trip(ours, oracle, inputs, flags=FLAG_PAIRS)
+        for getter in GETTERS:
+            assert_same_getter(ours, oracle, getter)
+        assert_same_field(ours, oracle, "token_attr", ids=range(ours.n_tokens))
+        assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))

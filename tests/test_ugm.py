@@ -16,23 +16,20 @@ space symbol or inside a code point.
 from __future__ import annotations
 
 import itertools
-import random
 
 import numpy as np
 import pytest
 
-from harness.models import FETCH_COMMAND, SetupError, resolve
+from conformance import (DETOK, ENCODER_GETTERS, FLAGS, SPECIAL, TOKEN_FIELDS, assert_same_detokenize,
+                         assert_same_field, assert_same_getter, assert_same_pieces, assert_same_tokens,
+                         choice_of, code_points, differential, mixed_inputs, oracle_pair, random_bytes,
+                         sample_pieces, shipped_or_skip, write_variants)
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys, ValueType
 
 oracle_mod = pytest.importorskip("harness.oracle")
 pytestmark = pytest.mark.oracle
-
-FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
-         for a, p in itertools.product((False, True), repeat=2)]
-DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
-         for r, u in itertools.product((False, True), repeat=2)]
 
 CORPUS = [
     b"", b" ", b"  ", b"\t", b"\n", b"\n\n", b" \n ", b"Hello world", b" Hello world ",
@@ -47,10 +44,7 @@ CORPUS = [
 
 
 def _nomic():
-    try:
-        return resolve("nomic-bert-moe")
-    except SetupError as exc:
-        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
+    return shipped_or_skip("nomic-bert-moe")
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -61,95 +55,54 @@ ATOMS = [t for t in CORPUS if t] + [
 ]
 
 
+def _piece_as_text(pieces):
+    return lambda rng: rng.choice(pieces).replace("\u2581".encode(), b" ")
+
+
 def random_inputs(seed: int, count: int, pieces: list[bytes]):
     """Vocabulary pieces, spaces, charsmap-relevant characters, random code points, bad bytes."""
-    rng = random.Random(seed)
-    for _ in range(count):
-        parts = []
-        for _ in range(rng.randint(1, 10)):
-            roll = rng.random()
-            if roll < 0.35:
-                parts.append(rng.choice(pieces).replace("\u2581".encode(), b" "))
-            elif roll < 0.6:
-                parts.append(rng.choice(ATOMS))
-            elif roll < 0.7:
-                parts.append(b" " * rng.randint(1, 3))
-            elif roll < 0.9:
-                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x33FF),
-                                                     rng.randint(0xF900, 0xFFEF), rng.randint(0x10000, 0x2FFFF)]))
-                                     for _ in range(rng.randint(1, 5))).encode("utf-8", "surrogatepass"))
-            else:
-                parts.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 3))))
-        yield b"".join(parts)
-
-
-def differential(ours, llama, inputs) -> list:
-    failures = []
-    for text in inputs:
-        for add, parse in itertools.product((False, True), repeat=2):
-            ids = llama.tokenize(text, add_special=add, parse_special=parse)
-            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
-                failures.append((text, "tokenize", add, parse))
-                continue
-            for rm, un in itertools.product((False, True), repeat=2):
-                if ours.detokenize(ids, remove_special=rm, unparse_special=un) != \
-                        llama.detokenize(ids, remove_special=rm, unparse_special=un):
-                    failures.append((text, "detokenize", ids, rm, un))
-    return failures[:10]
-
-
-def sample_pieces(ours, n: int = 3000, seed: int = 0) -> list[bytes]:
-    rng = random.Random(seed)
-    return [ours.token_text(rng.randrange(ours.n_tokens)) for _ in range(n)]
+    return mixed_inputs(seed, count, max_parts=10, kinds=[
+        (0.35, _piece_as_text(pieces)),
+        (0.6, choice_of(ATOMS)),
+        (0.7, lambda rng: b" " * rng.randint(1, 3)),
+        (0.9, code_points([(0x20, 0x7E), (0xA0, 0x33FF), (0xF900, 0xFFEF), (0x10000, 0x2FFFF)], 5)),
+        (1.0, random_bytes(3)),
+    ])
 
 
 # --- nomic-bert-moe --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def nomic():
-    path = _nomic()
-    with oracle_mod.LlamaOracle(path) as oracle:
-        yield Tokenizer.from_gguf(path), oracle
+    with oracle_pair(_nomic()) as both:
+        yield both
 
 
 @pytest.mark.parametrize("add_special, parse_special", FLAGS)
 def test_tokenize_corpus(nomic, add_special, parse_special):
-    ours, llama = nomic
-    wrong = [t for t in CORPUS
-             if ours.tokenize(t, add_special=add_special, parse_special=parse_special)
-             != llama.tokenize(t, add_special=add_special, parse_special=parse_special)]
-    assert not wrong
+    assert_same_tokens(*nomic, CORPUS, add_special=add_special, parse_special=parse_special)
 
 
 @pytest.mark.parametrize("remove_special, unparse_special", DETOK)
 def test_detokenize_corpus(nomic, remove_special, unparse_special):
-    ours, llama = nomic
-    for text in CORPUS:
-        ids = llama.tokenize(text, add_special=True, parse_special=True)
-        assert ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special) \
-            == llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special), text
+    assert_same_detokenize(*nomic, CORPUS, remove_special=remove_special,
+                           unparse_special=unparse_special)
 
 
-@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
+@pytest.mark.parametrize("special", SPECIAL)
 def test_every_piece(nomic, special):
-    ours, llama = nomic
-    wrong = [t for t in range(llama.n_tokens)
-             if ours.token_to_piece(t, special=special) != llama.token_to_piece(t, special=special)]
-    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
+    assert_same_pieces(*nomic, special=special)
 
 
-@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr"])
+# Text, score and attribute only: is_eog and is_control are not compared for nomic.
+@pytest.mark.parametrize("field", TOKEN_FIELDS[:3])
 def test_every_token_field(nomic, field):
-    ours, llama = nomic
-    wrong = [t for t in range(llama.n_tokens) if getattr(ours, field)(t) != getattr(llama, field)(t)]
-    assert not wrong, f"{field} differs for ids {wrong[:10]}"
+    assert_same_field(*nomic, field)
 
 
-@pytest.mark.parametrize("name", ["bos", "eos", "sep", "nl", "pad", "mask", "add_bos", "add_eos",
-                                  "add_sep", "n_tokens", "vocab_type"])
+@pytest.mark.parametrize("name", ENCODER_GETTERS)
 def test_getters(nomic, name):
-    ours, llama = nomic
-    assert getattr(ours, name) == getattr(llama, name)
+    assert_same_getter(*nomic, name)
 
 
 def test_differential_100(nomic):
@@ -166,8 +119,7 @@ def test_differential_2000(nomic):
 def test_long_input_uses_word_cache_exactly(nomic):
     ours, llama = nomic
     text = b" ".join(random_inputs(3, 400, sample_pieces(ours, seed=3)))
-    assert ours.tokenize(text, add_special=False, parse_special=False) == \
-        llama.tokenize(text, add_special=False, parse_special=False)
+    assert_same_tokens(ours, llama, [text], add_special=False, parse_special=False)
 
 
 # --- variants --------------------------------------------------------------------------------
@@ -217,19 +169,12 @@ VARIANTS = {
 
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ugm")
-    paths = {}
-    for name, build in VARIANTS.items():
-        paths[name] = folder / f"{name}.gguf"
-        paths[name].write_bytes(build())
-    return paths
+    return write_variants(tmp_path_factory.mktemp("ugm"), VARIANTS)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
 def test_variant_differential(variants, name):
-    path = variants[name]
-    ours = Tokenizer.from_gguf(path)
-    with oracle_mod.LlamaOracle(path) as llama:
+    with oracle_pair(variants[name]) as (ours, llama):
         pieces = sample_pieces(ours, 500) + [t.encode() for t in EXTRA_USER]
         inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, pieces)))
         assert differential(ours, llama, inputs) == []
@@ -238,9 +183,7 @@ def test_variant_differential(variants, name):
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
 def test_variant_differential_500(variants, name):
-    path = variants[name]
-    ours = Tokenizer.from_gguf(path)
-    with oracle_mod.LlamaOracle(path) as llama:
+    with oracle_pair(variants[name]) as (ours, llama):
         pieces = sample_pieces(ours, 2000, seed=5) + [t.encode() for t in EXTRA_USER]
         assert differential(ours, llama, random_inputs(5, 500, pieces)) == []
 
@@ -265,9 +208,7 @@ def test_missing_eos_with_add_special_is_refused(tmp_path):
     assert ours.eos is None and ours.add_eos
     with oracle_mod.LlamaOracle(path) as llama:
         assert ours.nl == llama.nl
-        for text in (b"\n", b"\n\n", b"x\n"):
-            assert ours.tokenize(text, add_special=False, parse_special=False) == \
-                llama.tokenize(text, add_special=False, parse_special=False)
+        assert_same_tokens(ours, llama, [b"\n", b"\n\n", b"x\n"], add_special=False, parse_special=False)
     with pytest.raises(UnsupportedVocab, match="EOS"):
         ours.tokenize(b"hi", add_special=True, parse_special=False)
 

@@ -14,13 +14,16 @@ Inputs never contain code points above U+10FFFF: llama.cpp aborts on those
 from __future__ import annotations
 
 import itertools
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness.models import FETCH_COMMAND, SetupError, resolve
+from conformance import (DETOK, ENCODER_GETTERS, FLAGS, LSTRIP, SPECIAL, TOKEN_FIELDS,
+                         assert_same_detokenize, assert_same_field, assert_same_getter,
+                         assert_same_pieces, assert_same_tokens, choice_of, code_points, differential,
+                         mixed_inputs, oracle_pair, random_bytes, sample_pieces, shipped_or_skip,
+                         write_variants)
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys
@@ -28,11 +31,6 @@ from tokenizer.unicode import UnencodableCodepoint
 
 VECTORS = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models")
 SEP = b"\n__ggml_vocab_test__\n"
-
-FLAGS = [pytest.param(a, p, id=f"add_special={a}-parse_special={p}")
-         for a, p in itertools.product((False, True), repeat=2)]
-DETOK = [pytest.param(r, u, id=f"remove_special={r}-unparse_special={u}")
-         for r, u in itertools.product((False, True), repeat=2)]
 
 CORPUS = [
     b"", b" ", b"\t", b"\n\n", b"Hello world", b" Hello World ", b"HELLO. world!!",
@@ -47,10 +45,7 @@ CORPUS = [
 
 
 def _bge():
-    try:
-        return resolve("bert-bge")
-    except SetupError as exc:
-        pytest.skip(f"{exc} (fetch with: {FETCH_COMMAND})")
+    return shipped_or_skip("bert-bge")
 
 
 # --- llama.cpp's own test vectors (no oracle) ------------------------------------------------
@@ -95,48 +90,33 @@ def pair(bge):
 @pytest.mark.oracle
 @pytest.mark.parametrize("add_special, parse_special", FLAGS)
 def test_tokenize_corpus(pair, add_special, parse_special):
-    ours, llama = pair
-    wrong = [t for t in CORPUS
-             if ours.tokenize(t, add_special=add_special, parse_special=parse_special)
-             != llama.tokenize(t, add_special=add_special, parse_special=parse_special)]
-    assert not wrong
+    assert_same_tokens(*pair, CORPUS, add_special=add_special, parse_special=parse_special)
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("remove_special, unparse_special", DETOK)
 def test_detokenize_corpus(pair, remove_special, unparse_special):
-    ours, llama = pair
-    for text in CORPUS:
-        ids = llama.tokenize(text, add_special=True, parse_special=True)
-        assert ours.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special) \
-            == llama.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special), text
+    assert_same_detokenize(*pair, CORPUS, remove_special=remove_special,
+                           unparse_special=unparse_special)
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("special", [pytest.param(s, id=f"special={s}") for s in (False, True)])
-@pytest.mark.parametrize("lstrip", [pytest.param(n, id=f"lstrip={n}") for n in (0, 1)])
+@pytest.mark.parametrize("special", SPECIAL)
+@pytest.mark.parametrize("lstrip", LSTRIP)
 def test_every_piece(pair, special, lstrip):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens)
-             if ours.token_to_piece(t, lstrip=lstrip, special=special)
-             != llama.token_to_piece(t, lstrip=lstrip, special=special)]
-    assert not wrong, f"{len(wrong)} pieces differ, first ids {wrong[:10]}"
+    assert_same_pieces(*pair, special=special, lstrip=lstrip)
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("field", ["token_text", "token_score", "token_attr", "is_eog", "is_control"])
+@pytest.mark.parametrize("field", TOKEN_FIELDS)
 def test_every_token_field(pair, field):
-    ours, llama = pair
-    wrong = [t for t in range(llama.n_tokens) if getattr(ours, field)(t) != getattr(llama, field)(t)]
-    assert not wrong, f"{field} differs for ids {wrong[:10]}"
+    assert_same_field(*pair, field)
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("name", ["bos", "eos", "sep", "nl", "pad", "mask", "add_bos", "add_eos",
-                                  "add_sep", "n_tokens", "vocab_type"])
+@pytest.mark.parametrize("name", ENCODER_GETTERS)
 def test_getters(pair, name):
-    ours, llama = pair
-    assert getattr(ours, name) == getattr(llama, name)
+    assert_same_getter(*pair, name)
 
 
 # --- seeded differential run -----------------------------------------------------------------
@@ -147,47 +127,28 @@ ATOMS = [t for t in CORPUS if t] + [
 ]
 
 
+def _piece_in_any_case(pieces):
+    def make(rng):
+        piece = rng.choice(pieces).replace("\u2581".encode(), b" ")
+        return piece.upper() if rng.random() < 0.2 else piece
+    return make
+
+
+def _bytes_below_f4(rng) -> bytes:
+    """1..3 random bytes, lead bytes F4..F7 (which could decode above U+10FFFF) made F3."""
+    raw = random_bytes(3)(rng)
+    return (raw.replace(b"\xf4", b"\xf3").replace(b"\xf5", b"\xf3")
+            .replace(b"\xf6", b"\xf3").replace(b"\xf7", b"\xf3"))
+
+
 def random_inputs(seed: int, count: int, pieces: list[bytes]):
     """Vocabulary pieces, punctuation, CJK, accents and case, random code points, bad bytes."""
-    rng = random.Random(seed)
-    for _ in range(count):
-        parts = []
-        for _ in range(rng.randint(1, 10)):
-            roll = rng.random()
-            if roll < 0.35:
-                piece = rng.choice(pieces).replace("\u2581".encode(), b" ")
-                parts.append(piece.upper() if rng.random() < 0.2 else piece)
-            elif roll < 0.6:
-                parts.append(rng.choice(ATOMS))
-            elif roll < 0.85:
-                parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x33FF),
-                                                     rng.randint(0xF900, 0xFFEF), rng.randint(0x10000, 0x2FFFF)]))
-                                     for _ in range(rng.randint(1, 5))).encode("utf-8", "surrogatepass"))
-            else:
-                raw = bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 3)))
-                parts.append(raw.replace(b"\xf4", b"\xf3").replace(b"\xf5", b"\xf3")
-                             .replace(b"\xf6", b"\xf3").replace(b"\xf7", b"\xf3"))
-        yield b"".join(parts)
-
-
-def differential(ours, llama, inputs) -> list:
-    failures = []
-    for text in inputs:
-        for add, parse in itertools.product((False, True), repeat=2):
-            ids = llama.tokenize(text, add_special=add, parse_special=parse)
-            if ours.tokenize(text, add_special=add, parse_special=parse) != ids:
-                failures.append((text, "tokenize", add, parse))
-                continue
-            for rm, un in itertools.product((False, True), repeat=2):
-                if ours.detokenize(ids, remove_special=rm, unparse_special=un) != \
-                        llama.detokenize(ids, remove_special=rm, unparse_special=un):
-                    failures.append((text, "detokenize", ids, rm, un))
-    return failures[:10]
-
-
-def sample_pieces(ours, n: int = 3000, seed: int = 0) -> list[bytes]:
-    rng = random.Random(seed)
-    return [ours.token_text(rng.randrange(ours.n_tokens)) for _ in range(n)]
+    return mixed_inputs(seed, count, max_parts=10, kinds=[
+        (0.35, _piece_in_any_case(pieces)),
+        (0.6, choice_of(ATOMS)),
+        (0.85, code_points([(0x20, 0x7E), (0xA0, 0x33FF), (0xF900, 0xFFEF), (0x10000, 0x2FFFF)], 5)),
+        (1.0, _bytes_below_f4),
+    ])
 
 
 @pytest.mark.oracle
@@ -228,20 +189,13 @@ VARIANTS = {
 
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("wpm")
-    paths = {}
-    for name, build in VARIANTS.items():
-        paths[name] = folder / f"{name}.gguf"
-        paths[name].write_bytes(build())
-    return paths
+    return write_variants(tmp_path_factory.mktemp("wpm"), VARIANTS)
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
 def test_variant_differential(variants, name):
-    path = variants[name]
-    ours = Tokenizer.from_gguf(path)
-    with oracle.LlamaOracle(path) as llama:
+    with oracle_pair(variants[name]) as (ours, llama):
         inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, sample_pieces(ours, 500))))
         assert differential(ours, llama, inputs) == []
 
@@ -250,9 +204,7 @@ def test_variant_differential(variants, name):
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
 def test_variant_differential_500(variants, name):
-    path = variants[name]
-    ours = Tokenizer.from_gguf(path)
-    with oracle.LlamaOracle(path) as llama:
+    with oracle_pair(variants[name]) as (ours, llama):
         assert differential(ours, llama, random_inputs(5, 500, sample_pieces(ours, 2000, 5))) == []
 
 
@@ -267,7 +219,6 @@ def test_missing_sep_with_add_special_is_refused(tmp_path):
     ours = Tokenizer.from_gguf(path)
     with oracle.LlamaOracle(path) as llama:
         assert ours.sep is None and llama.sep is None
-        assert ours.tokenize(b"hi x", add_special=False, parse_special=False) == \
-            llama.tokenize(b"hi x", add_special=False, parse_special=False)
+        assert_same_tokens(ours, llama, [b"hi x"], add_special=False, parse_special=False)
     with pytest.raises(UnsupportedVocab, match="SEP"):
         ours.tokenize(b"hi", add_special=True, parse_special=False)
