@@ -78,6 +78,10 @@ class _Log:
         self.verbose = False
         self.lines: deque[str] = deque(maxlen=40)
         self._callback = llama_cpp.llama_log_callback(self._receive)  # kept alive: C holds it
+        self.install()
+
+    def install(self) -> None:
+        """(Re)take llama.cpp's log: other code may have set a callback it has since freed."""
         llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
 
     def _receive(self, level: int, text: bytes, user_data) -> None:
@@ -98,6 +102,7 @@ def _log(*, verbose: bool) -> _Log:
     if _LOG is None:
         llama_cpp.llama_backend_init()
         _LOG = _Log()
+    _LOG.install()
     _LOG.verbose = verbose  # the sink is process-wide: the latest oracle decides
     return _LOG
 
