@@ -171,10 +171,14 @@ class BPEEngine(Engine):
         words = self.splitter.split(cps)
         found = list(map(cache.get, words))
         for i, ids in enumerate(found):
-            if ids is None:
-                if len(cache) > _CACHE_LIMIT:
-                    cache.clear()
-                found[i] = cache[words[i]] = tuple(self._encode_word(words[i]))
+            if ids is None:  # a miss; the word may have been cached earlier in this loop
+                word = words[i]
+                ids = cache.get(word)
+                if ids is None:
+                    if len(cache) > _CACHE_LIMIT:
+                        cache.clear()
+                    ids = cache[word] = tuple(self._encode_word(word))
+                found[i] = ids
         out.extend(chain.from_iterable(found))
 
     def _encode_word(self, word: str) -> list[int]:
