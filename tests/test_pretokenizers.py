@@ -221,3 +221,15 @@ def test_whitespace_pre_aborts_where_llama_does():
                     evaluate_case(ours, case)
             else:
                 assert evaluate_case(ours, case) == session.evaluate(case), param.id
+
+
+@pytest.mark.parametrize("name", sorted(pt.REGISTRY))
+def test_memoised_split_equals_in_context_split(name):
+    """`Splitter.split` memoises later stages per piece; it must equal running them in context."""
+    from tokenizer.splitter import Splitter, Text
+    from tokenizer.unicode import decode_lenient
+
+    splitter = Splitter.for_pretokenizer(pt.REGISTRY[name])
+    for data in inputs(f"memo-{name}", 40):
+        cps = decode_lenient(data) * 2  # repeated, so the second half hits the memo
+        assert splitter.split(cps) == [cps[a:b] for a, b in splitter.spans(Text(cps))], data
