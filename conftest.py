@@ -43,3 +43,4 @@ def _require_vocab(name: str):
 def require_vocab():
     """`require_vocab("llama-spm")` -> Path, or skip with the fetch command."""
     return _require_vocab
+

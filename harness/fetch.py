@@ -22,12 +22,18 @@ MANIFEST = Path(__file__).parent / "data" / "manifest.sha256"
 SDIST_NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"
 _MODELS = "vendor/llama.cpp/models/"
 _TEMPLATES = "vendor/llama.cpp/models/templates/"
+# llama.cpp's tokenizer sources: the reference for behaviour, read by tests that check
+# our tables and name lists against them (never compiled, never imported).
+SOURCES = ("llama-vocab.cpp", "unicode.cpp", "unicode-data.cpp", "unicode.h")
+_SOURCES = "vendor/llama.cpp/src/"
 
 
 def wanted(member: str) -> str | None:
     """The cache-relative destination of an sdist member we keep, else None."""
     path = PurePosixPath(member)
     rel = PurePosixPath(*path.parts[1:]).as_posix()  # drop "llama_cpp_python-X.Y.Z/"
+    if rel.startswith(_SOURCES) and rel[len(_SOURCES):] in SOURCES:
+        return f"src/{path.name}"
     if rel.startswith(_TEMPLATES) and path.suffix == ".jinja" and "/" not in rel[len(_TEMPLATES):]:
         return f"templates/{path.name}"
     if rel.startswith(_MODELS) and "/" not in rel[len(_MODELS):]:
@@ -132,7 +138,14 @@ def fetch(*, target: Path | None = None, sdist: Path | None = None, force: bool 
 def write_manifest(target: Path, path: Path = MANIFEST) -> int:
     """Maintainers only, when bumping the pin: record the sha256 of every extracted file."""
     names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*")
-                   if p.is_file() and wanted("x/vendor/llama.cpp/" + p.relative_to(target).as_posix()
-                                             .replace("templates/", "models/templates/")))
+                   if p.is_file() and _from_cache_path(p.relative_to(target).as_posix()))
     path.write_text("".join(f"{sha256_file(target / n)}  {n}\n" for n in names))
     return len(names)
+
+
+def _from_cache_path(rel: str) -> str | None:
+    """`wanted` run backwards: is this cache-relative file one that `extract` writes?"""
+    member = {"templates": "models/templates", "models": "models", "src": "src"}.get(rel.split("/")[0])
+    if member is None:
+        return None
+    return wanted(f"x/vendor/llama.cpp/{member}/{rel.split('/', 1)[1]}")

@@ -40,6 +40,11 @@ def templates_dir() -> Path:
     return cache_dir() / "templates"
 
 
+def source_path(name: str) -> Path:
+    """One of llama.cpp's tokenizer sources (`llama-vocab.cpp`, ...), as fetched."""
+    return cache_dir() / "src" / name
+
+
 def vocab_path(name: str) -> Path:
     return models_dir() / f"ggml-vocab-{name}.gguf"
 

@@ -21,18 +21,21 @@ from harness.models import SHIPPED, SetupError, resolve, short_name
                  "templates/x.jinja", id="template"),
     pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/README.md", None, id="readme"),
     pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-x.gguf.bak", None, id="other"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-vocab.cpp", None, id="source"),
+    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-vocab.cpp",
+                 "src/llama-vocab.cpp", id="tokenizer-source"),
+    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-model.cpp", None, id="other-source"),
 ])
 def test_fetch_keeps_only_vocabularies_and_templates(member, dest):
     assert fetch.wanted(member) == dest
 
 
-def test_manifest_lists_every_shipped_vocabulary_and_70_templates():
+def test_manifest_lists_vocabularies_vectors_templates_and_sources():
     manifest = fetch.read_manifest()
     ggufs = {n for n in manifest if n.endswith(".gguf")}
     assert ggufs == {f"models/ggml-vocab-{name}.gguf" for name in SHIPPED}
     assert sum(n.endswith(".inp") for n in manifest) == sum(n.endswith(".out") for n in manifest) == 15
     assert sum(n.endswith(".jinja") for n in manifest) == 70
+    assert {n for n in manifest if n.startswith("src/")} == {f"src/{n}" for n in fetch.SOURCES}
     assert all(len(d) == 64 for d in manifest.values())
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.bpe_inputs import inputs
+from tests.llama_sources import llama_source
 from tokenizer import UnsupportedVocab
 from tokenizer import pretokenizers as pt
 from tokenizer.pre_names import PRE_NAMES, resolve
 
-SOURCE = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-vocab.cpp")
 SYNTH_COMMAND = "python -m harness synth"
 DEFAULT_INPUTS = 20
 NIGHTLY_INPUTS = 2000
@@ -32,9 +32,7 @@ NIGHTLY_INPUTS = 2000
 # --- llama.cpp's source, parsed ----------------------------------------------------------
 
 def _source() -> str:
-    if not SOURCE.is_file():
-        pytest.skip(f"llama.cpp source not found at {SOURCE} (unpack the llama-cpp-python 0.3.36 sdist)")
-    return SOURCE.read_text(encoding="utf-8")
+    return llama_source("llama-vocab.cpp")
 
 
 def _cpp_string(body: str) -> str:

@@ -25,12 +25,12 @@ from harness import synth
 from harness.evaluate import evaluate_case, vocab_record
 from harness.golden import GOLDEN_DIR, load_golden
 from harness.models import FETCH_COMMAND, SetupError, resolve
+from tests.llama_sources import llama_source
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.constants import Keys
 from tokenizer.engines.rwkv import unescape
 from tokenizer.pre_names import PRE_NAMES
 
-SDIST_VOCAB_CPP = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-vocab.cpp")
 RECORD = "python -m harness record --corpus corpora/pre_sweep.jsonl --model"
 
 
@@ -70,9 +70,8 @@ def test_pre_sweep_covers_every_name():
     assert set(synth.pre_sweep_names()) == {f"pre-{n}" for n in PRE_NAMES}
 
 
-@pytest.mark.skipif(not SDIST_VOCAB_CPP.is_file(), reason="llama.cpp source not unpacked in /tmp/sdist")
 def test_pre_names_match_llama_cpp_source():
-    source = SDIST_VOCAB_CPP.read_text(encoding="utf-8")
+    source = llama_source("llama-vocab.cpp")
     accepted = set(re.findall(r'tokenizer_pre == "([^"]+)"', source))
     assert accepted == set(PRE_NAMES)
 

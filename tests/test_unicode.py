@@ -24,17 +24,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.llama_sources import llama_source
 from tokenizer import unicode as uni
 
-DATA = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/unicode-data.cpp")
 BATCH = 2048
 
 
 @lru_cache(maxsize=1)
 def llama_tables() -> dict[str, np.ndarray]:
-    if not DATA.is_file():
-        pytest.skip(f"llama.cpp's unicode-data.cpp not found at {DATA} (unpack the 0.3.36 sdist)")
-    src = DATA.read_text(encoding="utf-8")
+    src = llama_source("unicode-data.cpp")
     tables = {}
     for name, body in re.findall(r"\b(unicode_\w+)\s*=\s*\{(.*?)\n\};", src, re.S):
         body = re.sub(r"//[^\n]*", "", body)

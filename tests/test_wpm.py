@@ -24,12 +24,13 @@ from conformance import (DETOK, ENCODER_GETTERS, FLAGS, LSTRIP, SPECIAL, TOKEN_F
                          assert_same_pieces, assert_same_tokens, choice_of, code_points, differential,
                          mixed_inputs, oracle_pair, random_bytes, sample_pieces, shipped_or_skip,
                          write_variants)
+from harness.models import models_dir
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys
 from tokenizer.unicode import UnencodableCodepoint
 
-VECTORS = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models")
+VECTORS = models_dir()
 SEP = b"\n__ggml_vocab_test__\n"
 
 CORPUS = [

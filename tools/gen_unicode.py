@@ -6,8 +6,8 @@ rather than from the UCD.  Run:
 
     python tools/gen_unicode.py [path/to/unicode-data.cpp]
 
-The default path is the llama-cpp-python 0.3.36 sdist in /tmp/sdist.  The
-output is committed; the input is not.
+The default path is the copy `python -m harness fetch` extracts from the
+pinned llama-cpp-python sdist.  The output is committed; the input is not.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-DEFAULT_SOURCE = Path(
-    "/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/unicode-data.cpp"
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.models import source_path  # noqa: E402
+
+DEFAULT_SOURCE = source_path("unicode-data.cpp")
 OUTPUT = Path(__file__).resolve().parent.parent / "tokenizer" / "data" / "unicode_data.json"
 
 # C++ table name -> (json key, numbers per entry)
