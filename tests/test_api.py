@@ -121,3 +121,23 @@ def test_str_and_bytes_input_agree():
     text = "Grüße, 世界 🦙"
     kw = {"add_special": True, "parse_special": False}
     assert ours.tokenize(text, **kw) == ours.tokenize(text.encode(), **kw) == oracle.tokenize(text, **kw)
+
+
+LONG_SPECIAL_VOCABS = [pytest.param(n, id=n) for n in ("command-r", "deepseek-llm", "llama-bpe", "phi-3")]
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+@pytest.mark.parametrize("parse_special", [pytest.param(p, id=f"parse={p}") for p in (False, True)])
+@pytest.mark.parametrize("name", LONG_SPECIAL_VOCABS)
+def test_long_input_with_special_tokens(name, parse_special):
+    # Long enough for the partitioner's byte-pair prefilter to switch on
+    # (input bytes x special tokens >= 2**20), with special texts at both ends,
+    # glued to words, and split across what the prefilter looks at.
+    ours, oracle = pair(name)
+    specials = [ours.vocab.texts[i] for i in ours.vocab.special_tokens[:40]]
+    body = "Prose with ünïcödé, digits 12345 and  spaces.\n".encode() * 40
+    text = specials[0] + body + b"x".join(specials) + body + specials[-1][:1] + specials[-1]
+    assert len(text) * len(ours.vocab.special_tokens) >= 1 << 20 or len(text) > 4000
+    kw = {"add_special": True, "parse_special": parse_special}
+    assert ours.tokenize(text, **kw) == oracle.tokenize(text, **kw)
