@@ -13,26 +13,16 @@ from functools import lru_cache
 
 import pytest
 
+from harness.corpus import split_inp
 from harness.models import FETCH_COMMAND, SHIPPED, vocab_path
 from tokenizer import Tokenizer, gguf
 from tokenizer.engines import ENGINES
 from tokenizer.vocab import MODELS
 
-SEPARATOR = b"\n__ggml_vocab_test__\n"
-
-
 def read_vectors(name: str) -> list[tuple[bytes, list[int]]]:
-    """(input bytes, expected ids) pairs, parsed as test-tokenizer-0.cpp parses them."""
+    """(input bytes, expected ids) pairs, the `.inp` split as test-tokenizer-0.cpp splits it."""
     path = vocab_path(name)
-    raw = path.with_name(path.name + ".inp").read_bytes()
-    inputs, pos = [], 0
-    while pos < len(raw):
-        nxt = raw.find(SEPARATOR, pos)
-        if nxt < 0:
-            inputs.append(raw[pos:])
-            break
-        inputs.append(raw[pos:nxt])
-        pos = nxt + len(SEPARATOR)
+    inputs = split_inp(path.with_name(path.name + ".inp").read_bytes())
     lines = path.with_name(path.name + ".out").read_text().splitlines()
     if len(lines) != len(inputs):
         raise ValueError(f"{name}: {len(inputs)} inputs but {len(lines)} outputs")

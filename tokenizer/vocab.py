@@ -38,6 +38,7 @@ from .attrs import TYPE_TO_ATTR, Attr
 from .constants import Keys, ValueType
 from .errors import GGUFError, UnsupportedVocab
 from .gguf import GGUFFile
+from .pieces import hex_byte
 
 NULL = -1
 INT32_MAX = 2**31 - 1
@@ -423,8 +424,7 @@ def _unique_ids(d: _Draft, texts: tuple[bytes, ...]) -> dict[bytes, int]:
 
 
 def _is_hex_byte(text: bytes) -> bool:
-    return len(text) == 6 and text.startswith(b"<0x") and text.endswith(b">") and all(
-        c in b"0123456789abcdefABCDEF" for c in text[3:5])
+    return hex_byte(text) is not None
 
 
 __all__ = ["Vocab", "load_vocab", "MODELS", "ROLES", "NULL", "Attr"]

@@ -32,6 +32,7 @@ import math
 from collections.abc import Sequence
 
 from ..errors import UnsupportedVocab
+from ..pieces import hex_byte
 from .base import Engine, register
 
 ATTR_BYTE = 1 << 5           # LLAMA_TOKEN_ATTR_BYTE
@@ -112,15 +113,6 @@ def scaled_score(score: float) -> int:
     return r if -(1 << 31) <= r < (1 << 31) else _INT32_MIN  # x86 cvttsd2si overflow
 
 
-def byte_value(text: bytes) -> int | None:
-    """N for a `<0xNN>` text (either case), else None: llama.cpp's byte-token test."""
-    if len(text) == 6 and text[:3] == b"<0x" and text[5:] == b">":
-        digits = text[3:5]
-        if all(chr(d) in "0123456789abcdefABCDEF" for d in digits):
-            return int(digits, 16)
-    return None
-
-
 @register
 class Plamo2Engine(Engine):
     """Viterbi over PLaMo-2 pieces, reproducing llama.cpp's suffix-table walk."""
@@ -142,7 +134,7 @@ class Plamo2Engine(Engine):
     def _byte_tokens(texts: Sequence[bytes], attrs: Sequence[int]) -> list[int]:
         table = [0] * 256
         for token, (text, attr) in enumerate(zip(texts, attrs)):
-            value = byte_value(text) if attr & ATTR_BYTE else None
+            value = hex_byte(text) if attr & ATTR_BYTE else None
             if value is not None:
                 table[value] = token
         missing = [f"<0x{b:02X}>" for b in range(256) if table[b] == 0]
@@ -268,7 +260,7 @@ class Plamo2Engine(Engine):
 
     def piece(self, token: int) -> bytes:
         text = self.vocab.texts[token]
-        value = byte_value(text) if self.vocab.attrs[token] & ATTR_BYTE else None
+        value = hex_byte(text) if self.vocab.attrs[token] & ATTR_BYTE else None
         return text if value is None else bytes([value])
 
 
