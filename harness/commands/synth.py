@@ -8,6 +8,7 @@ files; a file that is already up to date is left alone.
     python -m harness synth                 # all of them
     python -m harness synth rwkv-world plamo2
     python -m harness synth 'pre-*' --list
+    python -m harness synth --family pre-sweep
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ..progress import Progress
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help="synthetic vocabularies or glob patterns (default: all)")
+    parser.add_argument("--family", action="append", default=[], metavar="FAMILY",
+                        help="the synthetic members of a model family, e.g. pre-sweep (repeatable)")
     parser.add_argument("--list", action="store_true",
                         help="list the selected names, their sources and summaries; build nothing")
     parser.add_argument("--sha256", action="store_true", help="print each file's sha256")
@@ -42,8 +45,19 @@ def _select(patterns: list[str]) -> list[str]:
     return chosen
 
 
+def _family_members(families: list[str]) -> list[str]:
+    from ..families import models_of
+
+    known = set(synth.names())
+    try:
+        return [m for family in families for m in models_of(family) if m in known]
+    except KeyError as exc:
+        raise SetupError(exc.args[0]) from None
+
+
 def run(args: argparse.Namespace) -> int:
-    selected = _select(args.names)
+    selected = _select(args.names) if args.names or not args.family else []
+    selected += [m for m in _family_members(args.family) if m not in selected]
     if args.list:
         for name in selected:
             recipe = synth.recipe_for(name)

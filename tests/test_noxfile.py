@@ -1,0 +1,52 @@
+"""noxfile.py runs in nox's own environment, without the project's dependencies.
+
+So it must import nothing from the project, and the family lists it spells
+out must stay those of `harness.families`.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.families import FAMILIES
+from harness.models import SHIPPED
+
+NOXFILE = Path(__file__).resolve().parent.parent / "noxfile.py"
+
+
+def test_noxfile_imports_no_project_module():
+    tree = ast.parse(NOXFILE.read_text(encoding="utf-8"))
+    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    roots |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module}
+    assert not roots & {"harness", "tokenizer", "numpy", "regex", "pandas", "jinja2"}
+
+
+def test_noxfile_families_are_harness_families():
+    nox = pytest.importorskip("nox")  # noqa: F841 - noxfile imports it
+    sys.path.insert(0, str(NOXFILE.parent))
+    try:
+        import noxfile
+    finally:
+        sys.path.remove(str(NOXFILE.parent))
+    assert set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES) == set(FAMILIES)
+    shipped = {m for family in noxfile.SHIPPED_FAMILIES for m in FAMILIES[family]}
+    assert shipped == set(SHIPPED)
+
+
+def test_nox_lists_sessions_without_project_dependencies(tmp_path):
+    # `nox --list` loads noxfile.py; run it with an interpreter that cannot see numpy & co.
+    pytest.importorskip("nox")
+    code = ("import sys; sys.modules.update(dict.fromkeys(['numpy', 'regex', 'pandas', 'jinja2']));"
+            "import nox.__main__ as m; sys.argv = ['nox', '--list', '-f', sys.argv[1]]; m.main()")
+    done = subprocess.run([sys.executable, "-c", code, str(NOXFILE)], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for session in ("tests", "parity", "parity-spm", "parity-pre-sweep", "nightly"):
+        assert f"* {session}" in done.stdout or f"- {session}" in done.stdout, done.stdout
