@@ -60,12 +60,11 @@ def case_fields(case: dict, subject: Subject) -> dict:
 
 
 def crash_info(crash: dict) -> dict:
-    """A crash record with a one-line `reason`, from a live session or a golden/worker record."""
-    if "reason" in crash:
-        return crash
-    kind = crash.get("kind")
+    """A worker crash record (live or golden, `harness.workers`) with a one-line `reason` added."""
+    kind, timeout = crash.get("kind"), crash.get("timeout")
+    timeout = f"{timeout:g}" if isinstance(timeout, (int, float)) else timeout
     reason = {"signal": f"killed by {crash.get('signal')}", "exit": f"exit status {crash.get('exit')}",
-              "timeout": f"timeout after {crash.get('timeout')}s", "error": "llama.cpp error"}.get(kind, str(kind))
+              "timeout": f"timeout after {timeout}s", "error": "llama.cpp error"}.get(kind, str(kind))
     return {**crash, "reason": reason}
 
 

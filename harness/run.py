@@ -112,10 +112,8 @@ class OraclePool:
         session = self._free.get()
         try:
             return session.evaluate(case), None
-        except OracleCrash as crash:
+        except (OracleCrash, OracleError) as crash:
             return None, crash.as_dict()
-        except OracleError as exc:
-            return None, {"reason": "llama.cpp error", "stderr": str(exc)}
         finally:
             self._free.put(session)
 
@@ -259,10 +257,8 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
             expected, crash = session.evaluate(case), None
-        except OracleCrash as exc:
+        except (OracleCrash, OracleError) as exc:
             expected, crash = None, exc.as_dict()
-        except OracleError as exc:
-            expected, crash = None, {"reason": "llama.cpp error", "stderr": str(exc)}
         if crash is not None and ignore_crashes:
             return []
         found = findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)

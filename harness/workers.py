@@ -16,8 +16,10 @@ in `stderr`).  `stderr` keeps only llama.cpp's assert/abort/exception lines
 with build paths cut to file names, so a crash record is deterministic.
 
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
-`record_vocab(model)` / `inspect_model(model)`.  A model llama.cpp refuses to
-load raises `LoadFailure` (with `.crash` set when loading itself crashed).
+`record_vocab(model)` / `inspect_model(model)` for batches; `Worker.ask(op,
+*args, timeout=...)` for one request at a time (`harness.live.OracleSession`
+wraps it).  A model llama.cpp refuses to load raises `LoadFailure` (with
+`.crash` set when loading itself crashed).
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ class LoadFailure(RuntimeError):
 class Worker:
     """One `--serve` subprocess, its stderr in a temporary file, its replies in a queue."""
 
-    def __init__(self, model: str | os.PathLike, *, verbose: bool = False) -> None:
+    def __init__(self, model: str | os.PathLike, *, verbose: bool = False,
+                 load_timeout: float = LOAD_TIMEOUT) -> None:
         self.model = Path(model)
+        self.load_timeout = load_timeout
         self._stderr = tempfile.TemporaryFile()
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
@@ -75,7 +79,7 @@ class Worker:
         self.messages: deque[dict] = deque()
         self.eof = False
         self.task: tuple[int, dict] | None = None
-        self.deadline = time.monotonic() + LOAD_TIMEOUT
+        self.deadline = time.monotonic() + load_timeout
         self.step: str | None = None
         self._stderr_at = 0
 
@@ -88,12 +92,13 @@ class Worker:
         if message is not None and "load_error" in message:
             self.close()
             raise LoadFailure(message["load_error"])
-        crash = self.crash_record(timeout=LOAD_TIMEOUT)
+        crash = self.crash_record(timeout=self.load_timeout)
         self.close()
-        raise LoadFailure(f"loading {self.model.name} crashed: {_describe(crash)}", crash)
+        raise LoadFailure(f"loading {self.model.name} crashed: {describe(crash)}", crash)
 
-    def send(self, request: dict, *, timeout: float) -> None:
-        """Start a request; its reply (or the worker's death) is awaited with `wait`/`pump`."""
+    def send(self, op: str, *args, timeout: float) -> None:
+        """Start request `op(*args)`; its reply (or the worker's death) comes from `outcome`."""
+        request = {"op": op, "args": list(args)}
         self._stderr_at = self._stderr.seek(0, os.SEEK_END)
         self.step = None
         self.deadline = time.monotonic() + timeout
@@ -131,6 +136,27 @@ class Worker:
                 return None
             self.pump(remaining)
         return self.messages.popleft() if self.messages else None
+
+    def outcome(self, *, timeout: float, block: bool = True) -> tuple[object, dict | None] | None:
+        """(result, None) or (None, crash record) for the request in flight.
+
+        An "error" record if the request raised (the worker lives on), else why
+        the worker died or hung.  None while it still runs (only if not `block`).
+        """
+        message = self.wait(self.deadline) if block or self.messages else None
+        if message is None and not self.eof and time.monotonic() < self.deadline:
+            return None
+        self.forward_stderr()
+        if message is None:
+            return None, self.crash_record(timeout=timeout)
+        if "error" in message:
+            return None, error_crash(message["error"], self.step)
+        return message["result"], None
+
+    def ask(self, op: str, *args, timeout: float) -> tuple[object, dict | None]:
+        """`op(*args)` in the worker, waited for: (result, None) or (None, crash record)."""
+        self.send(op, *args, timeout=timeout)
+        return self.outcome(timeout=timeout)
 
     def crash_record(self, *, timeout: float) -> dict:
         """Why the worker stopped answering: a signal, an exit status or a timeout; its stderr."""
@@ -197,7 +223,8 @@ def clean_stderr(text: str) -> str:
     return "\n".join(lines)[:2000]
 
 
-def _describe(crash: dict) -> str:
+def describe(crash: dict) -> str:
+    """One line for a crash record: kind, signal or exit status, stderr."""
     what = crash["signal"] or f"exit {crash['exit']}"
     return f"{crash['kind']} {what}" + (f": {crash['stderr']}" if crash["stderr"] else "")
 
@@ -225,25 +252,25 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
         return []
     results: list[dict | None] = [None] * len(cases)
     pending = deque(enumerate(cases))
-    workers = [_started(model, verbose) for _ in range(max(1, min(jobs, len(cases))))]
+    workers = [started(model, verbose=verbose) for _ in range(max(1, min(jobs, len(cases))))]
     done = 0
     try:
         while pending or any(w.task for w in workers):
             for w in workers:
                 if w.task is None and pending:
                     w.task = pending.popleft()
-                    w.send({"op": "case", "case": w.task[1]}, timeout=timeout)
+                    w.send("evaluate", w.task[1], timeout=timeout)
             _await_any([w for w in workers if w.task])
             for i, w in enumerate(workers):
-                outcome = _outcome(w, timeout) if w.task else None
+                outcome = w.outcome(timeout=timeout, block=False) if w.task else None
                 if outcome is None:
                     continue
-                index, case = w.task
-                results[index] = outcome
+                (index, case), (result, crash) = w.task, outcome
+                results[index] = result if crash is None else crash_case(case, crash)
                 w.task = None
-                if "crash" in outcome and outcome["crash"]["kind"] != "error":
+                if crash is not None and crash["kind"] != "error":
                     w.close()
-                    workers[i] = _started(model, verbose)
+                    workers[i] = started(model, verbose=verbose)
                 done += 1
                 if progress:
                     progress(done, len(cases), case["id"])
@@ -253,8 +280,9 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
     return results
 
 
-def _started(model, verbose: bool) -> Worker:
-    worker = Worker(model, verbose=verbose)
+def started(model, *, verbose: bool = False, load_timeout: float = LOAD_TIMEOUT) -> Worker:
+    """A `Worker` with `model` loaded; `LoadFailure` if llama.cpp refuses or crashes."""
+    worker = Worker(model, verbose=verbose, load_timeout=load_timeout)
     worker.start()
     return worker
 
@@ -268,20 +296,6 @@ def _await_any(busy: list[Worker]) -> None:
         w.pump(0.0)
 
 
-def _outcome(worker: Worker, timeout: float) -> dict | None:
-    """The finished task's record, or None while it is still running."""
-    index, case = worker.task
-    if worker.messages:
-        worker.forward_stderr()
-        message = worker.messages.popleft()
-        if "error" in message:
-            return crash_case(case, error_crash(message["error"], worker.step))
-        return message["result"]
-    if worker.eof or time.monotonic() >= worker.deadline:
-        return crash_case(case, worker.crash_record(timeout=timeout))
-    return None
-
-
 def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
                   verbose: bool = False) -> dict:
     """`{"llama", "tokenizer", "vocab"}` from llama.cpp, in a worker.
@@ -289,15 +303,11 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
     Raises `LoadFailure` if the model does not load; a crash or hang while
     reading the vocabulary gives `{"vocab": None, "vocab_crash": {...}}`.
     """
-    worker = _started(model, verbose)
+    worker = started(model, verbose=verbose)
     try:
-        worker.send({"op": "inspect"}, timeout=timeout)
-        message = worker.wait(worker.deadline)
-        worker.forward_stderr()
-        if message is not None and "result" in message:
-            return message["result"]
-        crash = (worker.crash_record(timeout=timeout) if message is None
-                 else error_crash(message["error"], worker.step))
+        result, crash = worker.ask("inspect", timeout=timeout)
+        if crash is None:
+            return result
         return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
     finally:
         worker.close()
@@ -337,6 +347,21 @@ def _inspect(oracle) -> dict:
     return {"llama": dict(oracle.build_info), "tokenizer": tokenizer, "vocab": vocab_record(oracle)}
 
 
+def _ops() -> dict[str, Callable]:
+    """The requests a worker answers, by name: `op(oracle, traced_oracle, *args)`, JSON-ready."""
+    from .evaluate import evaluate_case, vocab_record
+
+    return {
+        "evaluate": lambda oracle, traced, case: evaluate_case(traced, case),
+        "inspect": lambda oracle, traced: _inspect(oracle),
+        "vocab": lambda oracle, traced: vocab_record(oracle),
+        "pieces": lambda oracle, traced: [oracle.token_to_piece(t, special=True).hex()
+                                          for t in range(oracle.n_tokens)],
+        "attrs": lambda oracle, traced: [oracle.token_attr(t) for t in range(oracle.n_tokens)],
+        "ping": lambda oracle, traced: oracle.n_tokens,
+    }
+
+
 def serve(model: str, *, verbose: bool = False) -> int:
     """Worker main loop: load `model`, then answer JSON-line requests on stdin."""
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
@@ -346,7 +371,6 @@ def serve(model: str, *, verbose: bool = False) -> int:
         out.write(json.dumps(message) + "\n")
         out.flush()
 
-    from .evaluate import evaluate_case
     from .oracle import LlamaOracle, OracleError
 
     try:
@@ -355,14 +379,11 @@ def serve(model: str, *, verbose: bool = False) -> int:
         send({"load_error": str(exc).replace(str(Path(model).parent) + os.sep, "")})
         return 0
     send({"ready": True})
-    traced = _Tracer(oracle, send)
+    traced, ops = _Tracer(oracle, send), _ops()
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            if request["op"] == "case":
-                result = evaluate_case(traced, request["case"])
-            else:
-                result = _inspect(oracle)
+            result = ops[request["op"]](oracle, traced, *request["args"])
         except Exception as exc:  # reported per case; the worker lives on
             send({"error": f"{type(exc).__name__}: {exc}"})
             continue
