@@ -39,7 +39,7 @@ ENGINES: dict[str, type[Engine]] = {}
 
 
 class Engine:
-    """Base class: subclasses set `vocab_type` and override `tokenize` and `piece`."""
+    """Base class: subclasses set `vocab_type` and override `piece`, and `tokenize` or `encode_into`."""
 
     vocab_type: ClassVar[str]
 
@@ -47,7 +47,22 @@ class Engine:
         self.vocab = vocab
 
     def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        """Ids for the partitioned input (see the module docstring)."""
+        """Ids for the partitioned input (see the module docstring).
+
+        This default is llama.cpp's for the types that insert no BOS/EOS (RWKV,
+        PLaMo-2, test): special ids pass through, each raw fragment goes to
+        `encode_into`.
+        """
+        out: list[int] = []
+        for fragment in fragments:
+            if isinstance(fragment, int):
+                out.append(fragment)
+            else:
+                self.encode_into(fragment, out)
+        return out
+
+    def encode_into(self, text: bytes, out: list[int]) -> None:
+        """Append the ids of one raw fragment (for engines that keep the default `tokenize`)."""
         raise NotImplementedError
 
     def piece(self, token: int) -> bytes:

@@ -12,7 +12,6 @@ loading it (it tokenizes "\\n" to find the newline id).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 from ..errors import UnsupportedVocab
 from .base import Engine, register
@@ -34,18 +33,12 @@ class HashingEngine(Engine):
             raise UnsupportedVocab("tokenizer.ggml.model 'test' with no tokens: llama.cpp "
                                    "divides by zero while loading it")
 
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        out: list[int] = []
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-                continue
-            for start in range(0, len(fragment), CHUNK):
-                h = 0
-                for b in fragment[start:start + CHUNK]:
-                    h = (h * 31 + b) & _MASK64
-                out.append(h % self._n)
-        return out
+    def encode_into(self, text: bytes, out: list[int]) -> None:
+        for start in range(0, len(text), CHUNK):
+            h = 0
+            for b in text[start:start + CHUNK]:
+                h = (h * 31 + b) & _MASK64
+            out.append(h % self._n)
 
     def piece(self, token: int) -> bytes:
         return b"%x" % token

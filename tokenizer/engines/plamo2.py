@@ -179,14 +179,8 @@ class Plamo2Engine(Engine):
             self._rows[suffix] = rows
         return rows
 
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        out: list[int] = []
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-            else:
-                out.extend(self.encode(fragment))
-        return out
+    def encode_into(self, text: bytes, out: list[int]) -> None:
+        out.extend(self.encode(text))
 
     def encode(self, text: bytes) -> list[int]:
         """Ids for one raw fragment."""

@@ -113,16 +113,7 @@ class RwkvEngine(Engine):
             node = self._trie[first] = _build_trie(self._pieces, self._starts[first])[first]
         return node
 
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        out: list[int] = []
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-            else:
-                self._match(fragment, out)
-        return out
-
-    def _match(self, text: bytes, out: list[int]) -> None:
+    def encode_into(self, text: bytes, out: list[int]) -> None:
         pos, end, root = 0, len(text), self._trie
         while pos < end:
             node = root.get(text[pos]) or self._node(text[pos])
