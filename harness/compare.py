@@ -8,14 +8,14 @@ texts, the differing pieces as bytes, and the detokenization differences.
     special-token partition, pre-tokenizer split, merge order, byte fallback,
     normalisation, BOS/EOS, detokenize (and engine error / oracle crash).
 
-`diff_vocab(...)` pins vocabulary differences to token ids with both sides'
-text, score and attribute. All comparisons are on exact ids and bytes;
+Vocabulary differences are pinned to token ids by `harness.evaluate.diff_vocab`
+and shown with both sides' text, score and attribute by `harness.checks`. All
+comparisons are on exact ids and bytes;
 `visible()` and `errors="replace"` are for display only.
 """
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -242,45 +242,3 @@ def diff_encoding(expected_ids: Sequence[int], got_ids: Sequence[int], table: To
         got_piece_hex=spelled(got_ids[start:end_g], got_table or table).hex(),
     )
     return out
-
-
-# --- vocabulary -----------------------------------------------------------------------------
-
-def _same_score(a, b) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
-def diff_vocab(expected: Mapping, got: Mapping, *, limit: int = 50) -> list[dict]:
-    """Token ids whose text, score, attr or pieces differ; `expected`/`got` hold parallel lists.
-
-    Each side is a mapping with any of `texts`, `scores`, `attrs`, `pieces`,
-    `pieces_special` (lists indexed by token id). Only keys both sides hold
-    are compared. A size difference is reported as token id -1.
-    """
-    out: list[dict] = []
-    n_e, n_g = len(expected.get("texts", ())), len(got.get("texts", ()))
-    if n_e != n_g:
-        out.append({"token": -1, "field": "n_tokens", "expected": n_e, "got": n_g})
-    fields = [k for k in ("texts", "scores", "attrs", "pieces", "pieces_special")
-              if k in expected and k in got]
-    for token in range(min(n_e, n_g)):
-        bad = [f for f in fields if not _field_equal(f, expected[f][token], got[f][token])]
-        if bad:
-            out.append(_vocab_row(token, bad, expected, got))
-            if len(out) >= limit:
-                break
-    return out
-
-
-def _field_equal(name: str, a, b) -> bool:
-    return _same_score(a, b) if name == "scores" else a == b
-
-
-def _vocab_row(token: int, bad: list[str], expected: Mapping, got: Mapping) -> dict:
-    def side(m):
-        return {"text": visible(m["texts"][token]) if "texts" in m else None,
-                "score": m["scores"][token] if "scores" in m else None,
-                "attr": int(m["attrs"][token]) if "attrs" in m else None}
-    return {"token": token, "field": ",".join(bad), "expected": side(expected), "got": side(got)}
