@@ -4,15 +4,23 @@
 - `require_vocab(name)` gives a shipped vocabulary's path, or skips naming the
   command that fetches it.
 - `oracle` tests skip when llama-cpp-python is not importable.
+- Hypothesis profiles `ci`, `dev` and `nightly` (registered by `harness.fuzz`)
+  apply suite-wide with `--hypothesis-profile=NAME` or
+  `GGUF_PARITY_HYPOTHESIS_PROFILE=NAME`; tests with their own `@settings` keep them.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
+from harness import fuzz
 from harness.models import FETCH_COMMAND, SetupError, resolve
+
+if os.environ.get(fuzz.PROFILE_ENV):
+    fuzz.load_profile()
 
 
 def pytest_addoption(parser):
