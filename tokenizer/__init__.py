@@ -8,6 +8,7 @@ tiktoken; `harness` checks it against llama.cpp from the outside.
 """
 
 from .api import Tokenizer
-from .errors import GGUFError, InvalidToken, UnsupportedVocab
+from .errors import GGUFError, InvalidToken, LlamaCppAbort, UnencodableCodepoint, UnsupportedVocab
 
-__all__ = ["GGUFError", "InvalidToken", "Tokenizer", "UnsupportedVocab"]
+__all__ = ["GGUFError", "InvalidToken", "LlamaCppAbort", "Tokenizer", "UnencodableCodepoint",
+           "UnsupportedVocab"]

@@ -7,7 +7,11 @@ One root per kind of failure, so a caller can catch exactly what it means:
 - `UnsupportedVocab`: the file is well formed, but describes a tokenizer that
   we cannot reproduce token for token (or that llama.cpp itself refuses).
 
-Both are `ValueError`s, so code that already guards `ValueError` keeps working.
+- `InvalidToken`: a token id outside the vocabulary was passed to the API.
+- `LlamaCppAbort` (and `UnencodableCodepoint`): an input on which the pinned
+  llama.cpp aborts its process; we raise instead of guessing an output.
+
+All are `ValueError`s, so code that already guards `ValueError` keeps working.
 """
 
 
@@ -21,3 +25,22 @@ class UnsupportedVocab(ValueError):
 
 class InvalidToken(ValueError):
     """A token id passed to the API is not in the vocabulary (llama.cpp throws out_of_range)."""
+
+
+class LlamaCppAbort(ValueError):
+    """An input on which llama.cpp aborts the process; we raise this instead.
+
+    The pinned llama.cpp terminates (uncaught C++ exception or GGML_ASSERT)
+    for these inputs, so there is no output to agree with.  Raising keeps the
+    caller alive and names the cause; the harness records llama.cpp's side as
+    an oracle crash.
+    """
+
+
+class UnencodableCodepoint(LlamaCppAbort):
+    """A decoded code point above U+10FFFF, which llama.cpp cannot re-encode.
+
+    llama.cpp's decoder accepts lead bytes F4 90.. to F7 and yields code
+    points up to 0x1FFFFF; re-encoding one throws `std::invalid_argument`,
+    which escapes `llama_tokenize` and aborts the process.
+    """

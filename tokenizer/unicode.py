@@ -20,6 +20,8 @@ from importlib import resources
 
 import numpy as np
 
+from .errors import LlamaCppAbort, UnencodableCodepoint  # noqa: F401 - raised here, re-exported
+
 MAX_CODEPOINTS = 0x110000
 
 # unicode_cpt_flags bits (llama.cpp unicode.h)
@@ -58,25 +60,6 @@ HAN_RANGES = (
     (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0x2CEB0, 0x2EBEF), (0xF900, 0xFAFF),
     (0x2F800, 0x2FA1F),
 )
-
-
-class LlamaCppAbort(ValueError):
-    """An input on which llama.cpp aborts the process; we raise this instead.
-
-    The pinned llama.cpp terminates (uncaught C++ exception or GGML_ASSERT)
-    for these inputs, so there is no output to agree with.  Raising keeps the
-    caller alive and names the cause; the harness records llama.cpp's side as
-    an oracle crash.
-    """
-
-
-class UnencodableCodepoint(LlamaCppAbort):
-    """A decoded code point above U+10FFFF, which llama.cpp cannot re-encode.
-
-    llama.cpp's decoder accepts lead bytes F4 90.. to F7 and yields code
-    points up to 0x1FFFFF; re-encoding one throws `std::invalid_argument`,
-    which escapes `llama_tokenize` and aborts the process.
-    """
 
 
 @cache
