@@ -191,6 +191,27 @@ def _decode_one(data: bytes, i: int) -> tuple[int, int] | None:
     return None
 
 
+_UTF8_LEN = (1,) * 12 + (2, 2, 3, 4)  # sequence length by the lead byte's high nibble
+
+
+def utf8_chars(data: bytes) -> list[bytes]:
+    """`data` cut into characters by lead byte alone, as llama.cpp's BPE and SPM sessions do.
+
+    No validation: a continuation or invalid lead byte stands alone, and a cut
+    sequence at the end keeps what is there.
+    """
+    try:
+        return [c.encode("utf-8") for c in data.decode("utf-8")]
+    except UnicodeDecodeError:
+        pass
+    out, pos, n = [], 0, len(data)
+    while pos < n:
+        step = _UTF8_LEN[data[pos] >> 4]
+        out.append(data[pos:pos + step])
+        pos += step
+    return out
+
+
 def decode_lenient(data: bytes) -> str:
     """`unicode_cpts_from_utf8`: bytes -> code points, never failing.
 

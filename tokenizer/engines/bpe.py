@@ -34,18 +34,6 @@ _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
 ESCAPED_SPACE = "\u2581".encode()
 _CACHE_LIMIT = 1 << 17
-# UTF-8 sequence length by the high nibble of the lead byte (unicode_len_utf8)
-_UTF8_LEN = (1,) * 12 + (2, 2, 3, 4)
-
-
-def _utf8_symbols(word: bytes) -> list[bytes]:
-    """The initial BPE symbols: one per UTF-8 character, by lead byte."""
-    out, i, n = [], 0, len(word)
-    while i < n:
-        step = _UTF8_LEN[word[i] >> 4]
-        out.append(word[i:i + step])
-        i += step
-    return out
 
 
 class Merger:
@@ -187,7 +175,7 @@ class BPEEngine(Engine):
         whole = self.ids.get(key)
         if whole is not None and self._keep_whole(key):
             return [whole]
-        symbols = _utf8_symbols(key)
+        symbols = unicode.utf8_chars(key)
         if len(symbols) > 1 and b" " in key:
             raise unicode.LlamaCppAbort(
                 f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
@@ -202,7 +190,7 @@ class BPEEngine(Engine):
             if ids is None:
                 if len(cache) > _CACHE_LIMIT:
                     cache.clear()
-                ids = cache[part] = tuple(self._merge_part(part, _utf8_symbols(part)))
+                ids = cache[part] = tuple(self._merge_part(part, unicode.utf8_chars(part)))
             out.extend(ids)
         return out
 

@@ -28,12 +28,11 @@ import regex
 
 from ..errors import UnsupportedVocab
 from ..pieces import ESCAPED_SPACE, spm_piece
+from ..unicode import utf8_chars
 from .base import Engine, register
 
 _SEGMENT = regex.compile("\u2581*[^\u2581]+|\u2581+")
 _CACHE_LIMIT = 1 << 16
-# UTF-8 sequence length by the high nibble of the lead byte, as llama.cpp's unicode_len_utf8
-_LEN_BY_NIBBLE = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)
 
 
 @register
@@ -82,7 +81,7 @@ class SpmEngine(Engine):
                 for seg in _SEGMENT.findall(text):
                     out.extend(self._segment(seg))
                 return
-        out.extend(self.merge(_symbols(data)))
+        out.extend(self.merge(utf8_chars(data)))
 
     def _segment(self, seg: str) -> tuple[int, ...]:
         ids = self._cache.get(seg)
@@ -150,20 +149,6 @@ class SpmEngine(Engine):
                     "llama.cpp throws std::out_of_range here")
             out.append(tid)
         return out
-
-
-def _symbols(data: bytes) -> list[bytes]:
-    """`data` cut into characters by lead byte, as llama.cpp does for any bytes."""
-    try:
-        return [c.encode("utf-8") for c in data.decode("utf-8")]
-    except UnicodeDecodeError:
-        pass
-    out, pos, n = [], 0, len(data)
-    while pos < n:
-        step = _LEN_BY_NIBBLE[data[pos] >> 4]
-        out.append(data[pos:pos + step])
-        pos += step
-    return out
 
 
 def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
