@@ -31,7 +31,6 @@ except ImportError:  # run from a checkout without installing
     from harness.models import SHIPPED, SetupError, resolve
 
 from harness.progress import Progress
-
 from tokenizer.gguf import read
 
 READERS = ("ours", "gguf-py", "llama.cpp")

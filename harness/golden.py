@@ -5,8 +5,8 @@ Golden files are written by `python -m harness record` and never edited by
 hand; a changed golden is re-recorded from the oracle and its diff reviewed.
 
 In memory a golden is a plain dict (`new_golden`): header keys, `"vocab"`
-(`harness.evaluate.vocab_record`) and `"cases"`, each case exactly as
-`harness.evaluate.evaluate_case` returns it, or a crash record
+(`harness.records.vocab_record`) and `"cases"`, each case exactly as
+`harness.records.evaluate_case` returns it, or a crash record
 `{"id", "text"|"bytes", "crash": {...}}`.  On disk a case is packed
 (`pack_case` / `unpack_case`) to keep files small:
 
@@ -320,7 +320,7 @@ def diff_goldens(old: dict, new: dict) -> list[str]:
     Header differences that are not behaviour (llama.cpp build, llama-cpp-python
     version) are not listed; compare `old["llama"]` yourself for those.
     """
-    from .evaluate import diff_vocab
+    from .records import diff_vocab
 
     out = []
     if old.get("load_error") != new.get("load_error"):

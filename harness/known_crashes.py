@@ -27,14 +27,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .models import SetupError, project_root
 
-def _project_root() -> Path:
-    """The checkout holding pyproject.toml (as `harness.fuzz.project_root`), else the current directory."""
-    here = Path(__file__).resolve().parent.parent
-    return here if (here / "pyproject.toml").is_file() else Path.cwd()
-
-
-DEFAULT_FILE = _project_root() / "corpora" / "known_crashes.json"
+DEFAULT_FILE = project_root() / "corpora" / "known_crashes.json"
 DISABLED = "none"
 FIELDS = ("id", "models", "signature", "description", "upstream")
 MIN_SIGNATURE = 8  # shorter substrings ("abort", "GGML") would match crashes nobody has looked at
@@ -184,7 +179,6 @@ def add_option(parser) -> None:
 
 def from_args(args) -> KnownCrashes:
     """The list `--known-crashes` names; a `SetupError` (exit 2) when it is unreadable or malformed."""
-    from .models import SetupError
     try:
         return from_option(args.known_crashes)
     except KnownCrashesError as exc:

@@ -13,6 +13,13 @@ from pathlib import Path
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 FETCH_COMMAND = "python -m harness fetch"
 
+
+def project_root() -> Path:
+    """The checkout holding `pyproject.toml`, or the current directory for an installed copy."""
+    here = Path(__file__).resolve().parent.parent
+    return here if (here / "pyproject.toml").is_file() else Path.cwd()
+
+
 # The 19 vocabularies llama.cpp ships for its tokenizer tests, by short name.
 SHIPPED = (
     "aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm",

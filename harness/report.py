@@ -34,7 +34,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from .compare import visible
+from .diff import visible
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",

@@ -17,7 +17,7 @@ with build paths cut to file names, so a crash record is deterministic.
 
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
 `record_vocab(model)` / `inspect_model(model)` for batches; `Worker.ask(op,
-*args, timeout=...)` for one request at a time (`harness.live.OracleSession`
+*args, timeout=...)` for one request at a time (`harness.oracle_session.OracleSession`
 wraps it).  A model llama.cpp refuses to load raises `LoadFailure` (with
 `.crash` set when loading itself crashed).
 """
@@ -314,7 +314,7 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
 
 
 def record_vocab(model: str | os.PathLike, **options) -> dict | None:
-    """`harness.evaluate.vocab_record` of llama.cpp for `model`, isolated in a worker."""
+    """`harness.records.vocab_record` of llama.cpp for `model`, isolated in a worker."""
     return inspect_model(model, **options)["vocab"]
 
 
@@ -340,7 +340,7 @@ class _Tracer:
 
 
 def _inspect(oracle) -> dict:
-    from .evaluate import vocab_record
+    from .records import vocab_record
 
     keys = ("general.architecture", "tokenizer.ggml.model", "tokenizer.ggml.pre")
     tokenizer = {"meta": {k: oracle.meta(k) for k in keys}, **oracle.internals()}
@@ -349,7 +349,7 @@ def _inspect(oracle) -> dict:
 
 def _ops() -> dict[str, Callable]:
     """The requests a worker answers, by name: `op(oracle, traced_oracle, *args)`, JSON-ready."""
-    from .evaluate import evaluate_case, vocab_record
+    from .records import evaluate_case, vocab_record
 
     return {
         "evaluate": lambda oracle, traced, case: evaluate_case(traced, case),

@@ -12,9 +12,9 @@ outside the vocabulary (where llama.cpp would throw out_of_range).
 from __future__ import annotations
 
 import pytest
+from oracle_pairs import pair
 
 from harness.models import SHIPPED
-from oracle_pairs import pair
 from tokenizer import InvalidToken, Tokenizer
 from tokenizer.pieces import clean_spaces
 

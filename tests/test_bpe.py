@@ -6,7 +6,7 @@ are checked by tests/test_vectors.py for every engine.
 
 - A seeded differential run (tests/bpe_inputs.py): each input under the four
   add_special x parse_special flags, each id list under the four detokenize
-  flags (`harness.evaluate.evaluate_case` on both sides).  100 inputs per
+  flags (`harness.records.evaluate_case` on both sides).  100 inputs per
   vocabulary by default, 2,000 with --nightly.
 - Every token's text, score, attribute and pieces (`vocab_record`).
 - Inputs llama.cpp aborts on: we raise `LlamaCppAbort` instead, checked
@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import pytest
 
-from harness.evaluate import evaluate_case, vocab_record
+from harness.records import evaluate_case, vocab_record
 from tests.bpe_inputs import inputs
 from tokenizer import Tokenizer
 from tokenizer.unicode import LlamaCppAbort
@@ -158,7 +158,7 @@ def test_abort_inputs_raise(data, require_vocab):
 @pytest.mark.oracle
 def test_abort_inputs_crash_llama(require_vocab):
     """The same inputs really abort llama.cpp (so raising is the faithful answer)."""
-    from harness.live import OracleCrash, OracleSession
+    from harness.oracle_session import OracleCrash, OracleSession
 
     with OracleSession(require_vocab("gpt-2"), timeout=60) as session:
         for param in ABORTING_INPUTS:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import compare
+from harness import diff
 
 NORMAL, CONTROL, USER, BYTE = 4, 8, 16, 32
 # id: text, attr, piece
@@ -20,7 +20,7 @@ TOKENS = [
     (b"a1", NORMAL, b"a1"), (b"a", NORMAL, b"a"), (b"\xc3\xa9", NORMAL, "é".encode()),
     (b"e\xcc\x81", NORMAL, "e\u0301".encode()),
 ]
-TABLE = compare.TokenTable(texts=[t for t, _, _ in TOKENS], attrs=[a for _, a, _ in TOKENS],
+TABLE = diff.TokenTable(texts=[t for t, _, _ in TOKENS], attrs=[a for _, a, _ in TOKENS],
                            pieces=[p for _, _, p in TOKENS], edge_ids=frozenset({0, 1}))
 
 
@@ -32,15 +32,15 @@ TABLE = compare.TokenTable(texts=[t for t, _, _ in TOKENS], attrs=[a for _, a, _
     pytest.param([], [5], 0, id="empty"),
 ])
 def test_first_diff(expected, got, index):
-    assert compare.first_diff(expected, got) == index
+    assert diff.first_diff(expected, got) == index
 
 
 def test_differing_span_skips_common_suffix():
-    assert compare.differing_span([0, 2, 3, 6], [0, 4, 5, 3, 6]) == (1, 2, 3)
+    assert diff.differing_span([0, 2, 3, 6], [0, 4, 5, 3, 6]) == (1, 2, 3)
 
 
 def test_aligned_rows_mark_differences_with_readable_text():
-    rows = compare.aligned([0, 2, 3], [0, 4, 5], TABLE)
+    rows = diff.aligned([0, 2, 3], [0, 4, 5], TABLE)
     assert [r["differs"] for r in rows] == [False, True, True]
     assert rows[1]["expected_text"] == "▁he" and rows[1]["got_text"] == "▁hel"
 
@@ -55,16 +55,16 @@ def test_aligned_rows_mark_differences_with_readable_text():
     pytest.param([13, 10], [14, 11, 12], "pre-tokenizer split", id="letter-digit-split"),
 ])
 def test_classify(expected, got, category):
-    assert compare.classify(expected, got, TABLE) == category
+    assert diff.classify(expected, got, TABLE) == category
 
 
 def test_diff_encoding_none_when_all_agree():
     detok = {(False, False): b" hello"}
-    assert compare.diff_encoding([2, 3], [2, 3], TABLE, expected_detok=detok, got_detok=dict(detok)) is None
+    assert diff.diff_encoding([2, 3], [2, 3], TABLE, expected_detok=detok, got_detok=dict(detok)) is None
 
 
 def test_diff_encoding_reports_pieces_as_bytes():
-    found = compare.diff_encoding([0, 2, 3], [0, 4, 5], TABLE)
+    found = diff.diff_encoding([0, 2, 3], [0, 4, 5], TABLE)
     assert found["first_diff"] == 1
     assert found["expected_piece_hex"] == b" hello".hex()
     assert found["got_piece_hex"] == b" hello".hex()
@@ -72,7 +72,7 @@ def test_diff_encoding_reports_pieces_as_bytes():
 
 
 def test_detokenize_only_difference():
-    found = compare.diff_encoding([2, 3], [2, 3], TABLE, expected_detok={(True, False): b"hello"},
+    found = diff.diff_encoding([2, 3], [2, 3], TABLE, expected_detok={(True, False): b"hello"},
                                   got_detok={(True, False): b" hello"})
     assert found["category"] == "detokenize" and found["first_diff"] is None
     assert found["detokenize"] == [{"remove_special": True, "unparse_special": False,
@@ -88,9 +88,9 @@ def test_detokenize_only_difference():
     pytest.param(b"<b>", "<b>", id="html-left-for-the-template"),
 ])
 def test_visible(raw, shown):
-    assert compare.visible(raw) == shown
+    assert diff.visible(raw) == shown
 
 
 def test_unknown_ids_do_not_raise():
-    assert compare.TokenTable().text(99) == b"<id 99?>"
-    assert compare.aligned([99], [100], compare.TokenTable())[0]["got_text"] == "<id␣100?>"
+    assert diff.TokenTable().text(99) == b"<id 99?>"
+    assert diff.aligned([99], [100], diff.TokenTable())[0]["got_text"] == "<id␣100?>"

@@ -12,33 +12,32 @@ import os
 
 import pytest
 from hypothesis import find, given, settings
-from hypothesis import strategies as st
 
-from harness import fuzz
+from harness import fuzz, models, strategies
 from harness.models import SHIPPED
 
-VIEW = fuzz.VocabView("toy", pieces=(b"\xe2\x96\x81he", b"llo", b"\xe2\x96"), specials=("<s>", "<|im_end|>"),
+VIEW = strategies.VocabView("toy", pieces=(b"\xe2\x96\x81he", b"llo", b"\xe2\x96"), specials=("<s>", "<|im_end|>"),
                       byte_fallback=True)
 
 STRATEGIES = {
-    "any_category": fuzz.any_category(),
-    "weighted_categories": fuzz.weighted_categories(),
-    "digits_of_many_scripts": fuzz.digits_of_many_scripts(),
-    "whitespace_runs": fuzz.whitespace_runs(),
-    "format_controls": fuzz.format_controls(),
-    "rare_code_points": fuzz.rare_code_points(),
-    "nfc_nfd_pair": fuzz.nfc_nfd_pair(),
-    "combining_marks": fuzz.combining_marks(),
-    "contraction": fuzz.contraction(),
-    "emoji_sequences": fuzz.emoji_sequences(),
-    "script_words": fuzz.script_words(),
-    "unicode_heavy": fuzz.unicode_heavy(),
-    "vocab_concat": fuzz.vocab_concat(VIEW),
-    "special_tokens": fuzz.special_tokens(VIEW),
-    "byte_fallback_triggers": fuzz.byte_fallback_triggers(),
-    "vocab_aware": fuzz.vocab_aware(VIEW),
-    "invalid_utf8": fuzz.invalid_utf8(),
-    "fuzz_inputs": fuzz.fuzz_inputs(VIEW),
+    "any_category": strategies.any_category(),
+    "weighted_categories": strategies.weighted_categories(),
+    "digits_of_many_scripts": strategies.digits_of_many_scripts(),
+    "whitespace_runs": strategies.whitespace_runs(),
+    "format_controls": strategies.format_controls(),
+    "rare_code_points": strategies.rare_code_points(),
+    "nfc_nfd_pair": strategies.nfc_nfd_pair(),
+    "combining_marks": strategies.combining_marks(),
+    "contraction": strategies.contraction(),
+    "emoji_sequences": strategies.emoji_sequences(),
+    "script_words": strategies.script_words(),
+    "unicode_heavy": strategies.unicode_heavy(),
+    "vocab_concat": strategies.vocab_concat(VIEW),
+    "special_tokens": strategies.special_tokens(VIEW),
+    "byte_fallback_triggers": strategies.byte_fallback_triggers(),
+    "vocab_aware": strategies.vocab_aware(VIEW),
+    "invalid_utf8": strategies.invalid_utf8(),
+    "fuzz_inputs": strategies.fuzz_inputs(VIEW),
 }
 
 
@@ -60,10 +59,10 @@ def test_inputs_become_replayable_cases(name):
     @given(STRATEGIES[name])
     def check(value):
         assert isinstance(value, (str, bytes))
-        case = fuzz.as_case(value)
-        assert fuzz.input_bytes(fuzz.case_input(case)) == fuzz.input_bytes(value)
-        assert ("bytes" in case) == (not _valid(fuzz.input_bytes(value)))
-        assert case == fuzz.as_case(value)  # stable id
+        case = strategies.as_case(value)
+        assert strategies.input_bytes(strategies.case_input(case)) == strategies.input_bytes(value)
+        assert ("bytes" in case) == (not _valid(strategies.input_bytes(value)))
+        assert case == strategies.as_case(value)  # stable id
     check()
 
 
@@ -76,14 +75,14 @@ def _valid(data: bytes) -> bool:
 
 
 @pytest.mark.parametrize(("strategy", "wanted"), [
-    pytest.param(fuzz.invalid_utf8(), lambda v: isinstance(v, bytes) and not _valid(v), id="invalid-utf8"),
-    pytest.param(fuzz.whitespace_runs(), lambda v: "\r\n" in v and "\u2028" in v, id="crlf-and-u2028"),
-    pytest.param(fuzz.format_controls(), lambda v: "\u200d" in v, id="zwj"),
-    pytest.param(fuzz.rare_code_points(), lambda v: 0xE000 <= ord(v) <= 0xF8FF, id="private-use"),
-    pytest.param(fuzz.rare_code_points(), lambda v: ord(v) & 0xFFFE == 0xFFFE, id="noncharacter"),
-    pytest.param(fuzz.special_tokens(VIEW), lambda v: v.startswith("word<|im_end|>"), id="special-glued"),
-    pytest.param(fuzz.vocab_concat(VIEW), lambda v: isinstance(v, bytes), id="split-mid-utf8"),
-    pytest.param(fuzz.digits_of_many_scripts(), lambda v: any(c.isdigit() and not c.isascii() for c in v),
+    pytest.param(strategies.invalid_utf8(), lambda v: isinstance(v, bytes) and not _valid(v), id="invalid-utf8"),
+    pytest.param(strategies.whitespace_runs(), lambda v: "\r\n" in v and "\u2028" in v, id="crlf-and-u2028"),
+    pytest.param(strategies.format_controls(), lambda v: "\u200d" in v, id="zwj"),
+    pytest.param(strategies.rare_code_points(), lambda v: 0xE000 <= ord(v) <= 0xF8FF, id="private-use"),
+    pytest.param(strategies.rare_code_points(), lambda v: ord(v) & 0xFFFE == 0xFFFE, id="noncharacter"),
+    pytest.param(strategies.special_tokens(VIEW), lambda v: v.startswith("word<|im_end|>"), id="special-glued"),
+    pytest.param(strategies.vocab_concat(VIEW), lambda v: isinstance(v, bytes), id="split-mid-utf8"),
+    pytest.param(strategies.digits_of_many_scripts(), lambda v: any(c.isdigit() and not c.isascii() for c in v),
                  id="non-ascii-digits"),
 ])
 def test_strategy_reaches_its_trap(strategy, wanted):
@@ -93,7 +92,7 @@ def test_strategy_reaches_its_trap(strategy, wanted):
 def test_vocab_view_keeps_specials_and_samples_pieces():
     texts = [b"<s>", b"<0x41>", b"a", b"b", b"<user>"]
     attrs = [8, 32, 4, 4, 16]
-    view = fuzz.vocab_view(name="v", texts=texts, attrs=attrs, pieces=[b"", b"A", b"a", b"b", b"<user>"])
+    view = strategies.vocab_view(name="v", texts=texts, attrs=attrs, pieces=[b"", b"A", b"a", b"b", b"<user>"])
     assert view.specials == ("<s>", "<user>")
     assert view.pieces == (b"a", b"b")
     assert view.byte_fallback
@@ -113,15 +112,16 @@ def test_profiles_and_environment(monkeypatch):
 
 def test_database_lives_in_the_project(monkeypatch):
     monkeypatch.delenv(fuzz.DB_ENV, raising=False)
-    assert fuzz.database_dir() == fuzz.project_root() / ".hypothesis" / "examples"
+    assert fuzz.database_dir() == models.project_root() / ".hypothesis" / "examples"
 
 
 # --- differential: our engine against live llama.cpp ------------------------------------------
 
 def differential(model: str, require_vocab, *, n: int):
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
-    from harness.engines import load_engine
-    from harness.run import RunConfig, check_model
+    from harness.engine_spec import load_engine
+    from harness.live_run import check_model
+    from harness.run_config import RunConfig
 
     require_vocab(model)
     config = RunConfig(models=(model,), report_dir=_tmp_report(), default_corpora=False, fuzz=n,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness import golden as goldens
-from harness.evaluate import diff_vocab, unpack_array, vocab_record
 from harness.models import SHIPPED
+from harness.records import diff_vocab, unpack_array, vocab_record
 
 COMMITTED = sorted(goldens.GOLDEN_DIR.glob("ggml-vocab-*.json"))
 FEW = [{"id": "hello", "text": "Hello world"}, {"id": "special", "text": " <s>x</s> "},
@@ -209,7 +209,7 @@ class ByteTokenizer:
 
 
 def test_evaluate_case_layout_is_fixed_and_exact():
-    from harness.evaluate import FLAGS, evaluate_case
+    from harness.records import FLAGS, evaluate_case
 
     record = evaluate_case(ByteTokenizer(), {"id": "x", "bytes": "ff41"})
     assert record["id"] == "x" and record["bytes"] == "ff41" and "text" not in record
@@ -225,6 +225,6 @@ def test_evaluate_and_golden_do_not_need_llama_cpp():
     import subprocess
     import sys
 
-    code = ("import sys, harness.evaluate, harness.golden, harness.corpus, harness.commands.drift; "
+    code = ("import sys, harness.records, harness.golden, harness.corpus, harness.commands.drift; "
             "sys.exit('llama_cpp' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=goldens.GOLDEN_DIR.parent).returncode == 0

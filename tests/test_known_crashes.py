@@ -20,9 +20,9 @@ import pytest
 
 from harness import known_crashes, report
 from harness.cli import main
+from harness.findings import crash_info
 from harness.golden import golden_files, load_golden
 from harness.models import short_name
-from harness.checks import crash_info
 from tests.test_run_cli import harness, report_of, write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +120,7 @@ def test_shipped_list_covers_exactly_the_recorded_crashes():
 # --- compare (offline, goldens) ---------------------------------------------------------------
 
 def _need_golden_gguf(name: str) -> None:
-    from harness.offline import locate
+    from harness.replay import locate
     golden = next(p for p in golden_files(GOLDEN) if short_name(p.name.removesuffix(".json")) == name)
     if locate(load_golden(golden, check=False)["gguf"]) is None:
         pytest.skip(f"{name} is not in the vocabulary cache: python -m harness fetch")

@@ -14,7 +14,7 @@ gpt-2 and gemma-4 vocabularies; skipped with the fetch command without them):
 | anything else  | refuses to load ("unknown tokenizer")     | `UnsupportedVocab` at load      |
 
 Expected values come only from llama.cpp, run in a crash-isolated worker
-(`harness.live.OracleSession`); an input on which llama.cpp itself crashes is
+(`harness.oracle_session.OracleSession`); an input on which llama.cpp itself crashes is
 left out of the comparison and must stay rare.
 """
 
@@ -23,11 +23,11 @@ from __future__ import annotations
 import pytest
 
 from harness import synth
-from harness.evaluate import diff_vocab, evaluate_case, vocab_record
 from harness.models import FETCH_COMMAND, SetupError
+from harness.records import diff_vocab, evaluate_case, vocab_record
 from tokenizer import Tokenizer, UnsupportedVocab
 
-live = pytest.importorskip("harness.live")
+live = pytest.importorskip("harness.oracle_session")
 pytestmark = pytest.mark.oracle
 
 REPRODUCED = ["model-gemma4", "model-hybriddna", "model-test", "model-whitespace"]
@@ -94,7 +94,7 @@ def test_unknown_model_refused_by_both():
     path = _built("model-bogus")
     with pytest.raises(UnsupportedVocab, match="bogus"):
         Tokenizer.from_gguf(path)
-    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleError):
+    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleRefusal):
         oracle.call("ping")
 
 

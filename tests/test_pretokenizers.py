@@ -147,8 +147,8 @@ def _synthetic(pre: str) -> Path:
 
 
 def _differential(pre: str, n: int) -> list[str]:
-    from harness.evaluate import evaluate_case
     from harness.oracle import LlamaOracle
+    from harness.records import evaluate_case
     from tokenizer import Tokenizer
 
     path = _synthetic(pre)
@@ -201,8 +201,8 @@ def test_whitespace_pre_aborts_where_llama_does():
 
     We raise `LlamaCppAbort` on exactly those inputs and agree elsewhere.
     """
-    from harness.evaluate import evaluate_case
-    from harness.live import OracleCrash, OracleSession
+    from harness.oracle_session import OracleCrash, OracleSession
+    from harness.records import evaluate_case
     from tokenizer import Tokenizer
     from tokenizer.unicode import LlamaCppAbort
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from harness import compare, report
+from harness import diff, report
 
 pytestmark = pytest.mark.browser
 
@@ -30,9 +30,9 @@ def chromium() -> str:
 
 
 def planted_report() -> dict:
-    table = compare.TokenTable(texts=[b"<s>", b"\xe2\x96\x81he", b"llo", b"hel", b"lo"],
+    table = diff.TokenTable(texts=[b"<s>", b"\xe2\x96\x81he", b"llo", b"hel", b"lo"],
                                attrs=[8, 4, 4, 4, 4], edge_ids=frozenset({0}))
-    found = compare.diff_encoding([0, 1, 2], [0, 3, 4], table)
+    found = diff.diff_encoding([0, 1, 2], [0, 3, 4], table)
     spm = report.ModelResult("llama-spm", "spm", cases=4)
     spm.add("mismatches", {"case_id": "planted-1", "text": "he llo\t<b>", "add_special": True,
                            "parse_special": False, "command": "python -m harness run --model llama-spm",

@@ -91,7 +91,7 @@ def test_fuzz_finds_shrinks_and_saves_a_planted_fault(tmp_path, require_vocab):
     assert {m["text"] for m in report["mismatches"]} == {"\t"}  # shrunk to the minimal input
     saved = [json.loads(line) for line in (found / "llama-spm.jsonl").read_text().splitlines()]
     assert [c["text"] for c in saved] == ["\t"]
-    again = harness(*args, "--report", str(tmp_path / "r2"))
+    harness(*args, "--report", str(tmp_path / "r2"))
     assert report_of(tmp_path / "r2")["summary"]["cases"] == report["summary"]["cases"]  # --seed reproduces
 
 

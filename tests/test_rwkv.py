@@ -13,11 +13,24 @@ import pytest
 
 # The conformance matrix (tokenize, detokenize, pieces, per-token fields, getters) runs on
 # this module's `pair` and CORPUS: pytest collects these imported tests as this module's own.
-from conformance import (assert_same_pieces, assert_same_round_trip, assert_same_tokens, choice_of,
-                         code_points, mixed_inputs, oracle_pair, random_bytes, synthetic_or_skip,
-                         synthetic_pair)
-from conformance import (test_tokenize, test_detokenize, test_pieces,  # noqa: F401
-                         test_vocab_entries, test_special_ids_and_flags)
+from conformance import (  # noqa: F401
+    assert_same_pieces,
+    assert_same_round_trip,
+    assert_same_tokens,
+    choice_of,
+    code_points,
+    mixed_inputs,
+    oracle_pair,
+    random_bytes,
+    synthetic_or_skip,
+    synthetic_pair,
+    test_detokenize,
+    test_pieces,
+    test_special_ids_and_flags,
+    test_tokenize,
+    test_vocab_entries,
+)
+
 from harness import synth
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
@@ -137,4 +150,4 @@ def random_inputs(seed: int, count: int):
 
 
 # The flag-matched differential run on random_inputs (tests/conformance.py).
-from conformance import test_differential_small, test_differential_2000  # noqa: E402,F401
+from conformance import test_differential_2000, test_differential_small  # noqa: E402,F401

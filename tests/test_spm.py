@@ -16,11 +16,24 @@ from __future__ import annotations
 import random
 
 import pytest
+from conformance import (
+    FLAG_PAIRS,
+    GETTERS,
+    TOKEN_FIELDS,
+    assert_same_detokenize,
+    assert_same_detokenize_every_flag,
+    assert_same_field,
+    assert_same_getter,
+    assert_same_pieces,
+    assert_same_round_trip,
+    assert_same_tokens,
+    choice_of,
+    flag_table,
+    mixed_inputs,
+    one_code_point,
+    oracle_pair,
+)
 
-from conformance import (FLAG_PAIRS, GETTERS, TOKEN_FIELDS, assert_same_detokenize,
-                         assert_same_detokenize_every_flag, assert_same_field, assert_same_getter,
-                         assert_same_pieces, assert_same_round_trip, assert_same_tokens, choice_of,
-                         flag_table, mixed_inputs, one_code_point, oracle_pair)
 from harness.models import vocab_path
 from tokenizer import Tokenizer, UnsupportedVocab
 
@@ -163,6 +176,7 @@ def test_detokenize_matches_oracle_nightly(name, remove_special, unparse_special
 
 # -- Hypothesis: the shared fuzz strategies (profile from $GGUF_PARITY_HYPOTHESIS_PROFILE) ----
 
+strategies = pytest.importorskip("harness.strategies")
 fuzz = pytest.importorskip("harness.fuzz")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -173,10 +187,10 @@ fuzz.load_profile()
 @BY_VOCAB
 def test_fuzz_inputs_match_oracle(name):
     p = pair(name, DEFAULT_N)
-    view = fuzz.vocab_view_of(p.ours, name=name)
+    view = strategies.vocab_view_of(p.ours, name=name)
 
     @settings(database=None)
-    @given(text=fuzz.fuzz_inputs(view), add_special=st.booleans(), parse_special=st.booleans())
+    @given(text=strategies.fuzz_inputs(view), add_special=st.booleans(), parse_special=st.booleans())
     def run(text, add_special, parse_special):
         kw = {"add_special": add_special, "parse_special": parse_special}
         assert_same_tokens(p.ours, p.oracle, [text], **kw)

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from harness import synth
-from harness.evaluate import diff_vocab, evaluate_case, vocab_record
 from harness.golden import GOLDEN_DIR, load_golden
 from harness.models import FETCH_COMMAND, SetupError, resolve
+from harness.records import diff_vocab, evaluate_case, vocab_record
 from tests.llama_sources import llama_source
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.constants import Keys
@@ -177,13 +177,13 @@ def test_pre_sweep_golden(name):
 def test_unknown_pre_refused_by_both(tmp_path):
     """A pre name llama.cpp does not know: it refuses the file, we raise naming the nearest names."""
     _needs_source("pre-qwen2")
-    live = pytest.importorskip("harness.live")
+    live = pytest.importorskip("harness.oracle_session")
     meta = gguf.parse(synth.build("pre-qwen2"))
     path = tmp_path / "pre-qwen3.gguf"
     gguf_writer.write(path, meta.metadata | {Keys.PRE: "qwen3"}, types=meta.types)
     with pytest.raises(UnsupportedVocab, match="qwen3.*qwen2"):
         Tokenizer.from_gguf(path)
-    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleError):
+    with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleRefusal):
         oracle.call("ping")
 
 
@@ -211,7 +211,7 @@ def _seeded_inputs(seed: int, count: int) -> list[dict]:
 def test_pre_sweep_live_differential(name):
     """25 seeded inputs per name (2,275 over the family) against the crash-isolated oracle."""
     _needs_source(name)
-    live = pytest.importorskip("harness.live")
+    live = pytest.importorskip("harness.oracle_session")
     path = synth.ensure(name)
     ours = Tokenizer.from_gguf(path)
     wrong = []

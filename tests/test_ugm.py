@@ -19,11 +19,28 @@ import itertools
 
 import numpy as np
 import pytest
+from conformance import (
+    DETOK,
+    ENCODER_GETTERS,
+    FLAGS,
+    SPECIAL,
+    TOKEN_FIELDS,
+    assert_same_detokenize,
+    assert_same_field,
+    assert_same_getter,
+    assert_same_pieces,
+    assert_same_tokens,
+    choice_of,
+    code_points,
+    differential,
+    mixed_inputs,
+    oracle_pair,
+    random_bytes,
+    sample_pieces,
+    shipped_or_skip,
+    write_variants,
+)
 
-from conformance import (DETOK, ENCODER_GETTERS, FLAGS, SPECIAL, TOKEN_FIELDS, assert_same_detokenize,
-                         assert_same_field, assert_same_getter, assert_same_pieces, assert_same_tokens,
-                         choice_of, code_points, differential, mixed_inputs, oracle_pair, random_bytes,
-                         sample_pieces, shipped_or_skip, write_variants)
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys, ValueType

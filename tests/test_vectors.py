@@ -19,6 +19,7 @@ from tokenizer import Tokenizer, gguf
 from tokenizer.engines import ENGINES
 from tokenizer.vocab import MODELS
 
+
 def read_vectors(name: str) -> list[tuple[bytes, list[int]]]:
     """(input bytes, expected ids) pairs, the `.inp` split as test-tokenizer-0.cpp splits it."""
     path = vocab_path(name)

@@ -5,7 +5,7 @@ the by-text overrides, the end-of-generation set, each token's piece) is
 compared with what llama.cpp reports for the same file through the oracle.
 This covers every vocabulary type, not only SPM: the descriptor is shared.
 
-The C++ library orders that llama.cpp inherits (`tokenizer.cxxorder`) are also
+The C++ library orders that llama.cpp inherits (`tokenizer.cpp_map_order`) are also
 checked against the system's libstdc++ directly, when a C++ compiler exists.
 """
 
@@ -15,11 +15,12 @@ import random
 import shutil
 import struct
 import subprocess
+
 import pytest
+from oracle_pairs import pair
 
 from harness.models import SHIPPED
-from oracle_pairs import pair
-from tokenizer import cxxorder
+from tokenizer import cpp_map_order
 
 GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad",
            "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
@@ -118,10 +119,10 @@ def test_map_order_and_sort_match_libstdcxx(cxx_probe, n):
     texts = list(dict.fromkeys(bytes(rng.randrange(256) for _ in range(rng.randint(1, 24)))
                                for _ in range(n)))
     order, ranked = _probe(cxx_probe, texts)
-    assert cxxorder.map_order(cxxorder.hash_all(texts)).tolist() == order
-    assert cxxorder.std_sort(list(range(len(texts))), lambda a, b: len(texts[a]) > len(texts[b])) == ranked
+    assert cpp_map_order.map_order(cpp_map_order.hash_all(texts)).tolist() == order
+    assert cpp_map_order.std_sort(list(range(len(texts))), lambda a, b: len(texts[a]) > len(texts[b])) == ranked
 
 
 def test_hash_matches_vectorised_hash():
     texts = [b"", b"a", b"abc", b"12345678", b"123456789", bytes(range(256))]
-    assert [cxxorder.hash_bytes(t) for t in texts] == cxxorder.hash_all(texts).tolist()
+    assert [cpp_map_order.hash_bytes(t) for t in texts] == cpp_map_order.hash_all(texts).tolist()

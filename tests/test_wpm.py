@@ -14,16 +14,32 @@ Inputs never contain code points above U+10FFFF: llama.cpp aborts on those
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conformance import (
+    DETOK,
+    ENCODER_GETTERS,
+    FLAGS,
+    LSTRIP,
+    SPECIAL,
+    TOKEN_FIELDS,
+    assert_same_detokenize,
+    assert_same_field,
+    assert_same_getter,
+    assert_same_pieces,
+    assert_same_tokens,
+    choice_of,
+    code_points,
+    differential,
+    mixed_inputs,
+    oracle_pair,
+    random_bytes,
+    sample_pieces,
+    shipped_or_skip,
+    write_variants,
+)
 
-from conformance import (DETOK, ENCODER_GETTERS, FLAGS, LSTRIP, SPECIAL, TOKEN_FIELDS,
-                         assert_same_detokenize, assert_same_field, assert_same_getter,
-                         assert_same_pieces, assert_same_tokens, choice_of, code_points, differential,
-                         mixed_inputs, oracle_pair, random_bytes, sample_pieces, shipped_or_skip,
-                         write_variants)
 from harness.models import models_dir
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
 from tokenizer.attrs import TokenType

@@ -25,15 +25,14 @@ the flags, `merges` (BPE), `precompiled_charsmap` (UGM) and the raw `metadata`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import re
-
 import numpy as np
 
-from . import cxxorder, vocab_rules
+from . import cpp_map_order, vocab_rules
 from .attrs import TYPE_TO_ATTR, Attr
 from .constants import Keys, ValueType
 from .errors import GGUFError, UnsupportedVocab
@@ -327,7 +326,7 @@ class _Draft:
     def map_rank(self) -> np.ndarray:
         """Position of each id in llama.cpp's `token_to_id` iteration order (computed once)."""
         if self._rank is None:
-            order = cxxorder.map_order(cxxorder.hash_all(self.texts))
+            order = cpp_map_order.map_order(cpp_map_order.hash_all(self.texts))
             self._rank = np.empty(len(order), dtype=np.int64)
             self._rank[order] = np.arange(len(order))
         return self._rank

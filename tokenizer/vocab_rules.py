@@ -8,7 +8,7 @@ model name. This module holds those tables and applies them to a mutable
 `_Draft` (see `tokenizer.vocab`), in llama.cpp's order.
 
 Where llama.cpp keeps the first match while walking its `unordered_map`, the
-walk follows `tokenizer.cxxorder.map_order`, so the same token wins.
+walk follows `tokenizer.cpp_map_order.map_order`, so the same token wins.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import cxxorder
+from . import cpp_map_order
 from .attrs import Attr
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def special_cache(d: _Draft) -> tuple[int, ...]:
     mask = int(Attr.CONTROL | Attr.USER_DEFINED | Attr.UNKNOWN)
     ids = _with_any(d.attrs, mask)
     texts = d.texts
-    return tuple(cxxorder.std_sort(ids, lambda a, b: len(texts[a]) > len(texts[b])))
+    return tuple(cpp_map_order.std_sort(ids, lambda a, b: len(texts[a]) > len(texts[b])))
 
 
 def strip_by_model(d: _Draft, cache: tuple[int, ...]) -> None:

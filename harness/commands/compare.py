@@ -21,8 +21,8 @@ from .. import known_crashes
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..models import SetupError
-from ..offline import compare
-from ..run import RunConfig
+from ..replay import compare
+from ..run_config import RunConfig
 
 EXIT_OK, EXIT_FOUND = 0, 1
 

@@ -11,8 +11,8 @@ import sys
 
 from tokenizer import GGUFError
 
-from ..summary import render, summarize
 from ..models import resolve
+from ..summary import render, summarize
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

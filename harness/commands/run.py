@@ -25,8 +25,9 @@ from .. import known_crashes
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..fuzz import PROFILE_ENV, load_profile
+from ..live_run import run as run_models
 from ..models import SHIPPED, SetupError
-from ..run import RunConfig, run as run_models
+from ..run_config import RunConfig
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 

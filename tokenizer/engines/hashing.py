@@ -12,7 +12,6 @@ loading it (it tokenizes "\\n" to find the newline id).
 
 from __future__ import annotations
 
-
 from ..errors import UnsupportedVocab
 from .base import Engine, register
 

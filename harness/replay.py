@@ -4,7 +4,7 @@ Each golden (`golden/*.json[.gz]`, written by `python -m harness record`)
 holds llama.cpp's vocabulary record and its outcome for every case. The
 engine is loaded on the same GGUF file (found by name in the vocabulary cache
 or the synthetic folder, checked by sha256), then judged case by case exactly
-as `run` judges it live (`harness.checks.findings`). A case on which llama.cpp
+as `run` judges it live (`harness.findings.findings`). A case on which llama.cpp
 crashed while recording stays an oracle crash in the report, or a known crash
 when it matches the known-crashes list (`RunConfig.known_crashes`).
 """
@@ -15,16 +15,24 @@ import hashlib
 import sys
 from pathlib import Path
 
-from .checks import (Subject, engine_table, findings, gguf_texts, reference_table, reproduce_command,
-                     run_engine, vocab_findings)
-from .engines import load_engine
-from .evaluate import vocab_record
+from .engine_spec import load_engine
 from .families import family_of
+from .findings import (
+    Subject,
+    engine_table,
+    findings,
+    gguf_texts,
+    reference_table,
+    reproduce_command,
+    run_engine,
+    vocab_findings,
+)
 from .golden import GoldenError, golden_files, load_golden
 from .models import SetupError, models_dir, resolve, short_name
+from .outcomes import engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
 from .progress import Progress
 from .report import ModelResult
-from .run import RunConfig, engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
+from .run_config import RunConfig
 
 
 def _can_validate() -> bool:

@@ -36,7 +36,7 @@ class OracleCrash(RuntimeError):
         return self.crash
 
 
-class OracleError(RuntimeError):
+class OracleRefusal(RuntimeError):
     """llama.cpp (alive) refused a request, e.g. it cannot load the file; `crash` is an "error" record."""
 
     def __init__(self, crash: dict) -> None:
@@ -66,18 +66,18 @@ class OracleSession:
             self._worker = started(self.path, load_timeout=self.timeout + LOAD_GRACE)
         except LoadFailure as failure:
             if failure.crash is None:
-                raise OracleError(error_crash(failure.message, None)) from None
+                raise OracleRefusal(error_crash(failure.message, None)) from None
             raise OracleCrash(failure.crash) from None
         return self._worker
 
     def call(self, op: str, *args):
-        """Run `op` in the worker; `OracleCrash` if it dies or hangs, `OracleError` if it refuses."""
+        """Run `op` in the worker; `OracleCrash` if it dies or hangs, `OracleRefusal` if it refuses."""
         worker = self._worker or self._start()
         result, crash = worker.ask(op, *args, timeout=self.timeout)
         if crash is None:
             return _DECODE.get(op, lambda value: value)(result)
         if crash["kind"] == "error":
-            raise OracleError(crash)
+            raise OracleRefusal(crash)
         self.close()
         raise OracleCrash(crash)
 

@@ -1,10 +1,10 @@
 """The engine of `python -m harness run`: engine against live llama.cpp, corpora then fuzz.
 
 For each model: load the engine (`--engine`, ours by default) and llama.cpp
-(`harness.live.OracleSession`, crash-isolated, `--jobs` of them); compare the
+(`harness.oracle_session.OracleSession`, crash-isolated, `--jobs` of them); compare the
 vocabularies; compare every corpus case under the four add_special x
 parse_special flags with their detokenizations; then let Hypothesis generate
-`fuzz` inputs (`harness.fuzz.fuzz_inputs`), checking each live and shrinking
+`fuzz` inputs (`harness.strategies.fuzz_inputs`), checking each live and shrinking
 the first failure to a minimal input. Every failing case is written to
 `<report>/cases/<model>.jsonl` (the reproduce command replays it), and fuzz
 failures also to `corpora/found/<model>.jsonl`, which later runs include.
@@ -21,44 +21,32 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from queue import Queue
 
-from . import fuzz
-from .checks import (EngineError, Subject, crash_finding, engine_table, findings, gguf_texts,
-                     reference_table, reproduce_command, run_engine, vocab_findings)
+from . import strategies
 from .corpus import CorpusError, default_corpora, load_corpus
-from .engines import describe, load_engine
-from .evaluate import vocab_record
+from .engine_spec import describe, load_engine
 from .families import family_of
-from .hunt import hunt
+from .findings import (
+    Subject,
+    crash_finding,
+    engine_table,
+    findings,
+    gguf_texts,
+    reference_table,
+    reproduce_command,
+    run_engine,
+    vocab_findings,
+)
+from .fuzz import hunt
 from .known_crashes import NONE, KnownCrashes
-from .live import OracleCrash, OracleError, OracleSession
 from .models import SetupError, resolve, short_name
+from .oracle_session import OracleCrash, OracleRefusal, OracleSession
+from .outcomes import engine_load_error, engine_or_error, engine_vocab, last_line, refusal_mismatch, save_failing
 from .progress import Progress
 from .report import ModelResult
-
-FOUND_DIR = fuzz.project_root() / "corpora" / "found"
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything `run` was asked to do; built by `harness.commands.run` from the CLI."""
-
-    models: tuple[str, ...]
-    report_dir: Path
-    corpora: tuple[Path, ...] = ()
-    default_corpora: bool = True
-    case_ids: tuple[str, ...] = ()
-    fuzz: int = 0
-    seed: int | None = None
-    engine: str | None = None
-    jobs: int = 1
-    timeout: float = 60.0
-    found_dir: Path | None = FOUND_DIR
-    quiet: bool = False
-    known_crashes: KnownCrashes = NONE
+from .run_config import RunConfig
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -112,7 +100,7 @@ class OraclePool:
         session = self._free.get()
         try:
             return session.evaluate(case), None
-        except (OracleCrash, OracleError) as crash:
+        except (OracleCrash, OracleRefusal) as crash:
             return None, crash.as_dict()
         finally:
             self._free.put(session)
@@ -145,42 +133,6 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     return result
 
 
-def engine_or_error(factory, path: Path):
-    try:
-        return factory(path), None
-    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding (or agrees)
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-def load_engine_for(factory, path: Path, result: ModelResult):
-    """The engine for `path`, or None with an engine error recorded."""
-    engine, error = engine_or_error(factory, path)
-    if engine is None:
-        engine_load_error(result, error)
-    return engine
-
-
-def _last_line(message: str, limit: int = 300) -> str:
-    """The informative tail of a long message (llama.cpp's load log ends with the reason)."""
-    lines = [line for line in str(message).splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return ((errors or lines or [""])[-1])[:limit]
-
-
-def engine_load_error(result: ModelResult, error: str) -> None:
-    category = "unsupported" if error.startswith("UnsupportedVocab") else "engine error"
-    result.add("engine_errors", {"case_id": "<load>", "text": "", "error": error, "command": None,
-                                 "category": category})
-    result.notes.append(f"engine failed to load: {error.split(':')[0]}")
-
-
-def refusal_mismatch(result: ModelResult, reason: str) -> None:
-    """llama.cpp refuses the file but the engine loads it: the engine should refuse too."""
-    result.add("vocab_mismatches", {"field": "load", "token": None, "category": "vocabulary",
-                                    "expected": f"llama.cpp refuses to load it: {reason}",
-                                    "got": "the engine loads it"})
-
-
 def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict], *,
                known: KnownCrashes = NONE):
     """(engine, engine vocab, llama.cpp vocab, pieces), or None with the outcome recorded.
@@ -198,12 +150,12 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
                                   crash.as_dict()))
         result.notes.append("llama.cpp crashed loading the vocabulary")
         return None
-    except OracleError as refused:
+    except OracleRefusal as refused:
         if engine is None:
-            result.notes.append(f"both refuse the file: llama.cpp ({_last_line(refused)}); "
-                                f"engine ({_last_line(engine_error)})")
+            result.notes.append(f"both refuse the file: llama.cpp ({last_line(refused)}); "
+                                f"engine ({last_line(engine_error)})")
         else:
-            refusal_mismatch(result, _last_line(refused))
+            refusal_mismatch(result, last_line(refused))
         return None
     if engine is None:  # nothing to compare: every case counts as failed, not as passed
         engine_load_error(result, engine_error)
@@ -229,13 +181,6 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
     return subject
 
 
-def engine_vocab(engine) -> dict | EngineError:
-    try:
-        return vocab_record(engine)
-    except Exception as exc:  # noqa: BLE001
-        return EngineError(f"{type(exc).__name__}: {exc}", "")
-
-
 def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: ModelResult,
                  bar: Progress) -> None:
     futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
@@ -257,7 +202,7 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
             expected, crash = session.evaluate(case), None
-        except (OracleCrash, OracleError) as exc:
+        except (OracleCrash, OracleRefusal) as exc:
             expected, crash = None, exc.as_dict()
         if crash is not None and ignore_crashes:
             return []
@@ -276,14 +221,14 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     llama.cpp aborts on some inputs for whole vocabulary families; without the
     second hunt such a crash would hide every engine bug behind it.
     """
-    view = fuzz.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
     budget, ignore_crashes, known_seen = config.fuzz, False, {}
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)
             judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen)
-            outcome = hunt(fuzz.fuzz_inputs(view), judge, n=budget, seed=seed,
+            outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
                            key=f"{subject.name}:{ignore_crashes}",
                            on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
             result.cases += outcome.generated
@@ -317,23 +262,6 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(case, ensure_ascii=False) + "\n")
-
-
-def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
-    """The failing (and known-crash) cases as a corpus file, so each reproduce command finds its input."""
-    shown = result.failing | result.known_crash_ids
-    failing = [c for c in cases if c["id"] in shown]
-    extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
-             if e.get("fuzz")}
-    failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
-                for i, e in extra.items()]
-    if not failing:
-        return
-    path = config.report_dir / "cases" / f"{result.model}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = {c["id"]: json.dumps({k: c[k] for k in ("id", "text", "bytes") if k in c}, ensure_ascii=False)
-             for c in failing}
-    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")
 
 
 def run(config: RunConfig) -> list[ModelResult]:

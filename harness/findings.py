@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare import TokenTable, diff_encoding
-from .evaluate import evaluate_case, field_bytes, unpack_array
+from .diff import TokenTable, diff_encoding
 from .known_crashes import NONE, KnownCrashes
+from .records import evaluate_case, field_bytes, unpack_array
 
 ERROR_TAIL = 1200
 
@@ -168,7 +168,7 @@ def reproduce_command(*, arg: str, engine: str | None, cases_file: Path) -> Call
 
 def vocab_findings(subject: Subject, expected: dict, got: dict | EngineError) -> list[tuple[str, dict]]:
     """Vocabulary differences (flags, special ids, per-token text/score/attr/pieces) as findings."""
-    from .evaluate import diff_vocab
+    from .records import diff_vocab
     if isinstance(got, EngineError):
         return [("engine_errors", {"case_id": "<vocab>", "text": "", "error": got.error,
                                    "traceback": got.traceback, "command": None})]
@@ -189,7 +189,7 @@ def _vocab_entry(subject: Subject, row: dict, expected: dict, got: dict) -> dict
 
 
 def _token_side(table: TokenTable, vocab: dict, token: int, value) -> dict:
-    from .compare import visible
+    from .diff import visible
     scores = unpack_array(vocab["scores"], "<f4")
     return {"text": visible(table.text(token)), "score": float(scores[token]) if token < len(scores) else None,
             "attr": table.attr(token), "value": value}

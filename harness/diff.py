@@ -8,8 +8,8 @@ texts, the differing pieces as bytes, and the detokenization differences.
     special-token partition, pre-tokenizer split, merge order, byte fallback,
     normalisation, BOS/EOS, detokenize (and engine error / oracle crash).
 
-Vocabulary differences are pinned to token ids by `harness.evaluate.diff_vocab`
-and shown with both sides' text, score and attribute by `harness.checks`. All
+Vocabulary differences are pinned to token ids by `harness.records.diff_vocab`
+and shown with both sides' text, score and attribute by `harness.findings`. All
 comparisons are on exact ids and bytes;
 `visible()` and `errors="replace"` are for display only.
 """

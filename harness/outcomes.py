@@ -1,0 +1,76 @@
+"""Recording a model's outcome, shared by the live run and the golden replay.
+
+An engine that cannot load, a refusal that differs between the two sides, an
+engine's vocabulary record, and the failing cases written out next to the
+report so that every reproduce command finds its input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .findings import EngineError
+from .records import vocab_record
+from .report import ModelResult
+from .run_config import RunConfig
+
+
+def engine_or_error(factory, path: Path):
+    try:
+        return factory(path), None
+    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding (or agrees)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def load_engine_for(factory, path: Path, result: ModelResult):
+    """The engine for `path`, or None with an engine error recorded."""
+    engine, error = engine_or_error(factory, path)
+    if engine is None:
+        engine_load_error(result, error)
+    return engine
+
+
+def last_line(message: str, limit: int = 300) -> str:
+    """The informative tail of a long message (llama.cpp's load log ends with the reason)."""
+    lines = [line for line in str(message).splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return ((errors or lines or [""])[-1])[:limit]
+
+
+def engine_load_error(result: ModelResult, error: str) -> None:
+    category = "unsupported" if error.startswith("UnsupportedVocab") else "engine error"
+    result.add("engine_errors", {"case_id": "<load>", "text": "", "error": error, "command": None,
+                                 "category": category})
+    result.notes.append(f"engine failed to load: {error.split(':')[0]}")
+
+
+def refusal_mismatch(result: ModelResult, reason: str) -> None:
+    """llama.cpp refuses the file but the engine loads it: the engine should refuse too."""
+    result.add("vocab_mismatches", {"field": "load", "token": None, "category": "vocabulary",
+                                    "expected": f"llama.cpp refuses to load it: {reason}",
+                                    "got": "the engine loads it"})
+
+
+def engine_vocab(engine) -> dict | EngineError:
+    try:
+        return vocab_record(engine)
+    except Exception as exc:  # noqa: BLE001
+        return EngineError(f"{type(exc).__name__}: {exc}", "")
+
+
+def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
+    """The failing (and known-crash) cases as a corpus file, so each reproduce command finds its input."""
+    shown = result.failing | result.known_crash_ids
+    failing = [c for c in cases if c["id"] in shown]
+    extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
+             if e.get("fuzz")}
+    failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
+                for i, e in extra.items()]
+    if not failing:
+        return
+    path = config.report_dir / "cases" / f"{result.model}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = {c["id"]: json.dumps({k: c[k] for k in ("id", "text", "bytes") if k in c}, ensure_ascii=False)
+             for c in failing}
+    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")

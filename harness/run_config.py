@@ -1,0 +1,30 @@
+"""What `run` and `compare` were asked to do: `RunConfig`, built by the CLI commands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .known_crashes import NONE, KnownCrashes
+from .models import project_root
+
+FOUND_DIR = project_root() / "corpora" / "found"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything `run` was asked to do; built by `harness.commands.run` from the CLI."""
+
+    models: tuple[str, ...]
+    report_dir: Path
+    corpora: tuple[Path, ...] = ()
+    default_corpora: bool = True
+    case_ids: tuple[str, ...] = ()
+    fuzz: int = 0
+    seed: int | None = None
+    engine: str | None = None
+    jobs: int = 1
+    timeout: float = 60.0
+    found_dir: Path | None = FOUND_DIR
+    quiet: bool = False
+    known_crashes: KnownCrashes = NONE
