@@ -88,8 +88,9 @@ def _unique(cases: list[dict]) -> list[dict]:
 class OraclePool:
     """`jobs` oracle sessions for one model, shared by worker threads."""
 
-    def __init__(self, path: Path, *, jobs: int, timeout: float) -> None:
-        self.sessions = [OracleSession(path, timeout=timeout) for _ in range(max(jobs, 1))]
+    def __init__(self, path: Path, *, jobs: int, timeout: float, memory_limit: int | None = None) -> None:
+        self.sessions = [OracleSession(path, timeout=timeout, memory_limit=memory_limit)
+                         for _ in range(max(jobs, 1))]
         self._free: Queue = Queue()
         for session in self.sessions:
             self._free.put(session)
@@ -110,6 +111,10 @@ class OraclePool:
         for session in self.sessions:
             session.close()
 
+    def faults(self) -> list[dict]:
+        """Harness faults of every session: worker deaths a fresh worker did not repeat."""
+        return [fault for session in self.sessions for fault in session.faults]
+
 
 def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     """Everything `run` checks on one vocabulary, as a `ModelResult`."""
@@ -117,7 +122,7 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     name = short_name(path)
     result = ModelResult(name, family_of(name))
     cases = gather_cases(path, name, config)
-    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout)
+    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
     try:
         loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes)
         if loaded is None:
@@ -129,6 +134,8 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
                 _fuzz(subject, pool.sessions[0], config, result, bar)
     finally:
         pool.close()
+        for fault in pool.faults():
+            result.add_fault(fault)
     save_failing(result, cases, config)
     return result
 

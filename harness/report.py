@@ -38,9 +38,12 @@ from .diff import visible
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
-          "known_oracle_crashes", "known_crash_cases")
+          "known_oracle_crashes", "known_crash_cases", "harness_faults")
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 LISTS = (*FINDINGS, "known_oracle_crashes")
+# Worker deaths a fresh worker did not repeat (harness.workers): listed and counted, never
+# a llama.cpp crash; the case's answer came from the fresh worker, so the verdict stands.
+SIDE_LISTS = ("harness_faults",)
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
 
 
@@ -59,6 +62,7 @@ class ModelResult:
     known_oracle_crashes: list[dict] = field(default_factory=list)
     known_crash_ids: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    harness_faults: list[dict] = field(default_factory=list)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -79,7 +83,13 @@ class ModelResult:
                 "engine_errors": len(self.engine_errors),
                 "vocab_mismatches": len(self.vocab_mismatches),
                 "known_oracle_crashes": len(self.known_oracle_crashes),
-                "known_crash_cases": len(self.known_crash_ids - self.failing), "notes": list(self.notes)}
+                "known_crash_cases": len(self.known_crash_ids - self.failing),
+                "harness_faults": len(self.harness_faults), "notes": list(self.notes)}
+
+    def add_fault(self, fault: dict) -> None:
+        """A harness fault (`harness.workers.fault_record`): listed, and named in the notes."""
+        self.harness_faults.append({"model": self.model, **fault})
+        self.notes.append(f"harness fault on {fault['case_id']}: {fault['reason']}")
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
@@ -87,7 +97,7 @@ def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | N
     results = list(results)
     per_model = {r.model: r.counts() for r in results}
     report = {"version": REPORT_VERSION, "meta": meta, "summary": summarize(per_model)}
-    for kind in LISTS:
+    for kind in LISTS + SIDE_LISTS:
         report[kind] = [entry for r in results for entry in getattr(r, kind)]
     report["known_crash_list"] = dict(known_crashes or {})
     return report
@@ -138,9 +148,11 @@ def one_line(report: dict) -> str:
     known = s.get("known_oracle_crashes", 0)
     crashes = (f"{s['oracle_crashes']} new llama.cpp crashes ({known} known crashes, see report)" if known
                else f"{s['oracle_crashes']} oracle crashes")
+    faults = (f"; {s['harness_faults']} harness faults (worker deaths a fresh worker did not repeat, "
+              "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
-            f"{crashes}, {s['vocab_mismatches']} vocab mismatches")
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{faults}")
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -162,14 +174,14 @@ def load(path: Path) -> dict:
 def merge(reports: Iterable[dict], *, meta: dict) -> dict:
     """One report from several; a model seen in more than one adds its counts up."""
     per_model: dict[str, dict] = {}
-    merged = {kind: [] for kind in LISTS}
+    merged: dict[str, list] = {kind: [] for kind in LISTS + SIDE_LISTS}
     known: dict[str, dict] = {}
     sources = []
     for report in reports:
         sources.append(report.get("meta", {}))
         for model, counts in report["summary"]["per_model"].items():
             _add_counts(per_model, model, counts)
-        for kind in LISTS:
+        for kind in LISTS + SIDE_LISTS:
             merged[kind].extend(report.get(kind, []))
         known.update(report.get("known_crash_list", {}))
     return {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},

@@ -15,6 +15,19 @@ after `timeout` seconds) or "error" (llama-cpp-python raised; the message is
 in `stderr`).  `stderr` keeps only llama.cpp's assert/abort/exception lines
 with build paths cut to file names, so a crash record is deterministic.
 
+Blame: a worker that dies or hangs is blamed on llama.cpp only when the same
+request, re-run in a fresh worker, dies or hangs again.  When the fresh worker
+answers, the first death was the harness's (a worker killed from outside, the
+machine out of memory, a stall on a loaded machine): the answer is kept, and
+a *harness fault* record `{"case_id", "op", "crash", "reason"}` goes to the
+caller's `faults` list instead of a crash into a golden or a found corpus.
+
+Bounds: each worker caps its own address space (`memory_limit` bytes,
+RLIMIT_AS; `harness.bounds`), so a llama.cpp loop that allocates without end
+(std::bad_alloc, SIGABRT) becomes a crash record, not a machine out of memory;
+and it kills itself when its parent process dies (a watchdog thread that sees
+the parent go), so no worker outlives a SIGKILLed run.
+
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
 `record_vocab(model)` / `inspect_model(model)` for batches; `Worker.ask(op,
 *args, timeout=...)` for one request at a time (`harness.oracle_session.OracleSession`
@@ -37,7 +50,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-DEFAULT_TIMEOUT = 60.0
+from .bounds import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
+
 LOAD_TIMEOUT = 300.0
 VOCAB_TIMEOUT = 900.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +60,7 @@ _KEEP = re.compile(r"GGML_ASSERT|GGML_ABORT|terminate called|what\(\)|error|Erro
 _PATH = re.compile(r"(?:[^\s:]*/)([^/\s:]+\.(?:cpp|cc|c|h|hpp|gguf))")
 
 Progress = Callable[[int, int, str], None]
+Faults = list[dict]
 
 
 class LoadFailure(RuntimeError):
@@ -63,13 +78,14 @@ class Worker:
     """One `--serve` subprocess, its stderr in a temporary file, its replies in a queue."""
 
     def __init__(self, model: str | os.PathLike, *, verbose: bool = False,
-                 load_timeout: float = LOAD_TIMEOUT) -> None:
+                 load_timeout: float = LOAD_TIMEOUT, memory_limit: int | None = None) -> None:
         self.model = Path(model)
         self.load_timeout = load_timeout
         self._stderr = tempfile.TemporaryFile()
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
-        argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model)]
+        argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model),
+                "--memory-limit", str(memory_limit or default_memory()), "--parent", str(os.getpid())]
         self.verbose = verbose
         if verbose:
             argv.append("--verbose")
@@ -78,7 +94,7 @@ class Worker:
         self._buffer = b""
         self.messages: deque[dict] = deque()
         self.eof = False
-        self.task: tuple[int, dict] | None = None
+        self.task: tuple[int, dict, dict | None] | None = None
         self.deadline = time.monotonic() + load_timeout
         self.step: str | None = None
         self._stderr_at = 0
@@ -133,7 +149,8 @@ class Worker:
         while not self.messages and not self.eof:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return None
+                self.pump(0.0)  # a reply that came while the caller was busy elsewhere still counts
+                break
             self.pump(remaining)
         return self.messages.popleft() if self.messages else None
 
@@ -241,48 +258,93 @@ def error_crash(message: str, call: str | None) -> dict:
 
 def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
               timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None,
-              verbose: bool = False) -> list[dict]:
+              verbose: bool = False, memory_limit: int | None = None,
+              faults: Faults | None = None) -> list[dict]:
     """`evaluate_case` on llama.cpp for every case, in `jobs` workers; results in case order.
 
-    A case whose worker dies or hangs past `timeout` seconds becomes a crash
-    record (see the module docstring); its worker is replaced and the run
-    continues.  `progress(done, total, case_id)` is called after each case.
+    A case whose worker dies or hangs past `timeout` seconds is re-run in a
+    fresh worker; only if that one dies or hangs too does the case become a
+    crash record (see the module docstring); otherwise its answer is kept and
+    a harness fault is appended to `faults`.  `progress(done, total, case_id)`
+    is called after each case.
     """
     if not cases:
         return []
+    options = {"verbose": verbose, "memory_limit": memory_limit, "faults": faults}
     results: list[dict | None] = [None] * len(cases)
     pending = deque(enumerate(cases))
-    workers = [started(model, verbose=verbose) for _ in range(max(1, min(jobs, len(cases))))]
+    workers = [started(model, **options) for _ in range(max(1, min(jobs, len(cases))))]
     done = 0
     try:
         while pending or any(w.task for w in workers):
             for w in workers:
                 if w.task is None and pending:
-                    w.task = pending.popleft()
-                    w.send("evaluate", w.task[1], timeout=timeout)
+                    _assign(w, *pending.popleft(), None, timeout)
             _await_any([w for w in workers if w.task])
             for i, w in enumerate(workers):
                 outcome = w.outcome(timeout=timeout, block=False) if w.task else None
                 if outcome is None:
                     continue
-                (index, case), (result, crash) = w.task, outcome
-                results[index] = result if crash is None else crash_case(case, crash)
+                (index, case, first), (result, crash) = w.task, outcome
                 w.task = None
                 if crash is not None and crash["kind"] != "error":
                     w.close()
-                    workers[i] = started(model, verbose=verbose)
+                    workers[i] = started(model, **options)
+                    if first is None:  # not yet llama.cpp's: ask a fresh worker first
+                        _assign(workers[i], index, case, crash, timeout)
+                        continue
+                elif first is not None:
+                    _note_fault(faults, case["id"], "evaluate", first)
+                results[index] = result if crash is None else crash_case(case, crash)
                 done += 1
                 if progress:
                     progress(done, len(cases), case["id"])
     finally:
         for w in workers:
             w.close()
-    return results
+    return results  # type: ignore[return-value]  # every slot is filled once the queue is empty
 
 
-def started(model, *, verbose: bool = False, load_timeout: float = LOAD_TIMEOUT) -> Worker:
-    """A `Worker` with `model` loaded; `LoadFailure` if llama.cpp refuses or crashes."""
-    worker = Worker(model, verbose=verbose, load_timeout=load_timeout)
+def _assign(worker: Worker, index: int, case: dict, first: dict | None, timeout: float) -> None:
+    """Send `case` to `worker`; `first` is the crash of an earlier worker on it (a re-check), or None."""
+    worker.task = (index, case, first)
+    worker.send("evaluate", case, timeout=timeout)
+
+
+def fault_record(case_id: str, op: str, crash: dict) -> dict:
+    """A harness fault: the worker died on `op` but a fresh worker answered, so llama.cpp is not to blame."""
+    return {"case_id": case_id, "op": op, "crash": crash,
+            "reason": f"worker {describe(crash)} on {op}, but a fresh worker answered: not a llama.cpp crash"}
+
+
+def _note_fault(faults: Faults | None, case_id: str, op: str, crash: dict) -> None:
+    record = fault_record(case_id, op, crash)
+    if faults is None:  # nobody collects them: say it here rather than lose it
+        print(f"harness fault: case {case_id}: {record['reason']}", file=sys.stderr)
+    else:
+        faults.append(record)
+
+
+def started(model, *, verbose: bool = False, load_timeout: float = LOAD_TIMEOUT,
+            memory_limit: int | None = None, faults: Faults | None = None) -> Worker:
+    """A `Worker` with `model` loaded; `LoadFailure` if llama.cpp refuses, or crashes twice.
+
+    A crash while loading is blamed on llama.cpp only when a fresh worker
+    crashes too; a first crash that does not repeat is a harness fault.
+    """
+    options = {"verbose": verbose, "load_timeout": load_timeout, "memory_limit": memory_limit}
+    try:
+        return _loaded(Worker(model, **options))
+    except LoadFailure as failure:
+        if failure.crash is None:
+            raise
+        first = failure.crash
+    worker = _loaded(Worker(model, **options))
+    _note_fault(faults, "<load>", "load", first)
+    return worker
+
+
+def _loaded(worker: Worker) -> Worker:
     worker.start()
     return worker
 
@@ -297,20 +359,30 @@ def _await_any(busy: list[Worker]) -> None:
 
 
 def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
-                  verbose: bool = False) -> dict:
+                  verbose: bool = False, memory_limit: int | None = None,
+                  faults: Faults | None = None) -> dict:
     """`{"llama", "tokenizer", "vocab"}` from llama.cpp, in a worker.
 
     Raises `LoadFailure` if the model does not load; a crash or hang while
-    reading the vocabulary gives `{"vocab": None, "vocab_crash": {...}}`.
+    reading the vocabulary, repeated in a fresh worker, gives
+    `{"vocab": None, "vocab_crash": {...}}`.
     """
-    worker = started(model, verbose=verbose)
-    try:
-        result, crash = worker.ask("inspect", timeout=timeout)
+    options = {"verbose": verbose, "memory_limit": memory_limit, "faults": faults}
+    first = None
+    for _ in range(2):
+        worker = started(model, **options)
+        try:
+            result, crash = worker.ask("inspect", timeout=timeout)
+        finally:
+            worker.close()
         if crash is None:
+            if first is not None:
+                _note_fault(faults, "<vocab>", "inspect", first)
             return result
-        return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
-    finally:
-        worker.close()
+        if crash["kind"] == "error" or first is not None:
+            break
+        first = crash
+    return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
 
 
 def record_vocab(model: str | os.PathLike, **options) -> dict | None:
@@ -362,8 +434,13 @@ def _ops() -> dict[str, Callable]:
     }
 
 
-def serve(model: str, *, verbose: bool = False) -> int:
+def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
+          parent: int | None = None) -> int:
     """Worker main loop: load `model`, then answer JSON-line requests on stdin."""
+    if parent is not None:
+        die_with_parent(parent)
+    if memory_limit is not None:
+        limit_memory(memory_limit)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # anything C prints to stdout must not corrupt the protocol
 
@@ -399,8 +476,10 @@ def main(argv: list[str] | None = None) -> int:
                                      description="An oracle worker (started by harness.workers).")
     parser.add_argument("--serve", required=True, metavar="MODEL")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--memory-limit", type=int, default=None, metavar="BYTES")
+    parser.add_argument("--parent", type=int, default=None, metavar="PID")
     args = parser.parse_args(argv)
-    return serve(args.serve, verbose=args.verbose)
+    return serve(args.serve, verbose=args.verbose, memory_limit=args.memory_limit, parent=args.parent)
 
 
 if __name__ == "__main__":

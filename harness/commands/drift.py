@@ -6,7 +6,9 @@ cache and the golden folder, or resolved by name (`harness synth` names).
 Every recorded case is run again in crash-isolated workers, the vocabulary
 record is re-read, and each difference is printed on one line.  Exit status 1
 if anything changed; 2 if nothing changed but a GGUF was missing or differed
-(those goldens are skipped, each with a one-line reason).
+(those goldens are skipped, each with a one-line reason).  A worker death that
+a fresh worker does not repeat is a harness fault, printed as such and never
+reported as a change (harness.workers).
 
     python -m harness drift                  # all of golden/
     python -m harness drift --golden golden/ --model llama-spm --jobs 2
@@ -17,11 +19,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import bounds
 from .. import golden as goldens
 from ..models import SetupError, models_dir, resolve, short_name
 from ..synth import synthetic_dir
-from ..workers import DEFAULT_TIMEOUT
-from .record import file_info, record_model
+from .record import file_info, print_faults, record_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the golden of this vocabulary (short name or GGUF file name; repeatable)")
     parser.add_argument("--models-dir", action="append", type=Path, metavar="DIR",
                         help="where to find the GGUF files the goldens name (repeatable)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="oracle worker processes")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                        help="seconds before a hanging case counts as an oracle crash")
+    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
 
 
 def run(args: argparse.Namespace) -> int:
+    limits = bounds.from_args(args)
     if not args.golden.is_dir():
         raise SetupError(f"no golden folder {args.golden}; record one with: python -m harness record")
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]
@@ -54,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
             skipped += 1
             continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
-        new = record_model(path, cases, jobs=args.jobs, timeout=args.timeout, verbose=args.verbose)
+        faults: list[dict] = []
+        new = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
+        print_faults(file.name, faults)
         lines = goldens.diff_goldens(old, new)
         _report_build(file.name, old["llama"], new["llama"])
         for line in lines:

@@ -6,7 +6,11 @@ edge-case and prose corpora, cases built from its special and user-defined
 tokens) or on the --corpus files given (plus those special-token cases), and
 writes <out>/<gguf stem>.json.
 A case on which llama.cpp crashes is recorded as an oracle-crash finding and
-the run goes on.  Exit status 1 when any crash was recorded.
+the run goes on.  Exit status 1 when any crash was recorded.  A worker that
+dies or hangs is blamed on llama.cpp only when a fresh worker does so again on
+the same case (harness.workers); otherwise the fresh worker's answer is
+recorded and the death is printed as a harness fault, never written into the
+golden.  Workers run under --timeout and --memory-limit (harness.bounds).
 
     python -m harness record --model llama-spm --jobs 2
     python -m harness record --model path/to/synthetic.gguf --out golden/
@@ -18,11 +22,12 @@ import argparse
 import hashlib
 from pathlib import Path
 
+from .. import bounds
 from .. import golden as goldens
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
 from ..models import SHIPPED, SetupError, resolve
 from ..progress import Progress
-from ..workers import DEFAULT_TIMEOUT, LoadFailure, inspect_model, run_cases
+from ..workers import LoadFailure, inspect_model, run_cases
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,23 +36,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", action="append", type=Path, metavar="FILE",
                         help="a .jsonl or .inp corpus to use instead of the default corpora; the "
                              "vocabulary's special-token cases are still added (repeatable)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="oracle worker processes")
     parser.add_argument("--out", type=Path, default=goldens.GOLDEN_DIR, metavar="DIR",
                         help="where golden files go (default: golden/)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                        help="seconds before a hanging case counts as an oracle crash")
+    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.jobs < 1:
-        raise SetupError("--jobs must be at least 1")
+    limits = bounds.from_args(args)
     paths = [resolve(m) for m in (args.model or SHIPPED)]
     extra = _load_corpora(args.corpus) if args.corpus else None
     crashes = 0
+    faults: list[dict] = []
     for path in paths:
         cases = unique_ids(extra + vocab_cases(path)) if extra is not None else default_corpora(path)
-        golden = record_model(path, cases, jobs=args.jobs, timeout=args.timeout, verbose=args.verbose)
+        golden = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
         target = goldens.write_golden(goldens.golden_path(args.out, path), golden)
         found = count_crashes(golden)
         crashes += found
@@ -58,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         for case in golden["cases"]:
             if "crash" in case:
                 print(f"  oracle crash: {describe_crash(path.name, case)}")
+        print_faults(path.name, faults)
+        faults.clear()
     if crashes:
         print(f"recorded {crashes} oracle crash finding(s); see the \"crash\" records in the golden files")
         return 1
@@ -74,6 +79,12 @@ def _load_corpora(files: list[Path]) -> list[dict]:
     return cases
 
 
+def print_faults(model: str, faults: list[dict]) -> None:
+    """One line per harness fault: a worker death that a fresh worker did not repeat."""
+    for fault in faults:
+        print(f"  harness fault (not in the golden): {model} case {fault['case_id']}: {fault['reason']}")
+
+
 def describe_crash(model: str, case: dict) -> str:
     """One line naming the vocabulary, the input, the signal or exit status, and llama.cpp's message."""
     crash = case["crash"]
@@ -88,18 +99,23 @@ def count_crashes(golden: dict) -> int:
     return sum("crash" in c for c in golden["cases"]) + bool((golden.get("load_error") or {}).get("crash"))
 
 
-def record_model(path: Path, cases: list[dict], *, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                 verbose: bool = False) -> dict:
-    """The golden dict for one GGUF file: header, vocabulary record and case records."""
+def record_model(path: Path, cases: list[dict], *, limits: bounds.Limits | None = None,
+                 verbose: bool = False, faults: list[dict] | None = None) -> dict:
+    """The golden dict for one GGUF file: header, vocabulary record and case records.
+
+    Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
+    """
+    limits = limits or bounds.Limits()
     gguf = file_info(path)
     try:
-        info = inspect_model(path, verbose=verbose)
+        info = inspect_model(path, verbose=verbose, memory_limit=limits.memory, faults=faults)
     except LoadFailure as exc:
         error = {"message": exc.message, **({"crash": exc.crash} if exc.crash else {})}
         return goldens.new_golden(gguf=gguf, llama=_build_info(), tokenizer={"meta": {}},
                                   vocab=None, cases=[], load_error=error)
     with Progress(total=len(cases), label=path.name, every=50) as bar:
-        results = run_cases(path, cases, jobs=jobs, timeout=timeout, verbose=verbose,
+        results = run_cases(path, cases, jobs=limits.jobs, timeout=limits.timeout, verbose=verbose,
+                            memory_limit=limits.memory, faults=faults,
                             progress=lambda done, total, case_id: bar.advance())
     load_error = {"message": "reading the vocabulary crashed", "crash": info["vocab_crash"]} \
         if info.get("vocab_crash") else None

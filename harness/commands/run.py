@@ -21,7 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import known_crashes
+from .. import bounds, known_crashes
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..fuzz import PROFILE_ENV, load_profile
@@ -51,9 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="llama.cpp worker processes per model")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="an oracle call longer than this is a crash (hang)")
+    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found)")
     known_crashes.add_option(parser)
@@ -82,13 +80,13 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
-    if args.jobs < 1:
-        raise SetupError("--jobs must be at least 1")
+    limits = bounds.from_args(args)
     kwargs = {"found_dir": args.found_dir} if args.found_dir else {}
     return RunConfig(
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, engine=args.engine, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
+        seed=args.seed, engine=args.engine, jobs=limits.jobs, timeout=limits.timeout,
+        memory_limit=limits.memory, quiet=args.quiet,
         known_crashes=known_crashes.from_args(args), **kwargs,
     )
 
