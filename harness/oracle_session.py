@@ -18,7 +18,9 @@ nor saves it).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 from .bounds import DEFAULT_TIMEOUT
 from .workers import LoadFailure, Worker, describe, error_crash, fault_record, started
@@ -26,46 +28,47 @@ from .workers import LoadFailure, Worker, describe, error_crash, fault_record, s
 LOAD_GRACE = 30.0  # loading may take this much longer than one call
 
 # Replies that JSON cannot carry as they are, turned back into Python values.
-_DECODE = {"pieces": lambda hexes: [bytes.fromhex(h) for h in hexes]}
+_DECODE: dict[str, Callable[[Any], Any]] = {"pieces": lambda hexes: [bytes.fromhex(h) for h in hexes]}
+Record = dict[str, Any]
 
 
 class OracleCrash(RuntimeError):
     """llama.cpp died or hung on a request; `crash` is the worker's crash record."""
 
-    def __init__(self, crash: dict) -> None:
+    def __init__(self, crash: Record) -> None:
         super().__init__(describe(crash))
         self.crash = crash
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Record:
         return self.crash
 
 
 class OracleRefusal(RuntimeError):
     """llama.cpp (alive) refused a request, e.g. it cannot load the file; `crash` is an "error" record."""
 
-    def __init__(self, crash: dict) -> None:
+    def __init__(self, crash: Record) -> None:
         super().__init__(crash["stderr"])
         self.crash = crash
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Record:
         return self.crash
 
 
 class OracleSession:
     """One vocabulary in a long-lived llama.cpp worker process; see the module docstring."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT,
                  memory_limit: int | None = None) -> None:
         self.path = Path(path)
         self.timeout = timeout
         self.memory_limit = memory_limit
-        self.faults: list[dict] = []  # harness faults: deaths a fresh worker did not repeat
+        self.faults: list[Record] = []  # harness faults: deaths a fresh worker did not repeat
         self._worker: Worker | None = None
 
     def __enter__(self) -> OracleSession:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _start(self) -> Worker:
@@ -78,7 +81,7 @@ class OracleSession:
             raise OracleCrash(failure.crash) from None
         return self._worker
 
-    def call(self, op: str, *args):
+    def call(self, op: str, *args: Any) -> Any:
         """Run `op` in the worker; `OracleCrash` if it dies or hangs twice, `OracleRefusal` if it refuses."""
         result, crash = self._ask(op, args)
         if crash is not None and crash["kind"] != "error":  # llama.cpp's only if a fresh worker agrees
@@ -93,7 +96,7 @@ class OracleSession:
             raise OracleRefusal(crash)
         raise OracleCrash(crash)
 
-    def _ask(self, op: str, args: tuple) -> tuple[object, dict | None]:
+    def _ask(self, op: str, args: tuple[Any, ...]) -> tuple[object, Record | None]:
         """One request; a worker that died or hung on it is closed, so the next starts fresh."""
         worker = self._worker or self._start()
         result, crash = worker.ask(op, *args, timeout=self.timeout)
@@ -101,8 +104,8 @@ class OracleSession:
             self.close()
         return result, crash
 
-    def evaluate(self, case: dict) -> dict:
-        return self.call("evaluate", case)
+    def evaluate(self, case: Record) -> Record:
+        return cast(Record, self.call("evaluate", case))
 
     def close(self) -> None:
         if self._worker is not None:

@@ -49,8 +49,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 from .bounds import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
+from .models import SetupError
 
 LOAD_TIMEOUT = 300.0
 VOCAB_TIMEOUT = 900.0
@@ -60,7 +62,7 @@ _KEEP = re.compile(r"GGML_ASSERT|GGML_ABORT|terminate called|what\(\)|error|Erro
 _PATH = re.compile(r"(?:[^\s:]*/)([^/\s:]+\.(?:cpp|cc|c|h|hpp|gguf))")
 
 Progress = Callable[[int, int, str], None]
-Faults = list[dict]
+Faults = list[dict[str, object]]
 
 
 class LoadFailure(RuntimeError):
@@ -94,13 +96,13 @@ class Worker:
         self._buffer = b""
         self.messages: deque[dict] = deque()
         self.eof = False
-        self.task: tuple[int, dict, dict | None] | None = None
+        self.task: tuple[int, dict[str, Any], dict[str, Any] | None] | None = None
         self.deadline = time.monotonic() + load_timeout
         self.step: str | None = None
         self._stderr_at = 0
 
     def start(self) -> None:
-        """Wait for the model to load; raise `LoadFailure` if it does not."""
+        """Wait for the model to load; `LoadFailure` if it does not, `SetupError` if the worker cannot run."""
         message = self.wait(self.deadline)
         self.forward_stderr()
         if message is not None and "ready" in message:
@@ -108,6 +110,9 @@ class Worker:
         if message is not None and "load_error" in message:
             self.close()
             raise LoadFailure(message["load_error"])
+        if message is not None and "setup_error" in message:
+            self.close()
+            raise SetupError(message["setup_error"])
         crash = self.crash_record(timeout=self.load_timeout)
         self.close()
         raise LoadFailure(f"loading {self.model.name} crashed: {describe(crash)}", crash)
@@ -256,10 +261,10 @@ def error_crash(message: str, call: str | None) -> dict:
     return {"kind": "error", "signal": None, "exit": None, "stderr": message, "call": call}
 
 
-def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
+def run_cases(model: str | os.PathLike[str], cases: list[dict[str, Any]], *, jobs: int = 1,
               timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None,
               verbose: bool = False, memory_limit: int | None = None,
-              faults: Faults | None = None) -> list[dict]:
+              faults: Faults | None = None) -> list[dict[str, Any]]:
     """`evaluate_case` on llama.cpp for every case, in `jobs` workers; results in case order.
 
     A case whose worker dies or hangs past `timeout` seconds is re-run in a
@@ -270,10 +275,13 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
     """
     if not cases:
         return []
-    options = {"verbose": verbose, "memory_limit": memory_limit, "faults": faults}
-    results: list[dict | None] = [None] * len(cases)
+
+    def fresh() -> Worker:
+        return started(model, verbose=verbose, memory_limit=memory_limit, faults=faults)
+
+    results: list[dict[str, Any]] = [{} for _ in cases]
     pending = deque(enumerate(cases))
-    workers = [started(model, **options) for _ in range(max(1, min(jobs, len(cases))))]
+    workers = [fresh() for _ in range(max(1, min(jobs, len(cases))))]
     done = 0
     try:
         while pending or any(w.task for w in workers):
@@ -282,42 +290,43 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
                     _assign(w, *pending.popleft(), None, timeout)
             _await_any([w for w in workers if w.task])
             for i, w in enumerate(workers):
-                outcome = w.outcome(timeout=timeout, block=False) if w.task else None
-                if outcome is None:
+                task, outcome = w.task, (w.outcome(timeout=timeout, block=False) if w.task else None)
+                if task is None or outcome is None:
                     continue
-                (index, case, first), (result, crash) = w.task, outcome
+                (index, case, first), (result, crash) = task, outcome
                 w.task = None
-                if crash is not None and crash["kind"] != "error":
+                if crash is not None and crash["kind"] != "error":  # the worker is gone: replace it
                     w.close()
-                    workers[i] = started(model, **options)
+                    workers[i] = fresh()
                     if first is None:  # not yet llama.cpp's: ask a fresh worker first
                         _assign(workers[i], index, case, crash, timeout)
                         continue
                 elif first is not None:
-                    _note_fault(faults, case["id"], "evaluate", first)
-                results[index] = result if crash is None else crash_case(case, crash)
+                    _note_fault(faults, str(case["id"]), "evaluate", first)
+                results[index] = crash_case(case, crash) if crash is not None else cast(dict[str, Any], result)
                 done += 1
                 if progress:
                     progress(done, len(cases), case["id"])
     finally:
         for w in workers:
             w.close()
-    return results  # type: ignore[return-value]  # every slot is filled once the queue is empty
+    return results
 
 
-def _assign(worker: Worker, index: int, case: dict, first: dict | None, timeout: float) -> None:
+def _assign(worker: Worker, index: int, case: dict[str, Any], first: dict[str, Any] | None,
+            timeout: float) -> None:
     """Send `case` to `worker`; `first` is the crash of an earlier worker on it (a re-check), or None."""
     worker.task = (index, case, first)
     worker.send("evaluate", case, timeout=timeout)
 
 
-def fault_record(case_id: str, op: str, crash: dict) -> dict:
+def fault_record(case_id: str, op: str, crash: dict[str, object]) -> dict[str, object]:
     """A harness fault: the worker died on `op` but a fresh worker answered, so llama.cpp is not to blame."""
     return {"case_id": case_id, "op": op, "crash": crash,
             "reason": f"worker {describe(crash)} on {op}, but a fresh worker answered: not a llama.cpp crash"}
 
 
-def _note_fault(faults: Faults | None, case_id: str, op: str, crash: dict) -> None:
+def _note_fault(faults: Faults | None, case_id: str, op: str, crash: dict[str, object]) -> None:
     record = fault_record(case_id, op, crash)
     if faults is None:  # nobody collects them: say it here rather than lose it
         print(f"harness fault: case {case_id}: {record['reason']}", file=sys.stderr)
@@ -325,27 +334,26 @@ def _note_fault(faults: Faults | None, case_id: str, op: str, crash: dict) -> No
         faults.append(record)
 
 
-def started(model, *, verbose: bool = False, load_timeout: float = LOAD_TIMEOUT,
+def started(model: str | os.PathLike[str], *, verbose: bool = False, load_timeout: float = LOAD_TIMEOUT,
             memory_limit: int | None = None, faults: Faults | None = None) -> Worker:
     """A `Worker` with `model` loaded; `LoadFailure` if llama.cpp refuses, or crashes twice.
 
     A crash while loading is blamed on llama.cpp only when a fresh worker
     crashes too; a first crash that does not repeat is a harness fault.
     """
-    options = {"verbose": verbose, "load_timeout": load_timeout, "memory_limit": memory_limit}
+    def fresh() -> Worker:
+        worker = Worker(model, verbose=verbose, load_timeout=load_timeout, memory_limit=memory_limit)
+        worker.start()
+        return worker
+
     try:
-        return _loaded(Worker(model, **options))
+        return fresh()
     except LoadFailure as failure:
         if failure.crash is None:
             raise
         first = failure.crash
-    worker = _loaded(Worker(model, **options))
+    worker = fresh()
     _note_fault(faults, "<load>", "load", first)
-    return worker
-
-
-def _loaded(worker: Worker) -> Worker:
-    worker.start()
     return worker
 
 
@@ -358,19 +366,18 @@ def _await_any(busy: list[Worker]) -> None:
         w.pump(0.0)
 
 
-def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
+def inspect_model(model: str | os.PathLike[str], *, timeout: float = VOCAB_TIMEOUT,
                   verbose: bool = False, memory_limit: int | None = None,
-                  faults: Faults | None = None) -> dict:
+                  faults: Faults | None = None) -> dict[str, Any]:
     """`{"llama", "tokenizer", "vocab"}` from llama.cpp, in a worker.
 
     Raises `LoadFailure` if the model does not load; a crash or hang while
     reading the vocabulary, repeated in a fresh worker, gives
     `{"vocab": None, "vocab_crash": {...}}`.
     """
-    options = {"verbose": verbose, "memory_limit": memory_limit, "faults": faults}
     first = None
     for _ in range(2):
-        worker = started(model, **options)
+        worker = started(model, verbose=verbose, memory_limit=memory_limit, faults=faults)
         try:
             result, crash = worker.ask("inspect", timeout=timeout)
         finally:
@@ -378,7 +385,7 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
         if crash is None:
             if first is not None:
                 _note_fault(faults, "<vocab>", "inspect", first)
-            return result
+            return cast(dict[str, Any], result)
         if crash["kind"] == "error" or first is not None:
             break
         first = crash
@@ -448,8 +455,16 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
         out.write(json.dumps(message) + "\n")
         out.flush()
 
-    from .oracle import LlamaOracle, OracleError
-
+    try:
+        from .oracle import LlamaOracle, OracleError
+    except ImportError as exc:  # our set-up, not llama.cpp: the parent makes it an exit 2
+        send({"setup_error": f"the llama.cpp worker cannot import llama-cpp-python ({exc}); "
+                             "install it (nox -s tests does) or run the tests through nox"})
+        return 0
+    except MemoryError:
+        send({"setup_error": f"--memory-limit {memory_limit} bytes is too small for a llama.cpp worker "
+                             "to start; give more (the default is 4G)"})
+        return 0
     try:
         oracle = LlamaOracle(model, verbose=verbose)
     except OracleError as exc:  # the path is cut to the file name so goldens do not depend on it
