@@ -72,8 +72,8 @@ def test_record_keeps_a_killed_workers_case_out_of_the_golden(require_vocab, cor
     out = capsys.readouterr().out
     assert killer.killed
     assert "0 oracle crash(es)" in out
-    assert "harness fault (not in the golden): gpt-2.gguf case few-c2: worker signal SIGKILL" in out
-    clean, killed = (load_golden(tmp_path / d / "gpt-2.json") for d in ("clean", "killed"))
+    assert f"harness fault (not in the golden): {model.name} case few-c2: worker signal SIGKILL" in out
+    clean, killed = (load_golden(tmp_path / d / f"{model.stem}.json") for d in ("clean", "killed"))
     assert killed["cases"] == clean["cases"]
 
 
@@ -90,9 +90,10 @@ def test_record_blames_a_load_crash_on_llama_cpp_only_when_it_repeats(require_vo
         start(worker)
 
     monkeypatch.setattr(Worker, "start", start_killed_once)
-    assert record(require_vocab("gpt-2"), corpus, tmp_path) == 0
-    assert "harness fault (not in the golden): gpt-2.gguf case <load>" in capsys.readouterr().out
-    golden = load_golden(tmp_path / "gpt-2.json")
+    model = require_vocab("gpt-2")
+    assert record(model, corpus, tmp_path) == 0
+    assert f"harness fault (not in the golden): {model.name} case <load>" in capsys.readouterr().out
+    golden = load_golden(tmp_path / f"{model.stem}.json")
     assert golden["load_error"] is None
     assert not [c for c in golden["cases"] if "crash" in c]
 
@@ -106,8 +107,8 @@ def test_drift_does_not_report_a_killed_worker_as_a_change(require_vocab, corpus
     code = main(["drift", "--golden", str(tmp_path / "golden"), "--models-dir", str(model.parent)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert re.search(r"gpt-2\.json: \d+ cases, 0 change\(s\)", out), out
-    assert "harness fault (not in the golden): gpt-2.json case few-c1" in out
+    assert re.search(rf"{re.escape(model.stem)}\.json: \d+ cases, 0 change\(s\)", out), out
+    assert f"harness fault (not in the golden): {model.stem}.json case few-c1" in out
 
 
 def run(model: Path, corpus: Path | None, report: Path, *extra: str) -> tuple[int, dict]:
