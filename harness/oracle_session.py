@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from .bounds import DEFAULT_TIMEOUT
+from .worker_limits import DEFAULT_TIMEOUT
 from .workers import LoadFailure, Worker, describe, error_crash, fault_record, started
 
 LOAD_GRACE = 30.0  # loading may take this much longer than one call

@@ -25,7 +25,7 @@ class RunConfig:
     engine: str | None = None
     jobs: int = 1
     timeout: float = 60.0
-    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.bounds.default_memory()
+    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.worker_limits.default_memory()
     found_dir: Path | None = FOUND_DIR
     quiet: bool = False
     known_crashes: KnownCrashes = NONE

@@ -23,7 +23,7 @@ a *harness fault* record `{"case_id", "op", "crash", "reason"}` goes to the
 caller's `faults` list instead of a crash into a golden or a found corpus.
 
 Bounds: each worker caps its own address space (`memory_limit` bytes,
-RLIMIT_AS; `harness.bounds`), so a llama.cpp loop that allocates without end
+RLIMIT_AS; `harness.worker_limits`), so a llama.cpp loop that allocates without end
 (std::bad_alloc, SIGABRT) becomes a crash record, not a machine out of memory;
 and it kills itself when its parent process dies (a watchdog thread that sees
 the parent go), so no worker outlives a SIGKILLed run.
@@ -51,8 +51,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from .bounds import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
 from .models import SetupError
+from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
 
 LOAD_TIMEOUT = 300.0
 VOCAB_TIMEOUT = 900.0

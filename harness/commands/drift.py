@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import bounds
 from .. import golden as goldens
+from .. import worker_limits
 from ..models import SetupError, models_dir, resolve, short_name
 from ..synth import synthetic_dir
 from .record import file_info, print_faults, record_model
@@ -33,12 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the golden of this vocabulary (short name or GGUF file name; repeatable)")
     parser.add_argument("--models-dir", action="append", type=Path, metavar="DIR",
                         help="where to find the GGUF files the goldens name (repeatable)")
-    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
+    worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
 
 
 def run(args: argparse.Namespace) -> int:
-    limits = bounds.from_args(args)
+    limits = worker_limits.from_args(args)
     if not args.golden.is_dir():
         raise SetupError(f"no golden folder {args.golden}; record one with: python -m harness record")
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]

@@ -10,7 +10,7 @@ the run goes on.  Exit status 1 when any crash was recorded.  A worker that
 dies or hangs is blamed on llama.cpp only when a fresh worker does so again on
 the same case (harness.workers); otherwise the fresh worker's answer is
 recorded and the death is printed as a harness fault, never written into the
-golden.  Workers run under --timeout and --memory-limit (harness.bounds).
+golden.  Workers run under --timeout and --memory-limit (harness.worker_limits).
 
     python -m harness record --model llama-spm --jobs 2
     python -m harness record --model path/to/synthetic.gguf --out golden/
@@ -22,8 +22,8 @@ import argparse
 import hashlib
 from pathlib import Path
 
-from .. import bounds
 from .. import golden as goldens
+from .. import worker_limits
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
 from ..models import SHIPPED, SetupError, resolve
 from ..progress import Progress
@@ -38,12 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "vocabulary's special-token cases are still added (repeatable)")
     parser.add_argument("--out", type=Path, default=goldens.GOLDEN_DIR, metavar="DIR",
                         help="where golden files go (default: golden/)")
-    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
+    worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
 
 
 def run(args: argparse.Namespace) -> int:
-    limits = bounds.from_args(args)
+    limits = worker_limits.from_args(args)
     paths = [resolve(m) for m in (args.model or SHIPPED)]
     extra = _load_corpora(args.corpus) if args.corpus else None
     crashes = 0
@@ -99,13 +99,13 @@ def count_crashes(golden: dict) -> int:
     return sum("crash" in c for c in golden["cases"]) + bool((golden.get("load_error") or {}).get("crash"))
 
 
-def record_model(path: Path, cases: list[dict], *, limits: bounds.Limits | None = None,
+def record_model(path: Path, cases: list[dict], *, limits: worker_limits.Limits | None = None,
                  verbose: bool = False, faults: list[dict] | None = None) -> dict:
     """The golden dict for one GGUF file: header, vocabulary record and case records.
 
     Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
     """
-    limits = limits or bounds.Limits()
+    limits = limits or worker_limits.Limits()
     gguf = file_info(path)
     try:
         info = inspect_model(path, verbose=verbose, memory_limit=limits.memory, faults=faults)

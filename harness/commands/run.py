@@ -21,7 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import bounds, known_crashes
+from .. import known_crashes, worker_limits
 from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..fuzz import PROFILE_ENV, load_profile
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
-    bounds.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
+    worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found)")
     known_crashes.add_option(parser)
@@ -80,7 +80,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
-    limits = bounds.from_args(args)
+    limits = worker_limits.from_args(args)
     kwargs = {"found_dir": args.found_dir} if args.found_dir else {}
     return RunConfig(
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import bounds
+from harness import worker_limits
 from harness.cli import main
 from harness.models import SetupError
 
@@ -60,9 +60,9 @@ def test_jobs_are_capped_at_the_cpu_count_unless_forced(name, tmp_path, capsys):
 
 def test_force_jobs_allows_more_workers_than_cpus():
     too_many = (os.cpu_count() or 1) + 1
-    assert bounds.check_jobs(too_many, force=True) == too_many
+    assert worker_limits.check_jobs(too_many, force=True) == too_many
     with pytest.raises(SetupError):
-        bounds.check_jobs(too_many)
+        worker_limits.check_jobs(too_many)
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -75,13 +75,13 @@ def test_a_memory_limit_out_of_range_is_refused(name, value, tmp_path, capsys):
 @pytest.mark.parametrize(("text", "size"), [("4G", 4 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),
                                             ("300mb", 300 << 20), (str(1 << 30), 1 << 30)])
 def test_memory_sizes(text, size):
-    assert bounds.parse_memory(text) == size
+    assert worker_limits.parse_memory(text) == size
 
 
 def test_default_memory_is_at_most_4_gib_and_half_the_ram():
-    ram = bounds.physical_memory()
-    assert bounds.MIN_MEMORY <= bounds.default_memory() <= bounds.DEFAULT_MEMORY
-    assert ram is None or bounds.default_memory() <= max(ram // 2, bounds.MIN_MEMORY)
+    ram = worker_limits.physical_memory()
+    assert worker_limits.MIN_MEMORY <= worker_limits.default_memory() <= worker_limits.DEFAULT_MEMORY
+    assert ram is None or worker_limits.default_memory() <= max(ram // 2, worker_limits.MIN_MEMORY)
 
 
 # --- the RWKV hang: llama.cpp allocates without end --------------------------------------------
