@@ -18,7 +18,8 @@ import argparse
 from pathlib import Path
 
 from .. import golden as goldens
-from ..models import SetupError, models_dir, resolve, short_name
+from ..model_paths import resolve
+from ..models import SetupError, models_dir, short_name
 from ..synth import synthetic_dir
 from ..workers import DEFAULT_TIMEOUT
 from .record import file_info, record_model

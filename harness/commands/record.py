@@ -20,7 +20,8 @@ from pathlib import Path
 
 from .. import golden as goldens
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
-from ..models import SHIPPED, SetupError, resolve
+from ..model_paths import resolve
+from ..models import SHIPPED, SetupError
 from ..progress import Progress
 from ..workers import DEFAULT_TIMEOUT, LoadFailure, inspect_model, run_cases
 
