@@ -70,21 +70,33 @@ def _ends_in_newline(path: Path) -> bool:
 
 def read(path: str | os.PathLike, *, max_bytes: int = bounds.MAX_CORPUS_BYTES,
          max_line: int = bounds.MAX_LINE_BYTES) -> Iterator[tuple[int, object]]:
-    """(line number, value) for each non-blank line; `JSONLError` naming the line on anything wrong."""
+    """(line number, value) for each non-blank line; `JSONLError` naming the line on anything wrong.
+
+    Streamed line by line (binary `readline` splits on b"\\n" only), so an
+    over-long line costs at most `max_line` bytes before it is refused.
+    """
     path = Path(path)
     try:
-        raw = bounds.read_capped(path, max_bytes, "JSON Lines file")
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                raise JSONLError(f"{path}: JSON Lines file is {size:,} bytes, over the limit of {max_bytes:,}")
+            yield from _records(f, path, max_line)
     except OSError as exc:
         raise JSONLError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise JSONLError(str(exc)) from None
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        if len(line) > max_line:
-            raise JSONLError(f"{path}:{lineno}: line is {len(line):,} bytes, over the limit of {max_line:,}")
-        if not line.strip():
+
+
+def _records(f, path: Path, max_line: int) -> Iterator[tuple[int, object]]:
+    lineno = 0
+    while line := f.readline(max_line + 2):
+        lineno += 1
+        body = line[:-1] if line.endswith(b"\n") else line
+        if len(body) > max_line:
+            raise JSONLError(f"{path}:{lineno}: line is over the limit of {max_line:,} bytes")
+        if not body.strip():
             continue
         try:
-            yield lineno, bounds.loads(line.decode("utf-8"), f"{path}:{lineno}")
+            yield lineno, bounds.loads(body.decode("utf-8"), f"{path}:{lineno}")
         except UnicodeDecodeError as exc:
             raise JSONLError(f"{path}:{lineno}: not UTF-8 ({exc.reason} at byte {exc.start} of the line)") from None
         except ValueError as exc:
