@@ -116,7 +116,8 @@ def summarize(per_model: dict[str, dict]) -> dict:
 
 def _unchecked(per_model: dict[str, dict]) -> dict:
     """`not_checked` (model -> reason) and `refused_as_expected` (models), for the summary."""
-    return {"not_checked": {m: c["not_checked"] for m, c in sorted(per_model.items()) if c.get("not_checked")},
+    reasons = {m: verdicts.unchecked_reason(c) for m, c in sorted(per_model.items())}
+    return {"not_checked": {m: why for m, why in reasons.items() if why},
             "refused_as_expected": sorted(m for m, c in per_model.items() if c.get("expected_refusal"))}
 
 

@@ -32,10 +32,24 @@ def finish(result) -> None:
         result.not_checked = NO_CASES
 
 
+def unchecked_reason(counts: dict) -> str | None:
+    """Why one model's counts (a report's `per_model` entry) show nothing checked, or None.
+
+    Applied to every report built or merged, so a producer that forgot
+    `finish()` cannot turn 0 cases into a pass.
+    """
+    if counts.get("not_checked"):
+        return str(counts["not_checked"])
+    if counts.get("expected_refusal") or any(counts.get(k, 0) for k in FINDINGS):
+        return None
+    return NO_CASES if not counts.get("cases") else None
+
+
 def not_checked(report: dict) -> dict[str, str]:
     """Model -> why it was not checked, from a report dict (also for reports merged or reloaded)."""
     per_model = report.get("summary", {}).get("per_model", {})
-    return {m: c["not_checked"] for m, c in sorted(per_model.items()) if c.get("not_checked")}
+    reasons = {m: unchecked_reason(c) for m, c in sorted(per_model.items())}
+    return {m: why for m, why in reasons.items() if why}
 
 
 def refused_as_expected(report: dict) -> list[str]:
