@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, `os.replace`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,7 +30,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """`write_bytes_atomic` of `text` as UTF-8."""
     return write_bytes_atomic(path, text.encode("utf-8"))
 

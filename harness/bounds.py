@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 MAX_GOLDEN_BYTES = 64 << 20   # a golden file, and what a .json.gz may inflate to
 MAX_CORPUS_BYTES = 64 << 20   # a corpus or found file
@@ -31,7 +33,7 @@ class InputTooLarge(ValueError):
     """A file (or its inflated content, or one line) is over a limit of this module."""
 
 
-def read_capped(path: str | os.PathLike, limit: int, what: str) -> bytes:
+def read_capped(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     """The file's bytes, inflated when it ends in `.gz`; `InputTooLarge` above `limit` bytes either way.
 
     Inflating is a stream with a cap, so a zip bomb costs at most `limit`
@@ -64,7 +66,7 @@ def _inflate(raw: bytes, limit: int, where: str) -> bytes:
     return bytes(out)
 
 
-def loads(text: str | bytes, where: str, *, max_depth: int = MAX_JSON_DEPTH):
+def loads(text: str | bytes, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """`json.loads`, refusing nesting deeper than `max_depth` with a `ValueError` naming `where`."""
     try:
         value = json.loads(text)
@@ -79,11 +81,12 @@ def loads(text: str | bytes, where: str, *, max_depth: int = MAX_JSON_DEPTH):
     return value
 
 
-def depth_over(value, limit: int) -> bool:
+def depth_over(value: Any, limit: int) -> bool:
     """True when `value` nests lists/dicts more than `limit` deep (iterative: no recursion to blow)."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

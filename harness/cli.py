@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False))
     try:
-        return args._run(args)
+        return int(args._run(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from . import verdict
 from .interrupts import Interrupted, raising_on_signals
 from .models import SetupError
+from .report import ModelResult
 from .report_dir import ReportDir
 from .run_config import RunConfig
 
 
-def run_and_report(work: Callable[[list], object], config: RunConfig, meta: dict) -> int:
+def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfig, meta: dict[str, Any]) -> int:
     """Run `work(results)` (it appends each finished ModelResult), then report; the exit status."""
     from . import report as reporting
 
-    results: list = []
+    results: list[ModelResult] = []
     stop: Interrupted | None = None
     with ReportDir(config.report_dir) as folder:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -30,7 +31,7 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
-def _raise(signum: int, frame) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     for sig in SIGNALS:  # the clean-up that follows must not be cut short by a second signal
         signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signum)

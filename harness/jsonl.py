@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from . import bounds
 from .atomic import write_text_atomic
@@ -32,7 +33,7 @@ class JSONLError(ValueError):
     """A JSON Lines file that cannot be read; the message names the file and line."""
 
 
-def dumps(record) -> str:
+def dumps(record: Any) -> str:
     """One record as one line of JSON (no newline), safe to split on "\\n" and to encode as UTF-8."""
     return escape_unsafe(json.dumps(record, ensure_ascii=False, allow_nan=False))
 
@@ -42,17 +43,17 @@ def escape_unsafe(text: str) -> str:
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def lines_text(records: Iterable) -> str:
+def lines_text(records: Iterable[Any]) -> str:
     """The file text for `records`: one line each, each ending in "\\n"."""
     return "".join(dumps(r) + "\n" for r in records)
 
 
-def write(path: str | os.PathLike, records: Iterable) -> Path:
+def write(path: str | os.PathLike[str], records: Iterable[Any]) -> Path:
     """Write `records` to `path` atomically (temp file and rename): a reader never sees half a file."""
     return write_text_atomic(Path(path), lines_text(records))
 
 
-def append(path: str | os.PathLike, record) -> None:
+def append(path: str | os.PathLike[str], record: Any) -> None:
     """Append one record; a file that does not end in a newline gets one first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ def _ends_in_newline(path: Path) -> bool:
         return f.read(1) == b"\n"
 
 
-def read(path: str | os.PathLike, *, max_bytes: int = bounds.MAX_CORPUS_BYTES,
+def read(path: str | os.PathLike[str], *, max_bytes: int = bounds.MAX_CORPUS_BYTES,
          max_line: int = bounds.MAX_LINE_BYTES) -> Iterator[tuple[int, object]]:
     """(line number, value) for each non-blank line; `JSONLError` naming the line on anything wrong.
 
@@ -86,7 +87,7 @@ def read(path: str | os.PathLike, *, max_bytes: int = bounds.MAX_CORPUS_BYTES,
         raise JSONLError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _records(f, path: Path, max_line: int) -> Iterator[tuple[int, object]]:
+def _records(f: BinaryIO, path: Path, max_line: int) -> Iterator[tuple[int, object]]:
     lineno = 0
     while line := f.readline(max_line + 2):
         lineno += 1

@@ -17,6 +17,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .models import SHIPPED, SetupError, shipped_path
 
@@ -30,11 +31,11 @@ class Fingerprint:
     size: int
     head_sha256: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"size": self.size, "head_sha256": self.head_sha256}
 
 
-def resolve(name_or_path: str | os.PathLike) -> Path:
+def resolve(name_or_path: str | os.PathLike[str]) -> Path:
     """A short name (`llama-spm`), a synthetic name or a path to a GGUF file, as an absolute existing path.
 
     A path is taken relative to the current directory of this (the parent)
@@ -74,7 +75,7 @@ def _synthetic(name: str) -> Path | None:
     return path
 
 
-def fingerprint(path: str | os.PathLike) -> Fingerprint:
+def fingerprint(path: str | os.PathLike[str]) -> Fingerprint:
     """The file's size and the sha256 of its first FINGERPRINT_BYTES (`SetupError` if unreadable)."""
     try:
         with open(path, "rb") as fh:
@@ -85,7 +86,8 @@ def fingerprint(path: str | os.PathLike) -> Fingerprint:
     return Fingerprint(size, hashlib.sha256(head).hexdigest())
 
 
-def check_same(path: str | os.PathLike, expected: Fingerprint, seen: Fingerprint | dict, side: str) -> None:
+def check_same(path: str | os.PathLike[str], expected: Fingerprint, seen: Fingerprint | dict[str, Any],
+               side: str) -> None:
     """Refuse (`SetupError`) when `side` saw other bytes at `path` than the parent resolved."""
     if isinstance(seen, dict):
         seen = Fingerprint(int(seen.get("size", -1)), str(seen.get("head_sha256", "")))

@@ -22,7 +22,7 @@ LOCK_NAME = ".lock"
 class ReportDir:
     """A context manager: the report folder, writable and locked for the length of the block."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).absolute()
         self._fd: int | None = None
 
@@ -43,7 +43,7 @@ class ReportDir:
             raise SetupError(f"--report {self.path}: not writable")
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._close()
 
     def _close(self) -> None:

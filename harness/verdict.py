@@ -18,12 +18,17 @@ model not checked (even when others differ: the run did not do what was asked).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .report import ModelResult
+
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 NO_CASES = "0 cases checked (empty corpus, or every case filtered out)"
 
 
-def finish(result) -> None:
+def finish(result: ModelResult) -> None:
     """Mark a `ModelResult` not checked when nothing was compared on it and nothing was found."""
     if result.not_checked or result.expected_refusal:
         return
@@ -32,7 +37,7 @@ def finish(result) -> None:
         result.not_checked = NO_CASES
 
 
-def unchecked_reason(counts: dict) -> str | None:
+def unchecked_reason(counts: dict[str, Any]) -> str | None:
     """Why one model's counts (a report's `per_model` entry) show nothing checked, or None.
 
     Applied to every report built or merged, so a producer that forgot
@@ -45,24 +50,24 @@ def unchecked_reason(counts: dict) -> str | None:
     return NO_CASES if not counts.get("cases") else None
 
 
-def not_checked(report: dict) -> dict[str, str]:
+def not_checked(report: dict[str, Any]) -> dict[str, str]:
     """Model -> why it was not checked, from a report dict (also for reports merged or reloaded)."""
     per_model = report.get("summary", {}).get("per_model", {})
     reasons = {m: unchecked_reason(c) for m, c in sorted(per_model.items())}
     return {m: why for m, why in reasons.items() if why}
 
 
-def refused_as_expected(report: dict) -> list[str]:
+def refused_as_expected(report: dict[str, Any]) -> list[str]:
     per_model = report.get("summary", {}).get("per_model", {})
     return sorted(m for m, c in per_model.items() if c.get("expected_refusal"))
 
 
-def found_anything(report: dict) -> bool:
+def found_anything(report: dict[str, Any]) -> bool:
     s = report.get("summary", {})
     return any(s.get(k, 0) for k in FINDINGS)
 
 
-def word(report: dict) -> str:
+def word(report: dict[str, Any]) -> str:
     """The verdict's first words: `differences found`, `NOT CHECKED` or `all match`, marked when interrupted."""
     if found_anything(report):
         base = "differences found"
@@ -74,7 +79,7 @@ def word(report: dict) -> str:
     return f"interrupted ({stop}), partial: {base}" if stop else base
 
 
-def unchecked_line(report: dict, limit: int = 3) -> str:
+def unchecked_line(report: dict[str, Any], limit: int = 3) -> str:
     """`not checked: a (why); b (why)` or "" when every model was checked."""
     missing = not_checked(report)
     if not missing:
@@ -85,7 +90,7 @@ def unchecked_line(report: dict, limit: int = 3) -> str:
            + "; ".join(shown) + more
 
 
-def exit_status(report: dict) -> int:
+def exit_status(report: dict[str, Any]) -> int:
     """0 all checked and matching; 2 when a model was not checked; 1 when differences were found."""
     if not_checked(report) or not report.get("summary", {}).get("models"):
         return EXIT_USAGE

@@ -66,7 +66,7 @@ def test_bad_zlib_in_a_golden_is_a_golden_error(tmp_path: Path):
     good = gzip.compress(b'{"schema": "x"}')
     bad = tmp_path / "g.json.gz"
     bad.write_bytes(good[:12] + b"\x00garbage" + good[20:])
-    with pytest.raises(GoldenError, match="g.json.gz"):
+    with pytest.raises(GoldenError, match=r"g\.json\.gz"):
         load_golden(bad, check=False)
 
 
@@ -120,7 +120,7 @@ def test_a_50_mb_corpus_line_is_refused_quickly(tmp_path: Path):
 def test_a_deeply_nested_corpus_line_is_refused(tmp_path: Path):
     path = tmp_path / "c.jsonl"
     path.write_text('{"id": "a", "text": "x", "extra": ' + "[" * 5000 + "]" * 5000 + "}\n")
-    with pytest.raises(CorpusError, match="c.jsonl:1: JSON nested deeper"):
+    with pytest.raises(CorpusError, match=r"c\.jsonl:1: JSON nested deeper"):
         load_corpus(path)
 
 

@@ -119,7 +119,8 @@ def test_inspect_on_an_unreadable_file_is_exit_2(tmp_path: Path, capsys, monkeyp
     assert code == 2 and "m.gguf: cannot read it (Permission denied)" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("content", [b"", b"not a gguf at all", b"GGUF\x03\x00\x00\x00"], ids=["empty", "text", "truncated"])
+@pytest.mark.parametrize("content", [b"", b"not a gguf at all", b"GGUF\x03\x00\x00\x00"],
+                         ids=["empty", "text", "truncated"])
 def test_inspect_on_a_non_gguf_file_is_exit_2(tmp_path: Path, capsys, content: bytes):
     model = tmp_path / "m.gguf"
     model.write_bytes(content)

@@ -45,7 +45,7 @@ def test_the_same_bytes_check(tmp_path: Path, monkeypatch):
     check_same(path, before, fingerprint(path), "llama.cpp")
     check_same(path, before, before.as_dict(), "llama.cpp")
     path.write_bytes(b"GGUF" + b"b" * 100)  # same size, other bytes
-    with pytest.raises(SetupError, match="llama.cpp did not read the same file"):
+    with pytest.raises(SetupError, match=r"llama\.cpp did not read the same file"):
         check_same(path, before, fingerprint(path), "llama.cpp")
     monkeypatch.setattr(model_paths, "FINGERPRINT_BYTES", 4)  # beyond the head: the size still tells
     small = fingerprint(path)

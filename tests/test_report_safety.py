@@ -91,9 +91,8 @@ def test_a_full_disk_through_the_cli_is_one_line(tmp_path: Path, monkeypatch, ca
 
 def test_a_report_folder_held_by_another_run_is_refused(tmp_path: Path):
     config = _config(tmp_path)
-    with report_dir.ReportDir(config.report_dir):
-        with pytest.raises(SetupError, match="another run is writing"):
-            run_and_report(_one_model, config, {})
+    with report_dir.ReportDir(config.report_dir), pytest.raises(SetupError, match="another run is writing"):
+        run_and_report(_one_model, config, {})
     assert run_and_report(_one_model, config, {}) == 0  # released when the holder is done
 
 
