@@ -34,8 +34,8 @@ class SetupError(RuntimeError):
 
 def cache_dir() -> Path:
     env = os.environ.get("GGUF_PARITY_CACHE")
-    if env:
-        return Path(env).expanduser()
+    if env:  # absolute: oracle workers run in another directory
+        return Path(env).expanduser().absolute()
     return Path.home() / ".cache" / "gguf-parity" / LLAMA_CPP_PYTHON_VERSION
 
 

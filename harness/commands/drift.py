@@ -94,4 +94,4 @@ def find_gguf(info: dict, folders: list[Path]) -> Path:
             raise SetupError(f"cannot find {info['file']} (looked in {where}): {exc}") from None
     if file_info(path)["sha256"] != info["sha256"]:
         raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
-    return path
+    return path.resolve()  # absolute: the oracle's workers run in another directory
