@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-MAX_GOLDEN_BYTES = 64 << 20   # a golden file, and what a .json.gz may inflate to
-MAX_CORPUS_BYTES = 64 << 20   # a corpus or found file
+MAX_GOLDEN_BYTES = 16 << 20   # a golden file, and what a .json.gz may inflate to (32x the largest)
+MAX_CORPUS_BYTES = 16 << 20   # a corpus or found file
 MAX_LINE_BYTES = 1 << 20      # one JSON Lines record (one case's input)
 MAX_JSON_DEPTH = 64           # nesting of arrays and objects in any JSON the harness reads
 _CHUNK = 1 << 20

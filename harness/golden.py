@@ -229,7 +229,7 @@ def load_golden(path: str | os.PathLike, *, check: bool = True) -> dict:
     except OSError as exc:
         raise GoldenError(f"{path}: cannot read golden file ({exc.strerror or exc})") from None
     except ValueError as exc:
-        raise GoldenError(f"{path}: cannot read golden file: {exc}") from None
+        raise GoldenError(f"cannot read golden file: {exc}") from None  # exc names the file
     if not isinstance(golden, dict):
         raise GoldenError(f"{path}: not a golden file (the top level is not an object)")
     if check:
