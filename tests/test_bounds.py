@@ -108,12 +108,15 @@ def test_dangling_references_in_a_golden_are_named(tmp_path: Path, ref: dict):
 
 # --- corpora -----------------------------------------------------------------------------------
 
-def test_a_50_mb_corpus_line_is_refused_quickly(tmp_path: Path):
+@pytest.mark.parametrize("megabytes, message", [(50, "big.jsonl: JSON Lines file is"),
+                                                (5, "big.jsonl:2: line is over the limit")])
+def test_a_huge_corpus_line_is_refused_quickly(tmp_path: Path, megabytes: int, message: str):
+    """The issue's 50 MB line (was: 3 GB and a false "new llama.cpp crash"), and one under the file cap."""
     path = tmp_path / "big.jsonl"
     with path.open("wb") as out:
-        out.write(b'{"id": "big", "text": "' + b"a" * (50 << 20) + b'"}\n')
+        out.write(b'{"id": "small", "text": "a"}\n{"id": "big", "text": "' + b"a" * (megabytes << 20) + b'"}\n')
     peak, seconds, out = _peak(lambda: load_corpus(path))
-    assert isinstance(out, CorpusError) and "big.jsonl:1: line is over the limit" in str(out)
+    assert isinstance(out, CorpusError) and message in str(out), out
     assert peak < 4 * bounds.MAX_LINE_BYTES and seconds < 5, (peak, seconds)
 
 
