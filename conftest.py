@@ -17,7 +17,8 @@ import os
 import pytest
 
 from harness import fuzz
-from harness.models import FETCH_COMMAND, SetupError, resolve
+from harness.model_paths import resolve
+from harness.models import FETCH_COMMAND, SetupError
 
 if os.environ.get(fuzz.PROFILE_ENV):
     fuzz.load_profile()

@@ -25,10 +25,12 @@ import time
 from pathlib import Path
 
 try:
-    from harness.models import SHIPPED, SetupError, resolve
+    from harness.model_paths import resolve
+    from harness.models import SHIPPED, SetupError
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from harness.models import SHIPPED, SetupError, resolve
+    from harness.model_paths import resolve
+    from harness.models import SHIPPED, SetupError
 
 from harness.progress import Progress
 from tokenizer.gguf import read

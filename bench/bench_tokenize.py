@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.models import SHIPPED, resolve, vocab_path  # noqa: E402
+from harness.model_paths import resolve  # noqa: E402
+from harness.models import SHIPPED, vocab_path  # noqa: E402
 from harness.oracle import LlamaOracle  # noqa: E402
 from tokenizer import Tokenizer, gguf  # noqa: E402
 from tokenizer.engines import ENGINES  # noqa: E402

@@ -1,7 +1,14 @@
 """`python -m harness`: the command line.
 
-Exit codes: 0 success (for checks: everything matched), 1 a check found a
-difference, a crash or an engine error, 2 usage or set-up errors.
+Exit codes (README, "Exit codes"): 0 success (for checks: every model checked
+and everything matched); 1 a check found a difference, a new llama.cpp crash
+or an engine error; 2 a usage, set-up or input error, or a model that could
+not be checked, always as one line `error: ...` naming the thing, never a
+traceback (`--debug` shows it); 3 a bug in gguf-parity itself (the traceback
+is printed: please report it); 130/143 stopped by SIGINT/SIGTERM.
+
+Only the command that runs is imported (`fetch --help` loads no pandas,
+Hypothesis or engine): a command module imports its heavy parts inside `run`.
 """
 
 from __future__ import annotations
@@ -9,6 +16,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+import zlib
 
 from .models import SetupError
 
@@ -24,40 +33,90 @@ COMMANDS = {
     "synth": "synth",
 }
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that command's module is imported (the others stay unloaded)."""
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description="Check GGUF tokenizers against llama.cpp, token by token.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(f"harness.commands.{module_name}")
         doc = (module.__doc__ or "").strip()
-        summary = doc.splitlines()[0] if doc else ""
+        summary = doc.split("\n", 1)[0] if doc else ""
         p = sub.add_parser(name, help=summary, description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error")
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
 
 
+def _command_in(argv: list[str]) -> str | None:
+    """The subcommand of `argv` (its first word that is not an option), if it is a known one."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that mean bad input or set-up (exit 2, one line), not a bug of ours."""
+    from tokenizer.errors import GGUFError
+
+    from .corpus import CorpusError
+    from .golden import GoldenError
+    from .input_limits import InputTooLarge
+    from .jsonl import JSONLError
+    from .known_crashes import KnownCrashesError
+
+    return (SetupError, GGUFError, CorpusError, GoldenError, JSONLError, KnownCrashesError,
+            InputTooLarge, OSError, UnicodeDecodeError, zlib.error, RecursionError, MemoryError)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
     try:
-        return args._run(args)
-    except SetupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return int(args._run(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `... | head`: the reader left, nothing more to say
         sys.stderr.close()
         return 0
+    except Exception as exc:  # noqa: BLE001 - sorted into input errors (exit 2) and our bugs (exit 3)
+        return _report_error(exc, debug=debug)
+
+
+def _report_error(exc: Exception, *, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    if isinstance(exc, input_errors()):
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    if not debug:
+        traceback.print_exc()
+    print(f"internal error (a bug in gguf-parity, please report it): {one_line(exc)}", file=sys.stderr)
+    return EXIT_BUG
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception as one line: its message (first line), named by type when that says more."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc).strip().split("\n", 1)[0] or type(exc).__name__
+    if isinstance(exc, (RecursionError, MemoryError, UnicodeDecodeError, zlib.error)):
+        text = f"{type(exc).__name__}: {text}"
+    return text

@@ -18,11 +18,12 @@ or without llama.cpp).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
+
+from . import input_limits, jsonl
 
 CORPORA_DIR = Path(__file__).resolve().parent.parent / "corpora"
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
@@ -66,18 +67,16 @@ def load_corpus(path: str | os.PathLike) -> list[dict]:
 
 
 def _load_jsonl(path: Path) -> list[dict]:
+    """Cases of a JSON Lines file, split on "\\n" only and bounded (`harness.jsonl`)."""
     cases, seen = [], set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-        cases.append(_check_item(item, f"{path}:{lineno}"))
-        if item["id"] in seen:
-            raise CorpusError(f"{path}:{lineno}: duplicate id {item['id']!r}")
-        seen.add(item["id"])
+    try:
+        for lineno, item in jsonl.read(path):
+            cases.append(_check_item(item, f"{path}:{lineno}"))
+            if item["id"] in seen:
+                raise CorpusError(f"{path}:{lineno}: duplicate id {item['id']!r}")
+            seen.add(item["id"])
+    except jsonl.JSONLError as exc:
+        raise CorpusError(str(exc)) from None
     return cases
 
 
@@ -119,7 +118,15 @@ def split_inp(raw: bytes) -> list[bytes]:
 
 def load_inp(path: str | os.PathLike) -> list[dict]:
     """Cases from a llama.cpp `.inp` file, ids `inp-000`, `inp-001`, ..."""
-    parts = split_inp(Path(path).read_bytes())
+    try:
+        raw = input_limits.read_capped(path, input_limits.MAX_CORPUS_BYTES, ".inp corpus")
+    except ValueError as exc:
+        raise CorpusError(str(exc)) from None
+    parts = split_inp(raw)
+    for i, part in enumerate(parts):
+        if len(part) > input_limits.MAX_LINE_BYTES:
+            raise CorpusError(f"{path}: input {i} is {len(part):,} bytes, over the limit of "
+                              f"{input_limits.MAX_LINE_BYTES:,}")
     return [make_case(f"inp-{i:03d}", data) for i, data in enumerate(parts)]
 
 

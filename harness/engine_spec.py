@@ -47,6 +47,10 @@ def _import_attr(spec: str, module_name: str, attr_path: str) -> Any:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise SetupError(f"--engine {spec!r}: cannot import {module_name}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed on import: set-up error
+        first = str(exc).strip().split("\n", 1)[0]
+        raise SetupError(f"--engine {spec!r}: importing {module_name} raised "
+                         f"{type(exc).__name__}: {first}") from None
     for part in attr_path.split("."):
         try:
             target = getattr(target, part)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -77,6 +78,13 @@ def download_sdist(dest: Path) -> Path:
 
 def extract(archive: Path, target: Path, *, progress: Callable[[str], None] = lambda s: None) -> list[str]:
     """Extract the wanted members of `archive` under `target`; returns their names."""
+    try:
+        return _extract(archive, target, progress)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise SetupError(f"{archive}: not a readable llama-cpp-python sdist (.tar.gz): {exc}") from None
+
+
+def _extract(archive: Path, target: Path, progress: Callable[[str], None]) -> list[str]:
     names = []
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -128,8 +136,8 @@ def fetch(*, target: Path | None = None, sdist: Path | None = None, force: bool 
         extract(sdist, target)
     problems = verify(target, manifest)
     if problems:
-        raise SetupError(f"{len(problems)} file(s) failed the manifest check in {target}:\n  "
-                         + "\n  ".join(problems[:20]))
+        raise SetupError(f"{len(problems)} file(s) failed the manifest check in {target}: "
+                         + "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else ""))
     (target / ".complete").write_text(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n")
     log(f"ok: {len(manifest)} files verified against {MANIFEST.name}")
     return target

@@ -35,6 +35,8 @@ import os
 from functools import cache
 from pathlib import Path
 
+from . import input_limits
+
 SCHEMA = "gguf-parity/golden"
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "golden.schema.json"
@@ -221,17 +223,29 @@ def write_golden(path: str | os.PathLike, golden: dict) -> Path:
 def load_golden(path: str | os.PathLike, *, check: bool = True) -> dict:
     """Read a golden file (validated unless `check=False`), cases unpacked to the full layout."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        golden = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, EOFError) as exc:
-        raise GoldenError(f"{path}: cannot read golden file ({exc})") from None
+    try:  # bounded: size, inflated size, nesting (harness.input_limits)
+        raw = input_limits.read_capped(path, input_limits.MAX_GOLDEN_BYTES, "golden file")
+        golden = input_limits.loads(raw, str(path))
+    except OSError as exc:
+        raise GoldenError(f"{path}: cannot read golden file ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise GoldenError(f"cannot read golden file: {exc}") from None  # exc names the file
+    if not isinstance(golden, dict):
+        raise GoldenError(f"{path}: not a golden file (the top level is not an object)")
     if check:
         _validate_packed(golden, where=str(path))
-    golden["cases"] = [unpack_case(c) for c in golden.get("cases", [])]
+    golden["cases"] = [_unpacked(c, i, path) for i, c in enumerate(golden.get("cases") or [])]
     return golden
+
+
+def _unpacked(case, i: int, path: Path) -> dict:
+    """`unpack_case`, with a dangling or malformed `as`/`of` reference named as a `GoldenError`."""
+    try:
+        return unpack_case(case)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        case_id = case.get("id") if isinstance(case, dict) else None
+        raise GoldenError(f"{path}: case {i} ({case_id!r}): a reference or field that does not "
+                          f"resolve ({type(exc).__name__}: {exc})") from None
 
 
 def golden_files(directory: str | os.PathLike) -> list[Path]:

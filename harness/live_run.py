@@ -18,13 +18,12 @@ finding; the fuzzer hunts on past it.
 
 from __future__ import annotations
 
-import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from queue import Queue
 
-from . import strategies
+from . import jsonl, strategies
 from .corpus import CorpusError, default_corpora, load_corpus
 from .engine_spec import describe, load_engine
 from .families import family_of
@@ -41,12 +40,23 @@ from .findings import (
 )
 from .fuzz import hunt
 from .known_crashes import NONE, KnownCrashes
-from .models import SetupError, resolve, short_name
+from .model_paths import Fingerprint, check_same, fingerprint, resolve
+from .models import SetupError, short_name
 from .oracle_session import OracleCrash, OracleRefusal, OracleSession
-from .outcomes import engine_load_error, engine_or_error, engine_vocab, last_line, refusal_mismatch, save_failing
+from .outcomes import (
+    both_refuse,
+    engine_load_error,
+    engine_or_error,
+    engine_vocab,
+    last_line,
+    refusal_expected_but_loaded,
+    refusal_mismatch,
+    save_failing,
+)
 from .progress import Progress
 from .report import ModelResult
 from .run_config import RunConfig
+from .verdict import finish
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -64,8 +74,18 @@ def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
         raise SetupError(str(exc)) from None
     cases = _unique(cases)
     if config.case_ids:
-        cases = [c for c in cases if c["id"] in config.case_ids]
+        cases = _only(cases, config.case_ids, name)
+    if not cases and not config.fuzz:
+        raise SetupError(f"{name}: no cases to check (the corpora are empty and --fuzz is 0)")
     return cases
+
+
+def _only(cases: list[dict], ids: tuple[str, ...], name: str) -> list[dict]:
+    """The cases named by --case; `SetupError` naming any id that is in none of the corpora."""
+    missing = set(ids) - {c["id"] for c in cases}
+    if missing:
+        raise SetupError(f"{name}: no case with id {', '.join(sorted(map(repr, missing)))} in the corpora")
+    return [c for c in cases if c["id"] in ids]
 
 
 def _tagged(cases: list[dict], path: Path) -> list[dict]:
@@ -107,9 +127,11 @@ class OraclePool:
             self._free.put(session)
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True)
+        """Stop the workers; cases still queued (an interrupted run) are dropped, not run."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
         for session in self.sessions:
             session.close()
+        self.executor.shutdown(wait=True)
 
     def faults(self) -> list[dict]:
         """Harness faults of every session: worker deaths a fresh worker did not repeat."""
@@ -122,10 +144,16 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
     name = short_name(path)
     result = ModelResult(name, family_of(name))
     cases = gather_cases(path, name, config)
+    before = fingerprint(path)
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
     try:
-        loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes)
+        loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes,
+                            expect_refusal=config.expect_refusal, before=before)
         if loaded is None:
+            finish(result)
+            return result
+        if config.expect_refusal:
+            refusal_expected_but_loaded(result)
             return result
         subject = _prepare(path, name, arg, loaded, config, result)
         with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
@@ -137,33 +165,42 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
         for fault in pool.faults():
             result.add_fault(fault)
     save_failing(result, cases, config)
+    finish(result)
     return result
 
 
 def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict], *,
-               known: KnownCrashes = NONE):
+               known: KnownCrashes = NONE, expect_refusal: bool = False, before: Fingerprint | None = None):
     """(engine, engine vocab, llama.cpp vocab, pieces), or None with the outcome recorded.
 
-    Both refusing the file is agreement (a note, no finding); one refusing is a finding.
+    Both refusing the file leaves the model not checked (agreement only with
+    `expect_refusal`); one refusing is a finding. Both sides must have read the
+    bytes the parent resolved (`before`): `SetupError` otherwise.
     """
     oracle = pool.sessions[0]
-    asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces")))
+    asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces"), oracle.call("fingerprint")))
     engine, engine_error = engine_or_error(factory, path)  # meanwhile, in this process
     got = engine_vocab(engine) if engine is not None else None
+    if before is not None:
+        check_same(path, before, fingerprint(path), "the engine")
     try:
-        vocab, pieces = asked.result()
+        vocab, pieces, seen = asked.result()
     except OracleCrash as crash:
-        result.add(*crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
-                                  crash.as_dict()))
+        kind, entry = crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
+                                    crash.as_dict())
+        result.add(kind, entry)
         result.notes.append("llama.cpp crashed loading the vocabulary")
+        if kind == "known_oracle_crashes":  # not a finding, but nothing could be compared
+            result.not_checked = f"llama.cpp crashes loading it (known crash {entry['known_crash']})"
         return None
     except OracleRefusal as refused:
         if engine is None:
-            result.notes.append(f"both refuse the file: llama.cpp ({last_line(refused)}); "
-                                f"engine ({last_line(engine_error)})")
+            both_refuse(result, last_line(refused), last_line(engine_error), expected=expect_refusal)
         else:
             refusal_mismatch(result, last_line(refused))
         return None
+    if before is not None:
+        check_same(path, before, seen, "llama.cpp")
     if engine is None:  # nothing to compare: every case counts as failed, not as passed
         engine_load_error(result, engine_error)
         result.cases = len(cases)
@@ -266,20 +303,22 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     known = {c["id"] for c in load_corpus(path)} if path.is_file() else set()
     if case["id"] in known:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(case, ensure_ascii=False) + "\n")
+    jsonl.append(path, case)  # escaped line breaks: later runs read it back (issue 10, item 4)
 
 
-def run(config: RunConfig) -> list[ModelResult]:
-    """Check every model of `config`; a `SetupError` for a bad name, path or corpus."""
+def run(config: RunConfig, results: list[ModelResult] | None = None) -> list[ModelResult]:
+    """Check every model of `config`; a `SetupError` for a bad name, path or corpus.
+
+    Each finished model is appended to `results` as it finishes, so a caller
+    stopped by a signal still has them for a partial report.
+    """
     factory = load_engine(config.engine)
     for arg in config.models:
         resolve(arg)  # fail fast on a bad name or file before any work
     for corpus in config.corpora:
         if not Path(corpus).is_file():
             raise SetupError(f"no such corpus file: {corpus}")
-    results = []
+    results = [] if results is None else results
     for arg in config.models:
         if not config.quiet:
             print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)

@@ -34,8 +34,8 @@ class SetupError(RuntimeError):
 
 def cache_dir() -> Path:
     env = os.environ.get("GGUF_PARITY_CACHE")
-    if env:
-        return Path(env).expanduser()
+    if env:  # absolute: oracle workers run in another directory
+        return Path(env).expanduser().absolute()
     return Path.home() / ".cache" / "gguf-parity" / LLAMA_CPP_PYTHON_VERSION
 
 
@@ -56,48 +56,16 @@ def vocab_path(name: str) -> Path:
     return models_dir() / f"ggml-vocab-{name}.gguf"
 
 
-def resolve(name_or_path: str | os.PathLike) -> Path:
-    """A short name (`llama-spm`) or a path to a GGUF file, as an existing path.
+def shipped_path(name: str) -> Path:
+    """The cached file of shipped vocabulary `name` (`SetupError` naming the fetch command if absent).
 
-    Raises `SetupError` naming the fetch command when a shipped vocabulary is
-    not in the cache, and listing the known names when the name is unknown.
+    Name-or-path resolution for the commands is `harness.model_paths.resolve`;
+    this is the part `harness.synth` needs, kept here so the two do not import each other.
     """
-    text = os.fspath(name_or_path)
-    path = Path(text).expanduser()
-    if path.suffix == ".gguf" or os.sep in text or path.exists():
-        if not path.is_file():
-            raise SetupError(f"no such GGUF file: {path}")
-        return path
-    if text not in SHIPPED:
-        synthetic = _resolve_synthetic(text)
-        if synthetic is not None:
-            return synthetic
-        raise SetupError(
-            f"unknown vocabulary {text!r}: give a path to a .gguf file or one of: "
-            + ", ".join(SHIPPED) + " (or a synthetic name: `python -m harness synth --list`)"
-        )
-    path = vocab_path(text)
+    path = vocab_path(name)
     if not path.is_file():
         raise SetupError(
-            f"vocabulary {text!r} is not in the cache ({models_dir()}); run: {FETCH_COMMAND}"
-        )
-    return path
-
-
-def _resolve_synthetic(name: str) -> Path | None:
-    """The cached file of a synthetic vocabulary (`rwkv-world`, `pre-qwen2`, ...), if `name` is one.
-
-    Raises `SetupError` naming the build command when it is not built yet.
-    """
-    from . import synth  # late: synth imports this module
-
-    if name not in synth.RECIPES:
-        return None
-    path = synth.synthetic_path(name)
-    if not path.is_file():
-        raise SetupError(
-            f"synthetic vocabulary {name!r} is not built ({path}); run: "
-            f"{synth.SYNTH_COMMAND} {name}  (it needs the shipped vocabularies: {FETCH_COMMAND})"
+            f"vocabulary {name!r} is not in the cache ({models_dir()}); run: {FETCH_COMMAND}"
         )
     return path
 

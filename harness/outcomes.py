@@ -7,9 +7,9 @@ report so that every reproduce command finds its input.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from . import jsonl
 from .findings import EngineError
 from .records import vocab_record
 from .report import ModelResult
@@ -52,6 +52,23 @@ def refusal_mismatch(result: ModelResult, reason: str) -> None:
                                     "got": "the engine loads it"})
 
 
+def both_refuse(result: ModelResult, llama: str, engine: str, *, expected: bool) -> None:
+    """Neither side loads the file: not checked, unless the run was told to expect it (`harness.verdict`)."""
+    reason = f"both refuse the file: llama.cpp ({llama}); engine ({engine})"
+    if expected:
+        result.expected_refusal = reason
+        result.notes.append(f"{reason}, as expected (--expect-refusal)")
+    else:
+        result.not_checked = reason
+
+
+def refusal_expected_but_loaded(result: ModelResult) -> None:
+    """--expect-refusal, yet both sides load the file: the expectation failed, a finding."""
+    result.add("vocab_mismatches", {"field": "load", "token": None, "category": "vocabulary",
+                                    "expected": "both refuse it (--expect-refusal)",
+                                    "got": "llama.cpp and the engine both load it"})
+
+
 def engine_vocab(engine) -> dict | EngineError:
     try:
         return vocab_record(engine)
@@ -70,7 +87,5 @@ def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> N
     if not failing:
         return
     path = config.report_dir / "cases" / f"{result.model}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = {c["id"]: json.dumps({k: c[k] for k in ("id", "text", "bytes") if k in c}, ensure_ascii=False)
-             for c in failing}
-    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")
+    records = {c["id"]: {k: c[k] for k in ("id", "text", "bytes") if k in c} for c in failing}
+    jsonl.write(path, records.values())  # escaped line breaks: the reproduce command reads it back

@@ -28,11 +28,13 @@ from .findings import (
     vocab_findings,
 )
 from .golden import GoldenError, golden_files, load_golden
-from .models import SetupError, models_dir, resolve, short_name
-from .outcomes import engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
+from .model_paths import resolve
+from .models import SetupError, models_dir, short_name
+from .outcomes import both_refuse, engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
 from .progress import Progress
 from .report import ModelResult
 from .run_config import RunConfig
+from .verdict import finish
 
 
 def _can_validate() -> bool:
@@ -94,7 +96,8 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
         return None
     result = ModelResult(name, family_of(name))
     if golden.get("vocab") is None:  # llama.cpp refused the file when recording
-        _judge_refusal(factory, path, result, golden.get("load_error"))
+        _judge_refusal(factory, path, result, golden.get("load_error"), expected=config.expect_refusal)
+        finish(result)
         return result
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
@@ -108,14 +111,15 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
         result.add(kind, entry)
     _judge_cases(subject, golden["cases"], result, config)
     save_failing(result, golden["cases"], config)
+    finish(result)
     return result
 
 
-def _judge_refusal(factory, path: Path, result: ModelResult, load_error) -> None:
-    """llama.cpp refused this file: the engine must refuse it too."""
+def _judge_refusal(factory, path: Path, result: ModelResult, load_error, *, expected: bool) -> None:
+    """llama.cpp refused this file: the engine must refuse it too (agreement only if `expected`)."""
     engine, error = engine_or_error(factory, path)
     if engine is None:
-        result.notes.append(f"both refuse the file: llama.cpp ({load_error}); engine ({error})")
+        both_refuse(result, str((load_error or {}).get("message", load_error)), str(error), expected=expected)
     else:
         refusal_mismatch(result, str(load_error))
 
@@ -149,10 +153,10 @@ def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, confi
             bar.advance(note=f"{len(result.failing)} failing")
 
 
-def compare(golden_dir: Path, config: RunConfig) -> list[ModelResult]:
-    """Every selected golden in `golden_dir` against the engine of `config`."""
+def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | None = None) -> list[ModelResult]:
+    """Every selected golden in `golden_dir` against the engine of `config`, appended to `results`."""
     factory = load_engine(config.engine)
-    results = []
+    results = [] if results is None else results
     for golden_file in selected_goldens(golden_dir, config.models):
         result = compare_golden(golden_file, config, factory)
         if result is not None:

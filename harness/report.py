@@ -34,7 +34,10 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from . import verdict as verdicts
+from .atomic import write_text_atomic
 from .diff import visible
+from .jsonl import escape_unsafe
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
@@ -63,6 +66,8 @@ class ModelResult:
     known_crash_ids: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     harness_faults: list[dict] = field(default_factory=list)
+    not_checked: str | None = None       # why nothing was compared (`harness.verdict`)
+    expected_refusal: str | None = None  # both refused, as the run was told to expect
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -84,7 +89,8 @@ class ModelResult:
                 "vocab_mismatches": len(self.vocab_mismatches),
                 "known_oracle_crashes": len(self.known_oracle_crashes),
                 "known_crash_cases": len(self.known_crash_ids - self.failing),
-                "harness_faults": len(self.harness_faults), "notes": list(self.notes)}
+                "harness_faults": len(self.harness_faults), "notes": list(self.notes),
+                "not_checked": self.not_checked, "expected_refusal": self.expected_refusal}
 
     def add_fault(self, fault: dict) -> None:
         """A harness fault (`harness.workers.fault_record`): listed, and named in the notes."""
@@ -115,7 +121,14 @@ def summarize(per_model: dict[str, dict]) -> dict:
                       for fam, row in grouped.iterrows()}
     return _with_rate({**totals, "models": len(per_model), "per_model":
                        {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
-                       "per_family": per_family})
+                       "per_family": per_family, **_unchecked(per_model)})
+
+
+def _unchecked(per_model: dict[str, dict]) -> dict:
+    """`not_checked` (model -> reason) and `refused_as_expected` (models), for the summary."""
+    reasons = {m: verdicts.unchecked_reason(c) for m, c in sorted(per_model.items())}
+    return {"not_checked": {m: why for m, why in reasons.items() if why},
+            "refused_as_expected": sorted(m for m, c in per_model.items() if c.get("expected_refusal"))}
 
 
 def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
@@ -142,9 +155,12 @@ def found_anything(report: dict) -> bool:
 
 
 def one_line(report: dict) -> str:
-    """The one-line verdict printed at the end of a run."""
+    """The one-line verdict printed at the end of a run (`harness.verdict` picks its first words)."""
     s = report["summary"]
-    verdict = "differences found" if found_anything(report) else "all match"
+    verdict = verdicts.word(report)
+    unchecked = verdicts.unchecked_line(report)
+    if unchecked:
+        verdict = f"{verdict} ({unchecked})"
     known = s.get("known_oracle_crashes", 0)
     crashes = (f"{s['oracle_crashes']} new llama.cpp crashes ({known} known crashes, see report)" if known
                else f"{s['oracle_crashes']} oracle crashes")
@@ -241,18 +257,25 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     for key in COUNTS:
         into[key] = into.get(key, 0) + int(counts.get(key, 0))
     into["notes"] = into["notes"] + list(counts.get("notes", []))
+    for key in ("not_checked", "expected_refusal"):  # a model unchecked in any part stays unchecked
+        into[key] = "; ".join(filter(None, [into.get(key), counts.get(key)])) or None
 
 
 # --- writing --------------------------------------------------------------------------------
 
 def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
-    """Write `report.json` and `report.html` into `out_dir`; returns both paths."""
+    """Write `report.json` and `report.html` into `out_dir`; returns both paths.
+
+    Each file is written whole or not at all (`harness.atomic`): with the disk
+    full the previous report stays as it was. Both are rendered before either
+    is replaced, so a failure leaves the pair from one run.
+    """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     json_path, html_path = out_dir / "report.json", out_dir / "report.html"
-    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=_jsonable) + "\n",
-                         encoding="utf-8")
-    html_path.write_text(render_html(report), encoding="utf-8")
+    text = escape_unsafe(json.dumps(report, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
+    page = render_html(report)
+    write_text_atomic(json_path, text)
+    write_text_atomic(html_path, page)
     return json_path, html_path
 
 
@@ -305,6 +328,8 @@ def render_html(report: dict) -> str:
         entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
         model_names=sorted(report["summary"]["per_model"]), categories=categories,
         verdict=one_line(report), known_groups=known_groups(report),
+        verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),
+        refused=verdicts.refused_as_expected(report), interrupted=report.get("meta", {}).get("interrupted"),
     )
 
 

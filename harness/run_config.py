@@ -29,3 +29,4 @@ class RunConfig:
     found_dir: Path | None = FOUND_DIR
     quiet: bool = False
     known_crashes: KnownCrashes = NONE
+    expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement

@@ -40,7 +40,7 @@ from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys, ValueType
 from tokenizer.pre_names import PRE_NAMES
 
-from .models import cache_dir, resolve
+from .models import cache_dir, shipped_path
 
 SYNTH_COMMAND = "python -m harness synth"
 PRE_SWEEP_TOKENS = 8192   # ordinary tokens kept in each pre-<name> vocabulary
@@ -145,7 +145,7 @@ def recipe_for(name: str) -> Recipe:
 
 @lru_cache(maxsize=4)
 def _source(name: str) -> gguf.GGUFFile:
-    return gguf.read(resolve(name))
+    return gguf.read(shipped_path(name))
 
 
 # --- shared pieces ---------------------------------------------------------------------------

@@ -428,6 +428,7 @@ def _inspect(oracle) -> dict:
 
 def _ops() -> dict[str, Callable]:
     """The requests a worker answers, by name: `op(oracle, traced_oracle, *args)`, JSON-ready."""
+    from .model_paths import fingerprint
     from .records import evaluate_case, vocab_record
 
     return {
@@ -438,6 +439,8 @@ def _ops() -> dict[str, Callable]:
                                           for t in range(oracle.n_tokens)],
         "attrs": lambda oracle, traced: [oracle.token_attr(t) for t in range(oracle.n_tokens)],
         "ping": lambda oracle, traced: oracle.n_tokens,
+        # the bytes this worker opened, checked against the parent's (harness.model_paths)
+        "fingerprint": lambda oracle, traced: fingerprint(oracle.path).as_dict(),
     }
 
 

@@ -26,7 +26,8 @@ from contextlib import contextmanager
 import pytest
 
 from harness import synth
-from harness.models import FETCH_COMMAND, SetupError, resolve
+from harness.model_paths import resolve
+from harness.models import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer
 
 # (False, False), (False, True), (True, False), (True, True): tokenize's
@@ -64,7 +65,7 @@ def _or_skip(find, name: str):
 
 
 def shipped_or_skip(name: str):
-    """A shipped vocabulary's path (`harness.models.resolve`), or skip naming the fetch command."""
+    """A shipped vocabulary's path (`harness.model_paths.resolve`), or skip naming the fetch command."""
     return _or_skip(resolve, name)
 
 

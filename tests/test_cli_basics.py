@@ -9,7 +9,8 @@ import pytest
 
 from harness import fetch
 from harness.cli import main
-from harness.models import SHIPPED, SetupError, resolve, short_name
+from harness.model_paths import resolve
+from harness.models import SHIPPED, SetupError, short_name
 
 
 @pytest.mark.parametrize("member, dest", [

@@ -23,7 +23,8 @@ import pytest
 
 from harness import synth
 from harness.golden import GOLDEN_DIR, load_golden
-from harness.models import FETCH_COMMAND, SetupError, resolve
+from harness.model_paths import resolve
+from harness.models import FETCH_COMMAND, SetupError
 from harness.records import diff_vocab, evaluate_case, vocab_record
 from tests.llama_sources import llama_source
 from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer

@@ -9,7 +9,8 @@ nothing else, apart from `OSError` for the path itself.
 
 Versions 1, 2 and 3 are read (v1 has 32-bit lengths, counts and dimensions),
 with all 13 value types, arrays of every element type, arrays of strings and
-nested arrays (up to `MAX_ARRAY_DEPTH` deep), and `general.alignment`.
+nested arrays (up to `MAX_ARRAY_DEPTH` deep, `MAX_NESTED_ARRAYS` in all), and
+`general.alignment`.
 
 Values: integers and floats come back as Python `int`/`float`, bools as `bool`,
 strings as `str`, numeric arrays as little-endian numpy arrays (BOOL arrays as
@@ -50,9 +51,12 @@ from .constants import (
 )
 from .errors import GGUFError
 
-__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes", "MAX_ARRAY_DEPTH"]
+__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes", "MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS"]
 
 MAX_ARRAY_DEPTH = 8  # arrays nested deeper than this are refused, not recursed into
+# Nested arrays in a whole file (llama.cpp refuses them all): each becomes a Python object of
+# ~100 bytes from 12 bytes on disk, so without a cap 2 million empty ones in 24 MB took 384 MB.
+MAX_NESTED_ARRAYS = 1 << 16
 _INT64_MAX = 2**63 - 1
 _SCALAR_STRUCTS = {vt: struct.Struct(fmt) for vt, fmt in SCALAR_FORMATS.items()}
 _SCALAR_NP = {vt: np.dtype(dt) for vt, dt in SCALAR_DTYPES.items()}
@@ -209,6 +213,7 @@ class _Parser:
         self.cur = _Cursor(buf, name)
         self.version = 0
         self.len_type = ValueType.UINT64
+        self.nested = 0  # nested arrays read so far (MAX_NESTED_ARRAYS)
 
     # -- primitives ---------------------------------------------------------
 
@@ -265,6 +270,11 @@ class _Parser:
             return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
             return self.cur.strings(count, self.len_type, f"array {key!r}")
+        self.nested += count
+        if self.nested > MAX_NESTED_ARRAYS:
+            raise self.cur.fail(
+                f"key {key!r}: more than {MAX_NESTED_ARRAYS} nested arrays in the file "
+                f"(this array holds {count}; llama.cpp refuses nested arrays)", count_at)
         return [self.array(key, depth + 1) for _ in range(count)]
 
     def scalar_array(self, key: str, etype: ValueType, count: int) -> np.ndarray:

@@ -5,9 +5,11 @@ replayed: the engine loads the same GGUF (found in the cache by file name and
 sha256) and each recorded case is judged exactly as `run` judges it live.
 Writes report.json and report.html to --report DIR.
 
-Exit status: 0 all match; 1 any mismatch, engine error or recorded oracle
-crash that is not on the known-crashes list (--known-crashes, default
-corpora/known_crashes.json); 2 usage or set-up error.
+Exit status: 0 every golden checked and all match; 1 any mismatch, engine
+error or recorded oracle crash that is not on the known-crashes list
+(--known-crashes, default corpora/known_crashes.json); 2 usage or set-up
+error, or a golden whose model nothing could be compared on (see `run`'s
+--expect-refusal); 130/143 stopped by a signal (partial report written).
 """
 
 from __future__ import annotations
@@ -18,13 +20,9 @@ import sys
 from pathlib import Path
 
 from .. import known_crashes
-from .. import report as reporting
 from ..families import FAMILIES, models_of
 from ..models import SetupError
-from ..replay import compare
 from ..run_config import RunConfig
-
-EXIT_OK, EXIT_FOUND = 0, 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="only the goldens of this family (repeatable)")
     known_crashes.add_option(parser)
+    parser.add_argument("--expect-refusal", action="store_true",
+                        help="goldens of files llama.cpp refused: the engine refusing too is agreement")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
         names += models_of(family)
     if args.family and not names:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
-    config = RunConfig(models=tuple(names), report_dir=args.report, engine=args.engine, quiet=args.quiet,
-                       known_crashes=known_crashes.from_args(args))
-    results = compare(args.golden, config)
+    from ..final_report import run_and_report
+    from ..replay import compare
+
+    golden_dir = args.golden.absolute()
+    config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), engine=args.engine,
+                       quiet=args.quiet, known_crashes=known_crashes.from_args(args),
+                       expect_refusal=args.expect_refusal)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
-            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),
-            "known_crashes": config.known_crashes.source, **reporting.versions()}
-    report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
-    _, html_path = reporting.write(report, args.report)
-    print(reporting.one_line(report))
-    print(f"report: {html_path}")
-    return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK
+            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(golden_dir),
+            "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal}
+    return run_and_report(lambda results: compare(golden_dir, config, results), config, meta)

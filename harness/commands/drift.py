@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .. import golden as goldens
 from .. import worker_limits
-from ..models import SetupError, models_dir, resolve, short_name
+from ..model_paths import resolve
+from ..models import SetupError, models_dir, short_name
 from ..synth import synthetic_dir
 from .record import file_info, print_faults, record_model
 
@@ -96,4 +97,4 @@ def find_gguf(info: dict, folders: list[Path]) -> Path:
             raise SetupError(f"cannot find {info['file']} (looked in {where}): {exc}") from None
     if file_info(path)["sha256"] != info["sha256"]:
         raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
-    return path
+    return path.resolve()  # absolute: the oracle's workers run in another directory

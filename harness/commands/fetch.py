@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sdist is not None and not args.sdist.is_file():
+        raise fetching.SetupError(f"--sdist {args.sdist}: no such file")
     if args.update_manifest:
         target = fetching.cache_dir()
         with __import__("tempfile").TemporaryDirectory() as tmp:

@@ -9,10 +9,7 @@ import argparse
 import json
 import sys
 
-from tokenizer import GGUFError
-
-from ..models import resolve
-from ..summary import render, summarize
+from ..model_paths import resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,12 +18,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tokenizer import GGUFError
+
+    from ..summary import render, summarize
+
     summaries, failed = [], False
     for item in args.files:
         try:
             summaries.append(summarize(resolve(item)))
         except GGUFError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            failed = True
+        except OSError as exc:  # unreadable (permissions, a directory, an I/O error)
+            print(f"error: {item}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
             failed = True
     if args.json and summaries:
         out = summaries[0] if len(args.files) == 1 else summaries

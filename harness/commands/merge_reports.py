@@ -7,7 +7,8 @@ of a model found in several reports add up. Every oracle crash is judged again
 against --known-crashes (default corpora/known_crashes.json; 'none' makes every
 crash a finding), so one list applies to all the folded reports. Exit status:
 0 when the merged report holds no finding (known crashes are not findings),
-1 when it holds any, 2 when a report or the list cannot be read.
+1 when it holds any, 2 when a report or the list cannot be read, or when a
+part left a model not checked (`harness.verdict`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ import argparse
 from pathlib import Path
 
 from .. import known_crashes
-from .. import report as reporting
 from ..models import SetupError
-
-EXIT_OK, EXIT_FOUND = 0, 1
+from ..report_dir import ReportDir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,15 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import report as reporting
+    from .. import verdict
+
     known = known_crashes.from_args(args)
     try:
         reports = [reporting.load(path) for path in args.reports]
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     reports = [reporting.reclassify(report, known) for report in reports]
+    stopped = [str(p) for p, r in zip(args.reports, reports, strict=True) if r.get("meta", {}).get("interrupted")]
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": [str(p) for p in args.reports]})
-    _, html_path = reporting.write(merged, args.out)
+                                            "merged": [str(p) for p in args.reports],
+                                            **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
+    with ReportDir(args.out) as folder:
+        try:
+            _, html_path = reporting.write(merged, folder.path)
+        except OSError as exc:
+            raise SetupError(f"cannot write the report in {folder.path}: {exc.strerror or exc}") from None
     print(reporting.one_line(merged))
     print(f"report: {html_path}")
-    return EXIT_FOUND if reporting.found_anything(merged) else EXIT_OK
+    return verdict.exit_status(merged)

@@ -25,7 +25,8 @@ from pathlib import Path
 from .. import golden as goldens
 from .. import worker_limits
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
-from ..models import SHIPPED, SetupError, resolve
+from ..model_paths import resolve
+from ..models import SHIPPED, SetupError
 from ..progress import Progress
 from ..workers import LoadFailure, inspect_model, run_cases
 

@@ -7,10 +7,13 @@ four add_special x parse_special flags with detokenizations, then N fuzzed
 inputs per model (Hypothesis; the first failure is shrunk to a minimal input
 and saved to corpora/found/<model>.jsonl for later runs).
 
-Exit status: 0 all match; 1 any mismatch, engine error or new oracle crash;
-2 usage or set-up error. A llama.cpp crash on the known-crashes list
-(--known-crashes, default corpora/known_crashes.json) is shown in the report
-but does not make the exit status 1.
+Exit status: 0 every model checked and all match; 1 any mismatch, engine
+error or new oracle crash; 2 usage or set-up error, or a model that could not
+be checked (both sides refuse the file, 0 cases; see --expect-refusal);
+130/143 stopped by SIGINT/SIGTERM (a partial report marked `interrupted` is
+written). A llama.cpp crash on the known-crashes list (--known-crashes,
+default corpora/known_crashes.json) is shown in the report but does not make
+the exit status 1.
 """
 
 from __future__ import annotations
@@ -22,14 +25,11 @@ import sys
 from pathlib import Path
 
 from .. import known_crashes, worker_limits
-from .. import report as reporting
 from ..families import FAMILIES, models_of
-from ..fuzz import PROFILE_ENV, load_profile
-from ..live_run import run as run_models
 from ..models import SHIPPED, SetupError
 from ..run_config import RunConfig
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.fuzz.PROFILE_ENV; not imported, so --help stays light
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found)")
     known_crashes.add_option(parser)
+    parser.add_argument("--expect-refusal", action="store_true",
+                        help="the models are hostile files both sides must refuse: such a model is "
+                             "'refused as expected' (not 'not checked', exit 2), one either side loads is a finding")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -74,6 +77,8 @@ def fuzz_budget(args: argparse.Namespace) -> int:
         return args.fuzz
     if os.environ.get(PROFILE_ENV):
         from hypothesis import settings
+
+        from ..fuzz import load_profile
         load_profile()
         return settings.default.max_examples
     return 0
@@ -81,24 +86,24 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 
 def config_from(args: argparse.Namespace) -> RunConfig:
     limits = worker_limits.from_args(args)
-    kwargs = {"found_dir": args.found_dir} if args.found_dir else {}
-    return RunConfig(
-        models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
+    kwargs = {"found_dir": args.found_dir.absolute()} if args.found_dir else {}
+    return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
+        models=selected_models(args), report_dir=args.report.absolute(),
+        corpora=tuple(c.absolute() for c in args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
         seed=args.seed, engine=args.engine, jobs=limits.jobs, timeout=limits.timeout,
         memory_limit=limits.memory, quiet=args.quiet,
-        known_crashes=known_crashes.from_args(args), **kwargs,
+        known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal, **kwargs,
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..final_report import run_and_report
+    from ..live_run import run as run_models
+
     config = config_from(args)
-    results = run_models(config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
-            "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
-    report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
-    json_path, html_path = reporting.write(report, config.report_dir)
-    print(reporting.one_line(report))
-    print(f"report: {html_path}")
-    return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK
+            "seed": config.seed, "known_crashes": config.known_crashes.source,
+            "expect_refusal": config.expect_refusal}
+    return run_and_report(lambda results: run_models(config, results), config, meta)

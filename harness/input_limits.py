@@ -1,0 +1,99 @@
+"""Limits on what the harness reads from files, so a hostile or broken file costs little.
+
+A golden, a corpus or a found file is input like any other: a 4 MB
+`.json.gz` that inflates to 4 GiB, a 50 MB corpus line or a golden nested a
+million levels deep must end in one clear line (exit 2), not in gigabytes of
+memory or in a report blaming llama.cpp. Every limit is far above what the
+shipped files need (the largest golden is 0.5 MB, the largest corpus line
+under 1 KB) and is named in the error, so a user who needs more knows what
+to raise.
+
+`read_capped(path, limit, what)` reads a file (inflating `.gz` as a stream,
+stopping at `limit`), `loads(text, where)` parses JSON with a depth limit.
+Both raise `InputTooLarge` / `ValueError` subclasses naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+MAX_GOLDEN_BYTES = 16 << 20   # a golden file, and what a .json.gz may inflate to (32x the largest)
+MAX_CORPUS_BYTES = 16 << 20   # a corpus or found file
+MAX_LINE_BYTES = 1 << 20      # one JSON Lines record (one case's input)
+MAX_JSON_DEPTH = 64           # nesting of arrays and objects in any JSON the harness reads
+_CHUNK = 1 << 20
+
+
+class InputTooLarge(ValueError):
+    """A file (or its inflated content, or one line) is over a limit of this module."""
+
+
+def read_capped(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The file's bytes, inflated when it ends in `.gz`; `InputTooLarge` above `limit` bytes either way.
+
+    Inflating is a stream with a cap, so a zip bomb costs at most `limit`
+    bytes of memory, and bad zlib data is a `ValueError` naming the file.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size > limit:
+        raise InputTooLarge(f"{path}: {what} is {size:,} bytes, over the limit of {limit:,}")
+    raw = path.read_bytes()
+    if path.suffix != ".gz":
+        return raw
+    return _inflate(raw, limit, f"{path}: {what}")
+
+
+def _inflate(raw: bytes, limit: int, where: str) -> bytes:
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+    out = bytearray()
+    data = raw
+    try:
+        while data and not inflater.eof:
+            out += inflater.decompress(data, _CHUNK)
+            if len(out) > limit:
+                raise InputTooLarge(f"{where} inflates to over {limit:,} bytes, the limit")
+            data = inflater.unconsumed_tail
+        if not inflater.eof:
+            raise ValueError(f"{where} is a truncated gzip stream")
+    except zlib.error as exc:
+        raise ValueError(f"{where} is not valid gzip data ({exc})") from None
+    return bytes(out)
+
+
+def loads(text: str | bytes, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """`json.loads`, refusing nesting deeper than `max_depth` with a `ValueError` naming `where`."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested deeper than {max_depth} levels") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if depth_over(value, max_depth):
+        raise ValueError(f"{where}: JSON nested deeper than {max_depth} levels")
+    return value
+
+
+def depth_over(value: Any, limit: int) -> bool:
+    """True when `value` nests lists/dicts more than `limit` deep (iterative: no recursion to blow)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
