@@ -15,6 +15,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from . import capabilities as capmod
 from .engine_spec import load_engine
 from .families import family_of
 from .findings import (
@@ -24,7 +25,6 @@ from .findings import (
     gguf_texts,
     reference_table,
     reproduce_command,
-    run_engine,
     vocab_findings,
 )
 from .golden import GoldenError, golden_files, load_golden
@@ -102,11 +102,18 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
     if engine is None:  # nothing to compare: every case counts as failed, not as passed
         result.cases = len(golden["cases"])
         result.failing.update(c["id"] for c in golden["cases"])
+        capmod.tally_unloaded(result, len(golden["cases"]))
         return result
-    subject = _subject(name, path, engine, golden, config)
-    for kind, entry in vocab_findings(subject, golden["vocab"], engine_vocab(engine)):
-        result.add(kind, entry)
-    _judge_cases(subject, golden["cases"], result, config)
+    try:
+        subject = _subject(name, path, engine, golden, config)
+        capmod.start(result, engine.caps)
+        found = vocab_findings(subject, golden["vocab"], engine_vocab(engine))
+        for kind, entry in found:
+            result.add(kind, entry)
+        capmod.tally_vocab(result, engine.caps, found)
+        _judge_cases(subject, golden["cases"], result, config)
+    finally:
+        engine.close()
     save_failing(result, golden["cases"], config)
     return result
 
@@ -114,6 +121,8 @@ def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult
 def _judge_refusal(factory, path: Path, result: ModelResult, load_error) -> None:
     """llama.cpp refused this file: the engine must refuse it too."""
     engine, error = engine_or_error(factory, path)
+    if engine is not None:
+        engine.close()
     if engine is None:
         result.notes.append(f"both refuse the file: llama.cpp ({load_error}); engine ({error})")
     else:
@@ -134,24 +143,28 @@ def _subject(name: str, path: Path, engine, golden: dict, config: RunConfig) -> 
     arg = _model_arg(name, path)
     return Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                    engine_table=engine_table(engine, table),
-                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file),
+                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+                                             engine_args=config.engine_args),
                    known=config.known_crashes)
 
 
 def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, config: RunConfig) -> None:
+    live = [case for case in cases if not case.get("crash")]
+    outcomes = dict(zip((c["id"] for c in live), subject.engine.evaluate_many(live), strict=True))  # batched
     with Progress(total=len(cases), label=subject.name, quiet=config.quiet) as bar:
         for case in cases:
             result.cases += 1
             crash = case.get("crash")
-            got = None if crash else run_engine(subject.engine, case)
+            got = None if crash else outcomes[case["id"]]
             for kind, entry in findings(subject, case, case, got, crash=crash):
                 result.add(kind, entry)
+            capmod.tally_case(result, subject.engine.caps, case, None if crash else case, got)
             bar.advance(note=f"{len(result.failing)} failing")
 
 
 def compare(golden_dir: Path, config: RunConfig) -> list[ModelResult]:
     """Every selected golden in `golden_dir` against the engine of `config`."""
-    factory = load_engine(config.engine)
+    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = []
     for golden_file in selected_goldens(golden_dir, config.models):
         result = compare_golden(golden_file, config, factory)

@@ -34,11 +34,12 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from . import capabilities as caps
 from .diff import visible
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
-          "known_oracle_crashes", "known_crash_cases")
+          "known_oracle_crashes", "known_crash_cases", "not_applicable")
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 LISTS = (*FINDINGS, "known_oracle_crashes")
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
@@ -59,6 +60,8 @@ class ModelResult:
     known_oracle_crashes: list[dict] = field(default_factory=list)
     known_crash_ids: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    capabilities: dict = field(default_factory=dict)  # check -> counts (harness.capabilities)
+    not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -79,7 +82,9 @@ class ModelResult:
                 "engine_errors": len(self.engine_errors),
                 "vocab_mismatches": len(self.vocab_mismatches),
                 "known_oracle_crashes": len(self.known_oracle_crashes),
-                "known_crash_cases": len(self.known_crash_ids - self.failing), "notes": list(self.notes)}
+                "known_crash_cases": len(self.known_crash_ids - self.failing),
+                "not_applicable": len(self.not_applicable - self.failing),
+                "capabilities": self.capabilities, "notes": list(self.notes)}
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
@@ -103,7 +108,8 @@ def summarize(per_model: dict[str, dict]) -> dict:
         grouped["models"] = frame.groupby("family").size()
         per_family = {fam: _with_rate({k: int(v) for k, v in row.items()})
                       for fam, row in grouped.iterrows()}
-    return _with_rate({**totals, "models": len(per_model), "per_model":
+    tally = caps.add_tallies(c.get("capabilities") or {} for c in per_model.values())
+    return _with_rate({**totals, "models": len(per_model), "capabilities": tally, "per_model":
                        {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
                        "per_family": per_family})
 
@@ -116,7 +122,8 @@ def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
 
 def _with_rate(counts: dict) -> dict:
     cases = counts.get("cases", 0)
-    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0), 0)
+    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0)
+                 - counts.get("not_applicable", 0), 0)
     counts["passed"] = passed
     counts["pass_rate"] = round(passed / cases, 6) if cases else None
     return counts
@@ -140,7 +147,8 @@ def one_line(report: dict) -> str:
                else f"{s['oracle_crashes']} oracle crashes")
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
-            f"{crashes}, {s['vocab_mismatches']} vocab mismatches")
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches"
+            + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else ""))
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -229,6 +237,7 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     for key in COUNTS:
         into[key] = into.get(key, 0) + int(counts.get(key, 0))
     into["notes"] = into["notes"] + list(counts.get("notes", []))
+    into["capabilities"] = caps.add_tallies([into.get("capabilities") or {}, counts.get("capabilities") or {}])
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -323,7 +332,8 @@ ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "
                   "detokenize": [], "crash": {}, "error": None, "add_special": None,
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
-                  "got_piece_hex": "", "token": None, "field": "", "sides": False}
+                  "got_piece_hex": "", "token": None, "field": "", "sides": False,
+                  "traceback": "", "capability": None}
 
 
 def _display(entry: dict, *, kind: str, category: str) -> dict:

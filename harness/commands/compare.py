@@ -23,14 +23,14 @@ from ..families import FAMILIES, models_of
 from ..models import SetupError
 from ..replay import compare
 from ..run_config import RunConfig
+from . import engine_options
 
 EXIT_OK, EXIT_FOUND = 0, 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", type=Path, required=True, metavar="DIR", help="folder of golden files")
-    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE",
-                        help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
+    engine_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/compare"), metavar="DIR",
                         help="where report.json and report.html go (default reports/compare)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME",
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         names += models_of(family)
     if args.family and not names:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
-    config = RunConfig(models=tuple(names), report_dir=args.report, engine=args.engine, quiet=args.quiet,
-                       known_crashes=known_crashes.from_args(args))
+    config = RunConfig(models=tuple(names), report_dir=args.report, quiet=args.quiet,
+                       known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args))
     results = compare(args.golden, config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),

@@ -28,6 +28,7 @@ from ..fuzz import PROFILE_ENV, load_profile
 from ..live_run import run as run_models
 from ..models import SHIPPED, SetupError
 from ..run_config import RunConfig
+from . import engine_options
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
@@ -47,15 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"fuzzed inputs per model (default 0, or the max_examples of ${PROFILE_ENV})")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="make the fuzzing reproducible (the example database is then not used)")
-    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE",
-                        help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
+    engine_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="llama.cpp worker processes per model")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="an oracle call longer than this is a crash (hang)")
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
-                        help="where fuzz failures are saved (default corpora/found)")
+                        help="where fuzz failures are saved (default corpora/found for our engine, "
+                             "<report>/found for any other)")
     known_crashes.add_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -84,12 +85,12 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 def config_from(args: argparse.Namespace) -> RunConfig:
     if args.jobs < 1:
         raise SetupError("--jobs must be at least 1")
-    kwargs = {"found_dir": args.found_dir} if args.found_dir else {}
+    kwargs = engine_options.found_fields(args)
     return RunConfig(
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
         seed=args.seed, engine=args.engine, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
-        known_crashes=known_crashes.from_args(args), **kwargs,
+        known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args), **kwargs,
     )
 
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
             "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
-    json_path, html_path = reporting.write(report, config.report_dir)
+    _, html_path = reporting.write(report, config.report_dir)
     print(reporting.one_line(report))
     print(f"report: {html_path}")
     return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK
