@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
                        known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args))
     results = compare(args.golden, config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
-            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),
+            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "golden": str(args.golden),
             "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     _, html_path = reporting.write(report, args.report)

@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     results = run_models(config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
-            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
+            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "fuzz": config.fuzz,
             "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     _, html_path = reporting.write(report, config.report_dir)
