@@ -11,6 +11,7 @@ from other processes on the machine hurts every variant alike. Target (issue
 
     python bench/bench_engine_protocol.py                      # compare --golden golden, llama-bpe
     python bench/bench_engine_protocol.py --command run        # live, needs llama-cpp-python
+    python bench/bench_engine_protocol.py --vocab-only         # just the vocabulary record, both ways
 """
 
 from __future__ import annotations
@@ -49,12 +50,33 @@ def once(command: str, model: str, extra: list[str]) -> float:
     return elapsed
 
 
+def vocab_times(model: str) -> None:
+    """Load and vocabulary-record time of our engine in-process and through the Python child."""
+    sys.path.insert(0, str(ROOT))
+    from harness.engine_spec import load_engine
+    from harness.models import resolve
+    path = resolve(model)
+    for name, spec in (("in-process", None), ("python child (cmd:)", VARIANTS["python child (cmd:)"][1])):
+        start = time.perf_counter()
+        engine = load_engine(spec)(path)
+        loaded = time.perf_counter()
+        record = engine.vocab()
+        done = time.perf_counter()
+        engine.close()
+        print(f"  {name:<22} load {loaded - start:5.2f} s, vocabulary record {done - loaded:5.2f} s "
+              f"({record['n_tokens']:,} tokens)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--command", default="compare", choices=("compare", "run"))
     parser.add_argument("--model", default="llama-bpe")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--vocab-only", action="store_true", help="only time the vocabulary record")
     args = parser.parse_args()
+    if args.vocab_only:
+        vocab_times(args.model)
+        return 0
     best: dict[str, float] = {}
     for _ in range(args.repeat):
         for name, extra in VARIANTS.items():

@@ -72,3 +72,23 @@ def test_merged_reports_add_their_figures():
     merged = reporting.merge([reporting.build([a], meta={}), reporting.build([b], meta={})], meta={})
     ids = merged["summary"]["capabilities"]["ids"]
     assert (ids["checked"], ids["agree"], ids["differ"]) == (2, 1, 1)
+
+
+@pytest.mark.parametrize(("engine", "found", "db"), [
+    pytest.param(None, "corpora/found", None, id="ours"),
+    pytest.param("mypkg:load", "REPORT/found", "REPORT/found/.hypothesis", id="theirs"),
+    pytest.param("cmd:node x.mjs", "REPORT/found", "REPORT/found/.hypothesis", id="child"),
+])
+def test_a_user_engines_fuzz_finds_stay_under_the_report(tmp_path, monkeypatch, engine, found, db):
+    import argparse
+
+    from harness.commands.engine_options import found_fields
+    from harness.fuzz import DB_ENV
+    from harness.models import project_root
+    monkeypatch.delenv(DB_ENV, raising=False)
+    fields = found_fields(argparse.Namespace(engine=engine, found_dir=None, report=tmp_path))
+    def spelled(path):
+        return None if path is None else str(path).replace(str(tmp_path), "REPORT").replace(
+            str(project_root()) + "/", "")
+    assert spelled(fields["found_dir"]) == found
+    assert spelled(fields.get("hypothesis_db")) == db
