@@ -89,7 +89,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, engine=args.engine, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
+        seed=args.seed, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
         known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args), **kwargs,
     )
 
