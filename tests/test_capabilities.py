@@ -92,3 +92,8 @@ def test_a_user_engines_fuzz_finds_stay_under_the_report(tmp_path, monkeypatch, 
             str(project_root()) + "/", "")
     assert spelled(fields["found_dir"]) == found
     assert spelled(fields.get("hypothesis_db")) == db
+
+
+def test_our_tokenizer_declares_every_capability():
+    from tokenizer import Tokenizer
+    assert caps.declared(Tokenizer.capabilities) == caps.ALL
