@@ -54,6 +54,7 @@ def test_tokenize_only_adapter_is_judged_on_ids_alone(tmp_path, require_vocab):
     assert summary["not_applicable"] == INVALID_UTF8_CASES
     assert summary["passed"] == 226 - INVALID_UTF8_CASES  # not-applicable cases are not passes
     assert "ids 216/216 agree, 10 not applicable; detokenize not offered" in done.stdout
+    assert done.stdout.startswith("all checked agree (some capabilities not checked)"), done.stdout
     html = (tmp_path / "r" / "report.html").read_text()
     assert 'data-check="detokenize"' in html and "not offered" in html
 
