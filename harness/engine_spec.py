@@ -1,62 +1,109 @@
-"""The `--engine MODULE:CALLABLE` plug-in point.
+"""The `--engine` plug-in point: what is named, how it is started, what the comparators get.
 
-An engine factory takes a GGUF path and returns an object with the `Tokenizer`
-API (`tokenize`, `detokenize`, `token_to_piece`, the vocab getters). The
-default is ours, `tokenizer:Tokenizer.from_gguf`; anyone can diff their own
-implementation against llama.cpp by naming theirs:
+    --engine (none)               ours, tokenizer:Tokenizer.from_gguf, in this process
+    --engine MODULE:CALLABLE      CALLABLE(gguf_path, **engine_args), in a contained child process
+    --engine cmd:"COMMAND LINE"   any program speaking docs/engine-protocol.md
 
-    python -m harness run --model llama-spm --engine mypkg.tok:load
+`load_engine` checks the spec once (a bad one is a `SetupError`, exit 2) and
+returns a factory: GGUF path -> engine handle (`harness.engine_guard`). The
+module of a MODULE:CALLABLE is imported by the Python reference child the
+documented way, the current directory first; the check imports it there too,
+so a module that hangs, exits or raises on import cannot harm the harness.
+See docs/engine-contract.md.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .models import SetupError
+from .models import SetupError, project_root
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
+DEFAULT_ENGINE_TIMEOUT = 30.0
+CHECK_TIMEOUT = 120.0
+PYTHON_CHILD = "harness.children.python_child"
 
 EngineFactory = Callable[[Path], Any]
 
 
-def load_engine(spec: str | None = None) -> EngineFactory:
-    """The callable named by `spec` (``module:attr.attr``), or `SetupError` saying why not.
-
-    The current directory is importable, so a file `my_engine.py` next to
-    where you run works as `--engine my_engine:load`.
-    """
-    spec = spec or DEFAULT_ENGINE
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise SetupError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
-    target = _import_attr(spec, module_name, attr_path)
-    if not callable(target):
-        raise SetupError(f"--engine {spec!r}: {attr_path} is not callable")
-    return target
+def is_ours(spec: str | None) -> bool:
+    """True for our own engine (run in-process; its fuzz finds go to the project's corpora)."""
+    return (spec or DEFAULT_ENGINE) == DEFAULT_ENGINE
 
 
-def _import_attr(spec: str, module_name: str, attr_path: str) -> Any:
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+def child_env() -> dict[str, str]:
+    """The environment of a Python child: this checkout importable whatever the current directory."""
+    path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
+def parse_engine_args(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`--engine-arg KEY=VALUE` options as a dict (`SetupError` on a malformed one)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise SetupError(f"--engine-arg {pair!r}: expected KEY=VALUE with KEY a Python identifier")
+        out[key] = value
+    return out
+
+
+def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
+                timeout: float = DEFAULT_ENGINE_TIMEOUT) -> EngineFactory:
+    """A factory GGUF path -> engine handle for `spec`, or `SetupError` saying why not."""
+    from .engine_client import RemoteEngine
+    spec, args = spec or DEFAULT_ENGINE, dict(args or {})
+    if spec.startswith("cmd:"):
+        argv = _command(spec)
+        return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout)
+    if is_ours(spec):
+        from tokenizer import Tokenizer
+
+        from .engine_guard import InProcessEngine
+        return lambda path: InProcessEngine.load(Tokenizer.from_gguf, path, spec, args)
+    _check_module(spec)
+    argv = [sys.executable, "-m", PYTHON_CHILD, "--engine", spec]
+    env = child_env()
+    return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout, env=env)
+
+
+def _command(spec: str) -> list[str]:
     try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SetupError(f"--engine {spec!r}: cannot import {module_name}: {exc}") from None
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed on import: set-up error
-        first = str(exc).strip().split("\n", 1)[0]
-        raise SetupError(f"--engine {spec!r}: importing {module_name} raised "
-                         f"{type(exc).__name__}: {first}") from None
-    for part in attr_path.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise SetupError(f"--engine {spec!r}: {module_name} has no attribute {attr_path}") from None
-    return target
+        argv = shlex.split(spec[len("cmd:"):])
+    except ValueError as exc:
+        raise SetupError(f"--engine {spec!r}: cannot split the command line: {exc}") from None
+    if not argv:
+        raise SetupError(f"--engine {spec!r}: no command after cmd:")
+    program = argv[0]
+    found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+    if found is None:
+        where = "in PATH" if os.sep not in program else "as a file"
+        raise SetupError(f"--engine {spec!r}: cannot start {program!r}: no such executable {where}")
+    return argv
+
+
+def _check_module(spec: str) -> None:
+    """Resolve MODULE:CALLABLE in a child (import side effects stay there); `SetupError` if it fails."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise SetupError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
+    try:
+        done = subprocess.run([sys.executable, "-m", PYTHON_CHILD, "--engine", spec, "--check"],
+                              capture_output=True, text=True, timeout=CHECK_TIMEOUT, env=child_env(),
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"--engine {spec!r}: importing {module_name} took over {CHECK_TIMEOUT:g}s") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        reason = lines[-1] if lines else f"the check exited with status {done.returncode}"
+        raise SetupError(reason if reason.startswith("--engine") else f"--engine {spec!r}: {reason}")
 
 
 def describe(spec: str | None) -> str:

@@ -20,7 +20,7 @@ from .diff import TokenTable, diff_encoding
 from .known_crashes import NONE, KnownCrashes
 from .records import evaluate_case, field_bytes, unpack_array
 
-ERROR_TAIL = 1200
+ERROR_TAIL = 20000  # report.json keeps the traceback in full; this only bounds a runaway one
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,20 @@ class Subject:
 
 @dataclass(frozen=True)
 class EngineError:
-    """An engine that raised on a case: the exception, one line, plus the traceback tail."""
+    """An engine that failed on a case: the exception in one line, its full traceback, and which call."""
 
     error: str
     traceback: str
+    capability: str = "tokenize"
 
 
-def run_engine(engine, case: dict) -> dict | EngineError:
-    """`evaluate_case` on the engine; any exception becomes an `EngineError` value."""
+def run_engine(engine, case: dict):
+    """One case through an engine handle (`harness.engine_guard`): a record, an `EngineError` or not applicable.
+
+    A bare engine object (tests, old callers) is called in-process, every fault caught.
+    """
+    if hasattr(engine, "evaluate_one"):
+        return engine.evaluate_one(case)
     try:
         return evaluate_case(engine, case)
     except Exception as exc:  # noqa: BLE001 - an engine error is a finding, not a harness failure
@@ -89,14 +95,21 @@ def findings(subject: Subject, case: dict, expected: dict | None, got: dict | En
     if crash is not None:
         return [crash_finding(subject.known, subject.name, base, crash)]
     if isinstance(got, EngineError):
-        return [("engine_errors", {**base, "error": got.error, "traceback": got.traceback})]
+        return [("engine_errors", {**base, "error": got.error, "traceback": got.traceback,
+                                   "capability": got.capability})]
+    if not isinstance(got, dict):  # not applicable: counted apart, neither passed nor failed
+        return []
     out = []
-    for exp, eng in zip(expected["encode"], got["encode"]):
+    for exp, eng in zip(expected["encode"], got["encode"], strict=True):
+        offered = "detokenize" in eng  # an engine without detokenize is compared on ids only
         found = diff_encoding(exp["ids"], eng["ids"], subject.table, got_table=subject.engine_table,
-                              expected_detok=detok_map(exp), got_detok=detok_map(eng))
+                              expected_detok=detok_map(exp) if offered else None,
+                              got_detok=detok_map(eng) if offered else None)
+        flags = {"add_special": exp["add_special"], "parse_special": exp["parse_special"]}
         if found:
-            out.append(("mismatches", {**base, "add_special": exp["add_special"],
-                                       "parse_special": exp["parse_special"], **found}))
+            out.append(("mismatches", {**base, **flags, **found}))
+        if "detokenize_error" in eng:
+            out.append(("engine_errors", {**base, **flags, **eng["detokenize_error"], "capability": "detokenize"}))
     return out
 
 
@@ -156,23 +169,26 @@ def engine_table(engine, fallback: TokenTable) -> TokenTable:
         edge_ids=fallback.edge_ids)
 
 
-def reproduce_command(*, arg: str, engine: str | None, cases_file: Path) -> Callable[[str], str]:
-    """A function case_id -> the shell command that re-runs exactly that case."""
+def reproduce_command(*, arg: str, engine: str | None, cases_file: Path,
+                      engine_args: tuple[tuple[str, str], ...] = ()) -> Callable[[str], str]:
+    """A function case_id -> the shell command that re-runs exactly that case (same engine and options)."""
     parts = ["python", "-m", "harness", "run", "--model", arg, "--corpus", str(cases_file),
              "--no-default-corpora"]
     if engine:
         parts += ["--engine", engine]
+    for key, value in engine_args:
+        parts += ["--engine-arg", f"{key}={value}"]
     prefix = shlex.join(parts)
     return lambda case_id: f"{prefix} --case {shlex.quote(case_id)}"
 
 
 def vocab_findings(subject: Subject, expected: dict, got: dict | EngineError) -> list[tuple[str, dict]]:
     """Vocabulary differences (flags, special ids, per-token text/score/attr/pieces) as findings."""
-    from .records import diff_vocab
+    from .engine_records import diff_offered
     if isinstance(got, EngineError):
         return [("engine_errors", {"case_id": "<vocab>", "text": "", "error": got.error,
-                                   "traceback": got.traceback, "command": None})]
-    rows = diff_vocab(expected, got)
+                                   "traceback": got.traceback, "command": None, "capability": "vocabulary"})]
+    rows = diff_offered(expected, got)
     return [("vocab_mismatches", _vocab_entry(subject, row, expected, got)) for row in rows]
 
 

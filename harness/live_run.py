@@ -18,11 +18,15 @@ finding; the fuzzer hunts on past it.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from queue import Queue
 
+from . import capabilities as capmod
 from . import jsonl, strategies
 from .corpus import CorpusError, default_corpora, load_corpus
 from .engine_spec import describe, load_engine
@@ -38,7 +42,7 @@ from .findings import (
     run_engine,
     vocab_findings,
 )
-from .fuzz import hunt
+from .fuzz import DB_ENV, hunt
 from .known_crashes import NONE, KnownCrashes
 from .model_paths import Fingerprint, check_same, fingerprint, resolve
 from .models import SetupError, short_name
@@ -155,11 +159,14 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
         if config.expect_refusal:
             refusal_expected_but_loaded(result)
             return result
-        subject = _prepare(path, name, arg, loaded, config, result)
-        with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
-            _check_cases(subject, pool, cases, result, bar)
-            if config.fuzz:
-                _fuzz(subject, pool.sessions[0], config, result, bar)
+        try:
+            subject = _prepare(path, name, arg, loaded, config, result)
+            with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
+                _check_cases(subject, pool, cases, result, bar)
+                if config.fuzz:
+                    _fuzz(subject, pool.sessions[0], config, result, bar)
+        finally:
+            loaded[0].close()
     finally:
         pool.close()
         for fault in pool.faults():
@@ -186,6 +193,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
     try:
         vocab, pieces, seen = asked.result()
     except OracleCrash as crash:
+        _close(engine)
         kind, entry = crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
                                     crash.as_dict())
         result.add(kind, entry)
@@ -194,6 +202,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
             result.not_checked = f"llama.cpp crashes loading it (known crash {entry['known_crash']})"
         return None
     except OracleRefusal as refused:
+        _close(engine)
         if engine is None:
             both_refuse(result, last_line(refused), last_line(engine_error), expected=expect_refusal)
         else:
@@ -203,10 +212,16 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
         check_same(path, before, seen, "llama.cpp")
     if engine is None:  # nothing to compare: every case counts as failed, not as passed
         engine_load_error(result, engine_error)
+        capmod.tally_unloaded(result, len(cases))
         result.cases = len(cases)
         result.failing.update(c["id"] for c in cases)
         return None
     return engine, got, vocab, pieces
+
+
+def _close(engine) -> None:
+    if engine is not None:
+        engine.close()
 
 
 def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:
@@ -218,30 +233,37 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
     cases_file = config.report_dir / "cases" / f"{name}.jsonl"
     subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
                       engine_table=engine_table(engine, table),
-                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file),
+                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+                                                engine_args=config.engine_args),
                       known=config.known_crashes)
-    for kind, entry in vocab_findings(subject, vocab, got):
+    capmod.start(result, engine.caps)
+    found = vocab_findings(subject, vocab, got)
+    for kind, entry in found:
         result.add(kind, entry)
+    capmod.tally_vocab(result, engine.caps, found)
     return subject
 
 
 def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: ModelResult,
                  bar: Progress) -> None:
     futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
-    for case, future in zip(cases, futures):
-        got = run_engine(subject.engine, case)
+    outcomes = subject.engine.evaluate_many(cases)  # batched; llama.cpp works meanwhile
+    for case, future, got in zip(cases, futures, outcomes, strict=True):
         expected, crash = future.result()
         result.cases += 1
         for kind, entry in findings(subject, case, expected, got, crash=crash):
             result.add(kind, entry)
+        capmod.tally_case(result, subject.engine.caps, case, expected, got)
         bar.advance(note=f"{len(result.failing)} failing")
 
 
-def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set]):
+def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
+           judged: list | None = None):
     """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
 
     A known llama.cpp crash always counts as passing (the hunt goes on for real
-    engine bugs); the input is noted in `known_seen` (entry id -> case ids).
+    engine bugs); the input is noted in `known_seen` (entry id -> case ids). Each
+    judged (case, expected, got) goes to `judged`, in order, for the capability tally.
     """
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
@@ -249,8 +271,13 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
         except (OracleCrash, OracleRefusal) as exc:
             expected, crash = None, exc.as_dict()
         if crash is not None and ignore_crashes:
+            if judged is not None:
+                judged.append((case, None, None))  # compared nothing: keeps judged aligned, not tallied
             return []
-        found = findings(subject, case, expected, run_engine(subject.engine, case), crash=crash)
+        got = run_engine(subject.engine, case)
+        if judged is not None:
+            judged.append((case, expected, got))
+        found = findings(subject, case, expected, got, crash=crash)
         for kind, entry in found:
             if kind == "known_oracle_crashes":
                 known_seen.setdefault(entry["known_crash"], set()).add(case["id"])
@@ -271,11 +298,15 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)
-            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen)
-            outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
-                           key=f"{subject.name}:{ignore_crashes}",
-                           on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
+            judged: list = []
+            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen, judged=judged)
+            with _database(config.hypothesis_db):
+                outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
+                               key=f"{subject.name}:{ignore_crashes}",
+                               on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
             result.cases += outcome.generated
+            for case, expected, got in judged[:outcome.generated]:  # the generated ones, not shrink steps
+                capmod.tally_case(result, subject.engine.caps, case, expected, got)
             budget -= outcome.generated
             if outcome.case is None:
                 return
@@ -287,6 +318,23 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
+
+
+@contextmanager
+def _database(path: Path | None) -> Iterator[None]:
+    """Point the fuzzer's example database at `path` for one hunt (a non-default engine's own)."""
+    if path is None:
+        yield
+        return
+    saved = os.environ.get(DB_ENV)
+    os.environ[DB_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[DB_ENV]
+        else:
+            os.environ[DB_ENV] = saved
 
 
 def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
@@ -312,7 +360,7 @@ def run(config: RunConfig, results: list[ModelResult] | None = None) -> list[Mod
     Each finished model is appended to `results` as it finishes, so a caller
     stopped by a signal still has them for a partial report.
     """
-    factory = load_engine(config.engine)
+    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     for arg in config.models:
         resolve(arg)  # fail fast on a bad name or file before any work
     for corpus in config.corpora:

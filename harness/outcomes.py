@@ -17,9 +17,13 @@ from .run_config import RunConfig
 
 
 def engine_or_error(factory, path: Path):
+    """(engine handle, None) or (None, "Type: reason"); a factory's own exception reads as itself."""
+    from .engine_guard import EngineLoadError
     try:
         return factory(path), None
-    except Exception as exc:  # noqa: BLE001 - an engine that cannot load is a finding (or agrees)
+    except EngineLoadError as exc:  # already phrased "Type: reason" (e.g. the child's UnsupportedVocab)
+        return None, str(exc)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - an engine that cannot load is a finding (or agrees)
         return None, f"{type(exc).__name__}: {exc}"
 
 
@@ -70,6 +74,9 @@ def refusal_expected_but_loaded(result: ModelResult) -> None:
 
 
 def engine_vocab(engine) -> dict | EngineError:
+    """The engine's vocabulary record from what it offers (a handle's `vocab()`)."""
+    if hasattr(engine, "vocab"):
+        return engine.vocab()
     try:
         return vocab_record(engine)
     except Exception as exc:  # noqa: BLE001

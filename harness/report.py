@@ -34,6 +34,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from . import capabilities as caps
 from . import verdict as verdicts
 from .atomic import write_text_atomic
 from .diff import visible
@@ -41,7 +42,7 @@ from .jsonl import escape_unsafe
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
-          "known_oracle_crashes", "known_crash_cases", "harness_faults")
+          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable")
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 LISTS = (*FINDINGS, "known_oracle_crashes")
 # Worker deaths a fresh worker did not repeat (harness.workers): listed and counted, never
@@ -68,6 +69,8 @@ class ModelResult:
     harness_faults: list[dict] = field(default_factory=list)
     not_checked: str | None = None       # why nothing was compared (`harness.verdict`)
     expected_refusal: str | None = None  # both refused, as the run was told to expect
+    capabilities: dict = field(default_factory=dict)  # check -> counts (harness.capabilities)
+    not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -90,7 +93,8 @@ class ModelResult:
                 "known_oracle_crashes": len(self.known_oracle_crashes),
                 "known_crash_cases": len(self.known_crash_ids - self.failing),
                 "harness_faults": len(self.harness_faults), "notes": list(self.notes),
-                "not_checked": self.not_checked, "expected_refusal": self.expected_refusal}
+                "not_checked": self.not_checked, "expected_refusal": self.expected_refusal,
+                "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities}
 
     def add_fault(self, fault: dict) -> None:
         """A harness fault (`harness.workers.fault_record`): listed, and named in the notes."""
@@ -119,7 +123,8 @@ def summarize(per_model: dict[str, dict]) -> dict:
         grouped["models"] = frame.groupby("family").size()
         per_family = {fam: _with_rate({k: int(v) for k, v in row.items()})
                       for fam, row in grouped.iterrows()}
-    return _with_rate({**totals, "models": len(per_model), "per_model":
+    tally = caps.add_tallies(c.get("capabilities") or {} for c in per_model.values())
+    return _with_rate({**totals, "models": len(per_model), "capabilities": tally, "per_model":
                        {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
                        "per_family": per_family, **_unchecked(per_model)})
 
@@ -139,7 +144,8 @@ def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
 
 def _with_rate(counts: dict) -> dict:
     cases = counts.get("cases", 0)
-    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0), 0)
+    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0)
+                 - counts.get("not_applicable", 0), 0)
     counts["passed"] = passed
     counts["pass_rate"] = round(passed / cases, 6) if cases else None
     return counts
@@ -168,7 +174,8 @@ def one_line(report: dict) -> str:
               "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
-            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{faults}")
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{faults}"
+            + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else ""))
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -259,6 +266,7 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     into["notes"] = into["notes"] + list(counts.get("notes", []))
     for key in ("not_checked", "expected_refusal"):  # a model unchecked in any part stays unchecked
         into[key] = "; ".join(filter(None, [into.get(key), counts.get(key)])) or None
+    into["capabilities"] = caps.add_tallies([into.get("capabilities") or {}, counts.get("capabilities") or {}])
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -360,7 +368,8 @@ ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "
                   "detokenize": [], "crash": {}, "error": None, "add_special": None,
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
-                  "got_piece_hex": "", "token": None, "field": "", "sides": False}
+                  "got_piece_hex": "", "token": None, "field": "", "sides": False,
+                  "traceback": "", "capability": None}
 
 
 def _display(entry: dict, *, kind: str, category: str) -> dict:

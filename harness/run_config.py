@@ -23,10 +23,13 @@ class RunConfig:
     fuzz: int = 0
     seed: int | None = None
     engine: str | None = None
+    engine_args: tuple[tuple[str, str], ...] = ()  # --engine-arg KEY=VALUE, passed to the engine factory
+    engine_timeout: float = 30.0  # seconds per request to a contained engine before it counts as hung
     jobs: int = 1
     timeout: float = 60.0
     memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.worker_limits.default_memory()
     found_dir: Path | None = FOUND_DIR
+    hypothesis_db: Path | None = None  # None: the project's (harness.fuzz.database_dir)
     quiet: bool = False
     known_crashes: KnownCrashes = NONE
     expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .capabilities import clean_verdict
+
 if TYPE_CHECKING:
     from .report import ModelResult
 
@@ -73,8 +75,8 @@ def word(report: dict[str, Any]) -> str:
         base = "differences found"
     elif not_checked(report) or not report.get("summary", {}).get("models"):
         base = "NOT CHECKED"
-    else:
-        base = "all match"
+    else:  # "all match" only when every capability was checked (harness.capabilities)
+        base = clean_verdict(report.get("summary", {}).get("capabilities"))
     stop = report.get("meta", {}).get("interrupted")
     return f"interrupted ({stop}), partial: {base}" if stop else base
 

@@ -1,8 +1,10 @@
 """Check an engine against recorded golden files, offline (no llama.cpp needed).
 
 Every golden in --golden DIR (python -m harness record writes them) is
-replayed: the engine loads the same GGUF (found in the cache by file name and
-sha256) and each recorded case is judged exactly as `run` judges it live.
+replayed: the engine loads the same GGUF, found beside the golden, in the
+cache or the synthetic folder by file name, or given with --model PATH, and
+checked to be the recorded file (docs/golden.md, "File identity"); each
+recorded case is judged exactly as `run` judges it live.
 Writes report.json and report.html to --report DIR.
 
 Exit status: 0 every golden checked and all match; 1 any mismatch, engine
@@ -23,16 +25,17 @@ from .. import known_crashes
 from ..families import FAMILIES, models_of
 from ..models import SetupError
 from ..run_config import RunConfig
+from . import engine_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", type=Path, required=True, metavar="DIR", help="folder of golden files")
-    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE",
-                        help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
+    engine_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/compare"), metavar="DIR",
                         help="where report.json and report.html go (default reports/compare)")
-    parser.add_argument("--model", action="append", default=[], metavar="NAME",
-                        help="only this vocabulary's golden (repeatable; default all)")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
+                        help="only this vocabulary's golden (repeatable; default all); a .gguf PATH: replay "
+                             "its golden (by file name) against that file, checked to be the recorded one")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="only the goldens of this family (repeatable)")
     known_crashes.add_option(parser)
@@ -51,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from ..replay import compare
 
     golden_dir = args.golden.absolute()
-    config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), engine=args.engine,
-                       quiet=args.quiet, known_crashes=known_crashes.from_args(args),
-                       expect_refusal=args.expect_refusal)
+    config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
+                       known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
+                       **engine_options.config_fields(args))
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
-            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(golden_dir),
+            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "golden": str(golden_dir),
             "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal}
     return run_and_report(lambda results: compare(golden_dir, config, results), config, meta)

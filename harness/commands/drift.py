@@ -21,10 +21,11 @@ from pathlib import Path
 
 from .. import golden as goldens
 from .. import worker_limits
+from ..file_identity import mismatch
 from ..model_paths import resolve
 from ..models import SetupError, models_dir, short_name
 from ..synth import synthetic_dir
-from .record import file_info, print_faults, record_model
+from .record import print_faults, record_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +96,7 @@ def find_gguf(info: dict, folders: list[Path]) -> Path:
         except SetupError as exc:
             where = ", ".join(str(f) for f in folders)
             raise SetupError(f"cannot find {info['file']} (looked in {where}): {exc}") from None
-    if file_info(path)["sha256"] != info["sha256"]:
-        raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
+    reason = mismatch(info, path)
+    if reason is not None:
+        raise SetupError(f"{path} is not the file the golden was recorded from: {reason}")
     return path.resolve()  # absolute: the oracle's workers run in another directory

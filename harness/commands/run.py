@@ -28,6 +28,7 @@ from .. import known_crashes, worker_limits
 from ..families import FAMILIES, models_of
 from ..models import SHIPPED, SetupError
 from ..run_config import RunConfig
+from . import engine_options
 
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.fuzz.PROFILE_ENV; not imported, so --help stays light
 
@@ -47,13 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"fuzzed inputs per model (default 0, or the max_examples of ${PROFILE_ENV})")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="make the fuzzing reproducible (the example database is then not used)")
-    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE",
-                        help="GGUF path -> object with the Tokenizer API (default tokenizer:Tokenizer.from_gguf)")
+    engine_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
-                        help="where fuzz failures are saved (default corpora/found)")
+                        help="where fuzz failures are saved (default corpora/found for our engine, "
+                             "<report>/found for any other)")
     known_crashes.add_option(parser)
     parser.add_argument("--expect-refusal", action="store_true",
                         help="the models are hostile files both sides must refuse: such a model is "
@@ -86,14 +87,14 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 
 def config_from(args: argparse.Namespace) -> RunConfig:
     limits = worker_limits.from_args(args)
-    kwargs = {"found_dir": args.found_dir.absolute()} if args.found_dir else {}
+    kwargs = engine_options.found_fields(args)
     return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, engine=args.engine, jobs=limits.jobs, timeout=limits.timeout,
-        memory_limit=limits.memory, quiet=args.quiet,
-        known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal, **kwargs,
+        seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
+        memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
+        expect_refusal=args.expect_refusal, **engine_options.config_fields(args), **kwargs,
     )
 
 
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from(args)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
-            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
-            "seed": config.seed, "known_crashes": config.known_crashes.source,
+            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
             "expect_refusal": config.expect_refusal}
     return run_and_report(lambda results: run_models(config, results), config, meta)

@@ -1,0 +1,1 @@
+"""Reference children of the engine protocol (docs/engine-protocol.md): Python and Node.js."""

@@ -1,0 +1,55 @@
+"""The engine options `run` and `compare` share: --engine, --engine-arg, --engine-timeout.
+
+Also where a non-default engine's own files go: its fuzz finds and its
+Hypothesis example database belong to the user, under the report directory
+(or `--found-dir`), never in this project's `corpora/found/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from ..engine_spec import DEFAULT_ENGINE, DEFAULT_ENGINE_TIMEOUT, is_ours, parse_engine_args
+from ..fuzz import DB_ENV
+from ..models import SetupError
+from ..run_config import FOUND_DIR
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE|cmd:COMMAND",
+                        help=f"the engine under test (default {DEFAULT_ENGINE}, in-process); MODULE:CALLABLE "
+                             "runs a Python factory in a contained child, cmd:\"COMMAND LINE\" any program "
+                             "speaking docs/engine-protocol.md")
+    parser.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option for the engine's factory or child (repeatable)")
+    parser.add_argument("--engine-timeout", type=float, default=DEFAULT_ENGINE_TIMEOUT, metavar="SECONDS",
+                        help="a contained engine's request taking longer is a hang: an engine error for "
+                             f"that case, the engine restarted (default {DEFAULT_ENGINE_TIMEOUT:g})")
+
+
+def config_fields(args: argparse.Namespace) -> dict:
+    """RunConfig fields for the engine options (`SetupError` on a bad one)."""
+    timeout = args.engine_timeout
+    if not math.isfinite(timeout) or not 0 < timeout <= 86400:
+        raise SetupError(f"--engine-timeout {timeout:g}: must be more than 0 and at most 86400 seconds")
+    pairs = tuple(parse_engine_args(args.engine_arg).items())
+    if pairs and is_ours(args.engine):
+        raise SetupError(f"--engine-arg: the default engine ({DEFAULT_ENGINE}) takes no options")
+    return {"engine": args.engine, "engine_args": pairs, "engine_timeout": timeout}
+
+
+def found_fields(args: argparse.Namespace) -> dict:
+    """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
+
+    Our own engine keeps the project's corpora/found/ and .hypothesis/ (later
+    runs replay them); anyone else's finds are theirs: `<report>/found/` unless
+    `--found-dir`, with the example database in `.hypothesis/` inside it
+    (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).
+    """
+    if is_ours(args.engine):
+        return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
+    found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
+    return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}

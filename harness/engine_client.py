@@ -1,0 +1,376 @@
+"""The harness's side of the engine protocol: a child process as a contained engine handle.
+
+`RemoteEngine` starts the child (`--engine cmd:...`, or the Python reference
+child for `--engine MODULE:CALLABLE`), says `hello`, then asks for cases in
+batches and for the vocabulary in slices (docs/engine-protocol.md). A child
+that dies, hangs past the timeout or answers out of protocol is killed and
+restarted, and the failed batch is replayed one case per request, so the
+engine error lands on the case that causes it.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .capabilities import CapabilityError, declared
+from .corpus import case_input
+from .engine_guard import EngineLoadError
+from .engine_records import (
+    NOT_APPLICABLE,
+    NotApplicable,
+    engine_input,
+    offered_fields,
+    vocab_from_columns,
+)
+from .findings import EngineError
+from .protocol import BYTE_FIELDS, PROTOCOL, TOKENIZE_BATCH, VOCAB_SLICE, unb64
+from .records import FLAGS, output_field
+
+STDERR_TAIL = 2000
+MAX_RESTARTS = 3
+SHUTDOWN_WAIT = 5.0
+
+
+class ChildFailure(Exception):
+    """A request that got no valid reply: the child died, hung or broke the protocol."""
+
+
+class Child:
+    """One child process: a request, then its one reply line, under a deadline."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child; closed in close()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         env=env, start_new_session=True)
+        except OSError as exc:
+            raise EngineLoadError(f"EngineLoadError: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        self.buffer = b""
+        self.next_id = 0
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+
+    def request(self, message: dict, timeout: float) -> dict:
+        """The reply to `message`, or `ChildFailure` naming what went wrong."""
+        self.next_id += 1
+        mark = self.stderr.seek(0, os.SEEK_END)
+        try:
+            self.proc.stdin.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except OSError:
+            pass  # it died: reading finds end of file and says how
+        line = self._line(time.monotonic() + timeout, timeout, mark)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise ChildFailure(f"engine process broke the protocol: not JSON: {line[:200]!r}") from None
+        if not isinstance(reply, dict) or reply.get("id") != self.next_id:
+            raise ChildFailure(f"engine process broke the protocol: expected a reply with id {self.next_id}, "
+                               f"got {str(reply)[:200]}")
+        return reply
+
+    def _line(self, deadline: float, timeout: float, mark: int) -> bytes:
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                self.kill()
+                raise ChildFailure(f"engine hung: no reply within {timeout:g}s (killed and restarted)"
+                                   + self._tail(mark))
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
+            if not chunk:
+                raise ChildFailure(self._death() + self._tail(mark))
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def _death(self) -> str:
+        try:
+            code = self.proc.wait(timeout=SHUTDOWN_WAIT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return "engine process closed its stdout mid-request (killed and restarted)"
+        if code < 0:
+            return f"engine process was killed by {signal.Signals(-code).name} mid-request"
+        return f"engine process exited with status {code} mid-request"
+
+    def _tail(self, mark: int) -> str:
+        self.stderr.seek(mark)
+        text = self.stderr.read()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        return f"; stderr: {text}" if text else ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.request({"op": "shutdown"}, SHUTDOWN_WAIT)
+                self.proc.wait(timeout=SHUTDOWN_WAIT)
+            except (ChildFailure, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        self.selector.close()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.stderr.close()
+
+
+def _error(obj: object, capability: str = "tokenize") -> EngineError:
+    """An EngineError from a protocol error object (or whatever the child sent instead)."""
+    if not isinstance(obj, dict):
+        return EngineError(f"ProtocolError: expected an error object, got {str(obj)[:200]}", "", capability)
+    return EngineError(f"{obj.get('type', 'Error')}: {obj.get('message', '')}", str(obj.get("traceback", "")),
+                       capability)
+
+
+class RemoteEngine:
+    """An engine handle (see `harness.engine_guard`) served by a child process."""
+
+    def __init__(self, argv: list[str], path: Path, *, args: dict[str, str], timeout: float,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv, self.path, self.args, self.timeout, self.env = argv, Path(path).resolve(), args, timeout, env
+        self.load_timeout = max(timeout * 4, 120.0)
+        self.dead: str | None = None
+        self.columns: dict[str, list] = {}
+        self.child = self._start()
+
+    def _start(self) -> Child:
+        child = Child(self.argv, self.env)
+        try:
+            reply = child.request({"op": "hello", "protocol": PROTOCOL, "model": str(self.path),
+                                   "args": self.args}, self.load_timeout)
+        except ChildFailure as failure:
+            child.close()
+            raise EngineLoadError(f"EngineLoadError: {failure}") from None
+        if not reply.get("ok"):
+            child.close()
+            raise EngineLoadError(_error(reply.get("error")).error)
+        try:
+            self._accept(reply)
+        except (CapabilityError, ValueError, TypeError) as exc:
+            child.close()
+            raise EngineLoadError(f"EngineLoadError: bad hello reply: {exc}") from None
+        return child
+
+    def _accept(self, reply: dict) -> None:
+        if reply.get("protocol") != PROTOCOL:
+            raise ValueError(f"the child speaks protocol {reply.get('protocol')!r}, the harness {PROTOCOL}")
+        self.caps = declared(reply.get("capabilities") or ())
+        info = reply.get("info") or {}
+        if not isinstance(info, dict):
+            raise TypeError("info is not an object")
+        self.info = info
+        if offered_fields(self.caps) and not _is_count(info.get("n_tokens")):
+            raise ValueError(f"per-token capabilities need info.n_tokens, got {info.get('n_tokens')!r}")
+
+    def _restart(self, reason: str) -> None:
+        self.child.kill()
+        self.child.close()
+        for _ in range(MAX_RESTARTS):
+            try:
+                self.child = self._start()
+                return
+            except EngineLoadError as exc:
+                reason = str(exc)
+        self.dead = f"engine process could not be restarted after: {reason}"
+
+    # --- cases ---------------------------------------------------------------------------------
+
+    def evaluate_one(self, case: dict) -> dict | EngineError | NotApplicable:
+        return self.evaluate_many([case])[0]
+
+    def evaluate_many(self, cases: list[dict]) -> list[dict | EngineError | NotApplicable]:
+        out: list = [None] * len(cases)
+        todo = []
+        for index, case in enumerate(cases):
+            data = case_input(case)
+            if isinstance(engine_input(self.caps, data), NotApplicable):
+                out[index] = NOT_APPLICABLE
+            else:
+                todo.append((index, case, data))
+        for start in range(0, len(todo), TOKENIZE_BATCH):
+            batch = todo[start:start + TOKENIZE_BATCH]
+            for (index, _, _), got in zip(batch, self._batch(batch), strict=True):
+                out[index] = got
+        return out
+
+    def _batch(self, batch: list) -> list:
+        if self.dead:
+            return [EngineError(f"EngineDead: {self.dead}", "") for _ in batch]
+        request = {"op": "tokenize", "inputs": [_b64(data) for _, _, data in batch], "flags": [list(f) for f in FLAGS]}
+        if "detokenize" in self.caps:
+            request["detokenize"] = [list(f) for f in FLAGS]
+        try:
+            reply = self.child.request(request, self.timeout)
+            if not reply.get("ok"):
+                raise _Refused(reply.get("error"))
+            results = reply.get("results")
+            if not isinstance(results, list) or len(results) != len(batch):
+                raise ChildFailure(f"engine process broke the protocol: {len(batch)} inputs, "
+                                   f"results {str(results)[:200]}")
+        except (ChildFailure, _Refused) as failure:
+            if isinstance(failure, ChildFailure):
+                self._restart(str(failure))
+            if len(batch) > 1:
+                return [self._batch([item])[0] for item in batch]
+            return [EngineError(f"EngineProcess: {failure}", "") if isinstance(failure, ChildFailure)
+                    else _error(failure.error)]
+        return [self._case(case, data, items) for (_, case, data), items in zip(batch, results, strict=True)]
+
+    def _case(self, case: dict, data: bytes, items: object) -> dict | EngineError:
+        if not isinstance(items, list) or len(items) != len(FLAGS):
+            return EngineError(f"ProtocolError: expected {len(FLAGS)} results for the case, got {str(items)[:200]}", "")
+        encode = []
+        for (add_special, parse_special), item in zip(FLAGS, items, strict=True):
+            if not isinstance(item, dict) or "error" in item or "ids" not in item:
+                return _error(item.get("error") if isinstance(item, dict) else item)
+            ids = item["ids"]
+            bad = _not_ids(ids)
+            if bad:
+                return EngineError(f"ContractError: {bad}", "")
+            entry: dict = {"add_special": add_special, "parse_special": parse_special, "ids": ids}
+            if "detokenize" in self.caps:
+                entry.update(_detok_entry(item.get("detokenize")))
+            encode.append(entry)
+        return {"id": case["id"], **output_field(data), "encode": encode}
+
+    # --- vocabulary ----------------------------------------------------------------------------
+
+    def vocab(self) -> dict | EngineError:
+        fields = offered_fields(self.caps)
+        n = self.info.get("n_tokens", 0) if fields else 0
+        columns: dict[str, list] = {f: [] for f in fields}
+        try:
+            for start in range(0, n, VOCAB_SLICE):
+                count = min(VOCAB_SLICE, n - start)
+                reply = self.child.request({"op": "vocab", "start": start, "count": count, "fields": fields},
+                                           self.load_timeout)  # a slice is 32k tokens' worth of calls
+                if not reply.get("ok"):
+                    return _error(reply.get("error"), "vocabulary")
+                for field in fields:
+                    columns[field] += _column(field, reply.get(field), count)
+            self.columns = columns
+            return vocab_from_columns(_checked_info(self.info, self.caps), columns)
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            return EngineError(f"EngineProcess: {failure}", "", "vocabulary")
+        except (ValueError, TypeError, binascii.Error) as exc:
+            return EngineError(f"ProtocolError: {exc}", "", "vocabulary")
+
+    # display only: values fetched by `vocab()`
+    @property
+    def n_tokens(self) -> int:
+        return int(self.info["n_tokens"])
+
+    def token_text(self, token: int) -> bytes:
+        return self.columns["text"][token]
+
+    def token_attr(self, token: int) -> int:
+        return self.columns["attr"][token]
+
+    def token_to_piece(self, token: int, *, special: bool) -> bytes:
+        return self.columns["piece_special" if special else "piece"][token]
+
+    def close(self) -> None:
+        self.child.close()
+
+
+class _Refused(Exception):
+    def __init__(self, error: object) -> None:
+        super().__init__(str(error)[:200])
+        self.error = error
+
+
+def _b64(data: bytes) -> str:
+    import base64
+    return base64.b64encode(data).decode("ascii")
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _not_ids(ids: object) -> str | None:
+    """Why `ids` are not a JSON list of integers (floats, strings and booleans are not ids), or None."""
+    if not isinstance(ids, list):
+        return f"tokenize returned {type(ids).__name__}, not a list of ints"
+    for index, item in enumerate(ids):
+        if type(item) is not int:
+            return f"tokenize returned {type(item).__name__} {item!r} at index {index}, not an int"
+    return None
+
+
+def _detok_entry(values: object) -> dict:
+    if not isinstance(values, list) or len(values) != len(FLAGS):
+        return {"detokenize_error": {"error": f"ProtocolError: expected 4 detokenizations, got {str(values)[:200]}",
+                                     "traceback": ""}}
+    out = []
+    for (remove_special, unparse_special), value in zip(FLAGS, values, strict=True):
+        if isinstance(value, dict):
+            error = _error(value.get("error", value), "detokenize")
+            return {"detokenize_error": {"error": error.error, "traceback": error.traceback}}
+        try:
+            data = unb64(value)
+        except (TypeError, binascii.Error) as exc:
+            return {"detokenize_error": {"error": f"ProtocolError: detokenize: {exc}", "traceback": ""}}
+        out.append({"remove_special": remove_special, "unparse_special": unparse_special, **output_field(data)})
+    return {"detokenize": out}
+
+
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _column(field: str, values: object, count: int) -> list:
+    if not isinstance(values, list) or len(values) != count:
+        raise ValueError(f"vocab field {field!r}: expected {count} values")
+    if field in BYTE_FIELDS:
+        return [unb64(v) for v in values]
+    if field == "score":
+        return [NON_FINITE[v] if isinstance(v, str) and v in NON_FINITE else _number(v) for v in values]
+    if field == "attr":
+        bad = _not_ids(values)
+        if bad:
+            raise TypeError(f"attr: {bad.replace('tokenize returned', 'a value is')}")
+        return values
+    if not all(type(v) is bool for v in values):
+        raise TypeError(f"vocab field {field!r}: values must be true or false")
+    return values
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"score {value!r} is not a number")
+    return float(value)
+
+
+def _checked_info(info: dict, caps: frozenset[str]) -> dict:
+    """`info` with the special ids and flags type-checked (ints or null, booleans)."""
+    from .capabilities import SPECIAL_FLAGS, SPECIAL_IDS
+    out = {k: info[k] for k in ("n_tokens",) if k in info}
+    if "vocab_info" in caps:
+        out["vocab_type"], out["pre"] = str(info.get("vocab_type")), str(info.get("pre"))
+    if "specials" in caps:
+        specials = info.get("specials") or {}
+        for name in SPECIAL_IDS:
+            if specials.get(name) is not None and type(specials.get(name)) is not int:
+                raise TypeError(f"info.specials.{name} is {specials.get(name)!r}, not an int or null")
+        out["specials"] = {name: specials.get(name) for name in SPECIAL_IDS}
+        for name in SPECIAL_FLAGS:
+            if type(info.get(name)) is not bool:
+                raise TypeError(f"info.{name} is {info.get(name)!r}, not true or false")
+            out[name] = info[name]
+    return out
