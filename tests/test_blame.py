@@ -52,6 +52,17 @@ class Killer:
 
 
 @pytest.fixture()
+def tiny(tmp_path: Path) -> Path:
+    """A small RWKV vocabulary (every letter a token): recording it takes a moment, not gpt-2's seconds."""
+    from harness import synth
+
+    path = tmp_path / "tiny.gguf"
+    letters = [chr(c) for c in range(0x20, 0x7F) if chr(c) != "\\"]
+    path.write_bytes(synth.custom(["\\n", *letters, "He", "ll", "wo"], model="rwkv"))
+    return path
+
+
+@pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
     path = tmp_path / "few.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in CASES), encoding="utf-8")
@@ -62,9 +73,8 @@ def record(model: Path, corpus: Path, out: Path, *extra: str) -> int:
     return main(["record", "--model", str(model), "--corpus", str(corpus), "--out", str(out), *extra])
 
 
-def test_record_keeps_a_killed_workers_case_out_of_the_golden(require_vocab, corpus, tmp_path, monkeypatch,
-                                                               capsys):
-    model = require_vocab("gpt-2")
+def test_record_keeps_a_killed_workers_case_out_of_the_golden(tiny, corpus, tmp_path, monkeypatch, capsys):
+    model = tiny
     assert record(model, corpus, tmp_path / "clean") == 0
     killer = Killer(nth=3).install(monkeypatch)
     capsys.readouterr()
@@ -77,8 +87,8 @@ def test_record_keeps_a_killed_workers_case_out_of_the_golden(require_vocab, cor
     assert killed["cases"] == clean["cases"]
 
 
-def test_record_blames_a_load_crash_on_llama_cpp_only_when_it_repeats(require_vocab, corpus, tmp_path,
-                                                                     monkeypatch, capsys):
+def test_record_blames_a_load_crash_on_llama_cpp_only_when_it_repeats(tiny, corpus, tmp_path, monkeypatch,
+                                                                     capsys):
     """A worker killed while loading the model is no "load_error" crash in the golden."""
     start = Worker.start
     killed = []
@@ -90,17 +100,16 @@ def test_record_blames_a_load_crash_on_llama_cpp_only_when_it_repeats(require_vo
         start(worker)
 
     monkeypatch.setattr(Worker, "start", start_killed_once)
-    model = require_vocab("gpt-2")
-    assert record(model, corpus, tmp_path) == 0
+    model = tiny
+    assert record(model, corpus, tmp_path / "golden") == 0
     assert f"harness fault (not in the golden): {model.name} case <load>" in capsys.readouterr().out
-    golden = load_golden(tmp_path / f"{model.stem}.json")
+    golden = load_golden(tmp_path / "golden" / f"{model.stem}.json")
     assert golden["load_error"] is None
     assert not [c for c in golden["cases"] if "crash" in c]
 
 
-def test_drift_does_not_report_a_killed_worker_as_a_change(require_vocab, corpus, tmp_path, monkeypatch,
-                                                          capsys):
-    model = require_vocab("gpt-2")
+def test_drift_does_not_report_a_killed_worker_as_a_change(tiny, corpus, tmp_path, monkeypatch, capsys):
+    model = tiny
     assert record(model, corpus, tmp_path / "golden") == 0
     Killer(nth=2).install(monkeypatch)
     capsys.readouterr()

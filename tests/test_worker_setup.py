@@ -48,8 +48,9 @@ def test_record_with_a_worker_without_llama_cpp_is_a_setup_error(no_llama_cpp, v
 
 @pytest.mark.oracle
 def test_drift_with_a_worker_without_llama_cpp_is_a_setup_error(vocab, tmp_path, monkeypatch, capsys):
-    golden = tmp_path / "golden"
-    assert main(["record", "--model", str(vocab), "--out", str(golden)]) == 0
+    golden, corpus = tmp_path / "golden", tmp_path / "one.jsonl"
+    corpus.write_text('{"id": "ab", "text": "ab"}\n', encoding="utf-8")
+    assert main(["record", "--model", str(vocab), "--corpus", str(corpus), "--out", str(golden)]) == 0
     capsys.readouterr()
     no_llama = tmp_path / "fake" / "llama_cpp"
     no_llama.mkdir(parents=True)
