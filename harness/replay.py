@@ -82,19 +82,20 @@ def selected_goldens(directory: Path, names: tuple[str, ...]) -> list[Path]:
     return files
 
 
-def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult | None:
-    """One golden against the engine; None (with a message) when its GGUF is not here."""
+def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult:
+    """One golden against the engine; not checked (with a message) when its GGUF is not here."""
     try:
         golden = load_golden(golden_file, check=_can_validate())
     except GoldenError as exc:
         raise SetupError(str(exc)) from None
     path = locate(golden["gguf"])
     name = short_name(golden["gguf"]["file"])
-    if path is None:
-        print(f"skipping {golden_file.name}: {golden['gguf']['file']} with the recorded sha256 is not "
-              "in the cache (python -m harness fetch / python -m harness synth)", file=sys.stderr)
-        return None
     result = ModelResult(name, family_of(name))
+    if path is None:  # selected but not compared: listed as not checked, never as passing
+        result.not_checked = (f"{golden['gguf']['file']} with the recorded sha256 is not in the cache "
+                              "(python -m harness fetch / python -m harness synth)")
+        print(f"skipping {golden_file.name}: {result.not_checked}", file=sys.stderr)
+        return result
     if golden.get("vocab") is None:  # llama.cpp refused the file when recording
         _judge_refusal(factory, path, result, golden.get("load_error"), expected=config.expect_refusal)
         finish(result)
@@ -158,9 +159,7 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
     factory = load_engine(config.engine)
     results = [] if results is None else results
     for golden_file in selected_goldens(golden_dir, config.models):
-        result = compare_golden(golden_file, config, factory)
-        if result is not None:
-            results.append(result)
-    if not results:
+        results.append(compare_golden(golden_file, config, factory))
+    if all(r.not_checked and "not in the cache" in r.not_checked for r in results):
         raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here; run: python -m harness fetch")
     return results
