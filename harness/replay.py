@@ -81,6 +81,9 @@ def _stem(golden_file: Path) -> str:
     return golden_file.name.removesuffix(".gz").removesuffix(".json")
 
 
+MISSING = "its GGUF is not here:"
+
+
 def selected_goldens(directory: Path, names: tuple[str, ...],
                      paths: tuple[Path, ...] = ()) -> list[tuple[Path, Path | None]]:
     """(golden file, --model PATH or None) pairs: those of `names` (short names) and `paths`, or all."""
@@ -102,8 +105,8 @@ def selected_goldens(directory: Path, names: tuple[str, ...],
     return chosen
 
 
-def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None) -> ModelResult | None:
-    """One golden against the engine; None (with a message) when its GGUF is not here.
+def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None) -> ModelResult:
+    """One golden against the engine; not checked (with a message) when its GGUF is not here.
 
     With `given` (`--model PATH`) that file must be the recorded one: a set-up error otherwise.
     """
@@ -115,11 +118,12 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
     name = short_name(golden["gguf"]["file"])
     if path is None and given is not None:
         raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
-    if path is None:
-        print(f"skipping {golden_file.name}: no {why} (give --model PATH, or python -m harness fetch / "
-              "python -m harness synth)", file=sys.stderr)
-        return None
     result = ModelResult(name, family_of(name))
+    if path is None:  # selected but not compared: listed as not checked, never as passing
+        result.not_checked = (f"{MISSING} {why} (give --model PATH, or python -m harness fetch / "
+                              "python -m harness synth)")
+        print(f"skipping {golden_file.name}: {result.not_checked}", file=sys.stderr)
+        return result
     if golden.get("vocab") is None:  # llama.cpp refused the file when recording
         _judge_refusal(factory, path, result, golden.get("load_error"), expected=config.expect_refusal)
         finish(result)
@@ -198,10 +202,8 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
     names = tuple(m for m in config.models if not _is_path(m))
     paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
     for golden_file, given in selected_goldens(golden_dir, names, paths):
-        result = compare_golden(golden_file, config, factory, given)
-        if result is not None:
-            results.append(result)
-    if not results:
+        results.append(compare_golden(golden_file, config, factory, given))
+    if all(r.not_checked and r.not_checked.startswith(MISSING) for r in results):
         raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here (see above); give --model PATH "
                          "or run: python -m harness fetch")
     return results

@@ -143,3 +143,19 @@ def test_expect_refusal_on_a_file_both_load_is_a_finding(tmp_path: Path, require
     assert done.returncode == 1, (done.stdout, done.stderr)
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [v["field"] for v in report["vocab_mismatches"]] == ["load"]
+
+
+def test_a_golden_whose_gguf_is_missing_is_not_checked(tmp_path: Path, require_vocab):
+    """Was: "skipping ..." on stderr, and the run still said "all match" with exit 0."""
+    require_vocab("gpt-neox")
+    folder = tmp_path / "golden"
+    folder.mkdir()
+    (folder / "ggml-vocab-gpt-neox.json").write_bytes((ROOT / "golden" / "ggml-vocab-gpt-neox.json").read_bytes())
+    text = (ROOT / "golden" / "ggml-vocab-gpt-2.json").read_text(encoding="utf-8")
+    digest = json.loads(text)["gguf"]["sha256"]
+    (folder / "ggml-vocab-gpt-2.json").write_text(text.replace(digest, "0" * 64), encoding="utf-8")
+    done = harness("compare", "--golden", str(folder), "--report", str(tmp_path / "r"), "--quiet")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert list(report["summary"]["not_checked"]) == ["gpt-2"]
+    assert report["summary"]["per_model"]["gpt-neox"]["cases"] > 0
