@@ -187,6 +187,13 @@ def figures(tally: dict[str, dict]) -> str:
     return "; ".join(parts)
 
 
+def clean_verdict(tally: dict[str, dict] | None) -> str:
+    """The verdict of a run without findings: "all match" only when every check was made."""
+    if tally and any(row["status"] != "checked" for row in tally.values()):
+        return "all checked agree (some capabilities not checked)"
+    return "all match"
+
+
 def all_checked_agree(tally: dict[str, dict]) -> bool:
     """True when something was checked and every checked unit agreed."""
     checked = [row for row in tally.values() if row["status"] == "checked"]

@@ -258,7 +258,7 @@ class RemoteEngine:
             for start in range(0, n, VOCAB_SLICE):
                 count = min(VOCAB_SLICE, n - start)
                 reply = self.child.request({"op": "vocab", "start": start, "count": count, "fields": fields},
-                                           self.timeout)
+                                           self.load_timeout)  # a slice is 32k tokens' worth of calls
                 if not reply.get("ok"):
                     return _error(reply.get("error"), "vocabulary")
                 for field in fields:

@@ -227,6 +227,8 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
         except (OracleCrash, OracleRefusal) as exc:
             expected, crash = None, exc.as_dict()
         if crash is not None and ignore_crashes:
+            if judged is not None:
+                judged.append((case, None, None))  # compared nothing: keeps judged aligned, not tallied
             return []
         got = run_engine(subject.engine, case)
         if judged is not None:

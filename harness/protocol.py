@@ -105,7 +105,10 @@ class Server:
             except BaseException as exc:  # noqa: BLE001
                 out.append({"error": error_object(exc)})
                 continue
-            out.append({"ids": ids, **({"detokenize": self._detok(ids, detok)} if detok else {})})
+            result: dict = {"ids": ids}
+            if detok:
+                result["detokenize"] = self._detok(ids, detok)
+            out.append(result)
         return out
 
     def _detok(self, ids: list[int], pairs: list) -> list:

@@ -11,13 +11,13 @@ when it matches the known-crashes list (`RunConfig.known_crashes`).
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
 from . import capabilities as capmod
 from .engine_spec import load_engine
 from .families import family_of
+from .file_identity import mismatch
 from .findings import (
     Subject,
     engine_table,
@@ -41,9 +41,10 @@ def _can_validate() -> bool:
     return importlib.util.find_spec("jsonschema") is not None
 
 
-def gguf_candidates(name: str) -> list[Path]:
-    """Where the GGUF a golden was recorded from may be: the cache, the synthetic folder."""
-    places = [models_dir() / name]
+def gguf_candidates(name: str, golden_dir: Path | None = None) -> list[Path]:
+    """Where the GGUF a golden was recorded from may be: beside the golden, the cache, the synthetic folder."""
+    places = [golden_dir / name] if golden_dir is not None else []
+    places.append(models_dir() / name)
     try:
         from .synth import synthetic_dir
         places.append(synthetic_dir() / name)
@@ -52,45 +53,69 @@ def gguf_candidates(name: str) -> list[Path]:
     return places
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def locate(header: dict, golden_dir: Path | None = None, given: Path | None = None) -> tuple[Path | None, str]:
+    """(the GGUF file a golden header names, "") or (None, what was looked for and where).
+
+    `given` (`--model PATH`) is the only candidate when there is one; a file
+    that is there but not the recorded one is named with what differs
+    (`harness.file_identity`).
+    """
+    places = [given] if given is not None else gguf_candidates(header["file"], golden_dir)
+    seen = []
+    for path in places:
+        if not path.is_file():
+            continue
+        reason = mismatch(header, path)
+        if reason is None:
+            return path, ""
+        seen.append(f"{path} is not it: {reason}")
+    wanted = f"{header['file']} ({header.get('size', '?'):,} bytes)" if isinstance(header.get("size"), int) \
+        else header["file"]
+    looked = "; ".join(seen) if seen else "looked in " + ", ".join(str(p.parent) for p in places)
+    return None, f"{wanted}: {looked}"
 
 
-def locate(header: dict) -> Path | None:
-    """The GGUF file a golden header names, if present with the recorded sha256."""
-    for path in gguf_candidates(header["file"]):
-        if path.is_file() and (not header.get("sha256") or _sha256(path) == header["sha256"]):
-            return path
-    return None
+def _stem(golden_file: Path) -> str:
+    return golden_file.name.removesuffix(".gz").removesuffix(".json")
 
 
-def selected_goldens(directory: Path, names: tuple[str, ...]) -> list[Path]:
-    """Golden files in `directory`, only those of `names` (short names) when given."""
+def selected_goldens(directory: Path, names: tuple[str, ...],
+                     paths: tuple[Path, ...] = ()) -> list[tuple[Path, Path | None]]:
+    """(golden file, --model PATH or None) pairs: those of `names` (short names) and `paths`, or all."""
     if not directory.is_dir():
         raise SetupError(f"no golden directory {directory}; record with: python -m harness record")
     files = golden_files(directory)
-    if names:
-        files = [f for f in files if short_name(f.name.removesuffix(".gz").removesuffix(".json")) in names]
-    if not files:
+    chosen = [(f, None) for f in files if not (names or paths) or short_name(_stem(f)) in names]
+    for path in paths:
+        match = [f for f in files if _stem(f) == path.name.removesuffix(".gguf")]
+        if not match and len(files) == 1:
+            match = files
+        if not match:
+            raise SetupError(f"--model {path}: no golden for it in {directory} (looked for "
+                             f"{path.name.removesuffix('.gguf')}.json[.gz]; record one with: "
+                             f"python -m harness record --model {path} --out {directory})")
+        chosen.append((match[0], path))
+    if not chosen:
         raise SetupError(f"no golden files{' for ' + ', '.join(names) if names else ''} in {directory}")
-    return files
+    return chosen
 
 
-def compare_golden(golden_file: Path, config: RunConfig, factory) -> ModelResult | None:
-    """One golden against the engine; None (with a message) when its GGUF is not here."""
+def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None) -> ModelResult | None:
+    """One golden against the engine; None (with a message) when its GGUF is not here.
+
+    With `given` (`--model PATH`) that file must be the recorded one: a set-up error otherwise.
+    """
     try:
         golden = load_golden(golden_file, check=_can_validate())
     except GoldenError as exc:
         raise SetupError(str(exc)) from None
-    path = locate(golden["gguf"])
+    path, why = locate(golden["gguf"], golden_file.parent, given)
     name = short_name(golden["gguf"]["file"])
+    if path is None and given is not None:
+        raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
     if path is None:
-        print(f"skipping {golden_file.name}: {golden['gguf']['file']} with the recorded sha256 is not "
-              "in the cache (python -m harness fetch / python -m harness synth)", file=sys.stderr)
+        print(f"skipping {golden_file.name}: no {why} (give --model PATH, or python -m harness fetch / "
+              "python -m harness synth)", file=sys.stderr)
         return None
     result = ModelResult(name, family_of(name))
     if golden.get("vocab") is None:  # llama.cpp refused the file when recording
@@ -166,10 +191,18 @@ def compare(golden_dir: Path, config: RunConfig) -> list[ModelResult]:
     """Every selected golden in `golden_dir` against the engine of `config`."""
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = []
-    for golden_file in selected_goldens(golden_dir, config.models):
-        result = compare_golden(golden_file, config, factory)
+    names = tuple(m for m in config.models if not _is_path(m))
+    paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
+    for golden_file, given in selected_goldens(golden_dir, names, paths):
+        result = compare_golden(golden_file, config, factory, given)
         if result is not None:
             results.append(result)
     if not results:
-        raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here; run: python -m harness fetch")
+        raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here (see above); give --model PATH "
+                         "or run: python -m harness fetch")
     return results
+
+
+def _is_path(model: str) -> bool:
+    """A --model value naming a file (it exists, or looks like a path) rather than a vocabulary name."""
+    return model.endswith(".gguf") or "/" in model or Path(model).is_file()

@@ -141,7 +141,7 @@ def found_anything(report: dict) -> bool:
 def one_line(report: dict) -> str:
     """The one-line verdict printed at the end of a run."""
     s = report["summary"]
-    verdict = "differences found" if found_anything(report) else "all match"
+    verdict = "differences found" if found_anything(report) else caps.clean_verdict(s.get("capabilities"))
     known = s.get("known_oracle_crashes", 0)
     crashes = (f"{s['oracle_crashes']} new llama.cpp crashes ({known} known crashes, see report)" if known
                else f"{s['oracle_crashes']} oracle crashes")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import ClassVar
 
 from . import gguf, pieces
 from .attrs import Attr
@@ -36,6 +37,12 @@ _ROLE_GETTERS = ("bos", "eos", "eot", "eom", "sep", "pad", "mask", "unk",
 
 class Tokenizer:
     """A GGUF vocabulary with llama.cpp's tokenize/detokenize behaviour."""
+
+    #: Everything llama.cpp's tokenizer API offers, so a parity check compares all of it
+    #: (the engine contract of docs/engine-contract.md; nothing is left unchecked).
+    capabilities: ClassVar[tuple[str, ...]] = (
+        "tokenize", "bytes_input", "detokenize", "token_to_piece", "token_text", "token_score",
+        "token_attr", "vocab_info", "specials", "is_eog", "is_control")
 
     def __init__(self, vocab: Vocab, engine: Engine) -> None:
         self.vocab = vocab

@@ -1,8 +1,10 @@
 """Check an engine against recorded golden files, offline (no llama.cpp needed).
 
 Every golden in --golden DIR (python -m harness record writes them) is
-replayed: the engine loads the same GGUF (found in the cache by file name and
-sha256) and each recorded case is judged exactly as `run` judges it live.
+replayed: the engine loads the same GGUF, found beside the golden, in the
+cache or the synthetic folder by file name, or given with --model PATH, and
+checked to be the recorded file (docs/golden.md, "File identity"); each
+recorded case is judged exactly as `run` judges it live.
 Writes report.json and report.html to --report DIR.
 
 Exit status: 0 all match; 1 any mismatch, engine error or recorded oracle
@@ -33,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     engine_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/compare"), metavar="DIR",
                         help="where report.json and report.html go (default reports/compare)")
-    parser.add_argument("--model", action="append", default=[], metavar="NAME",
-                        help="only this vocabulary's golden (repeatable; default all)")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
+                        help="only this vocabulary's golden (repeatable; default all); a .gguf PATH: replay "
+                             "its golden (by file name) against that file, checked to be the recorded one")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="only the goldens of this family (repeatable)")
     known_crashes.add_option(parser)
@@ -51,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
                        known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args))
     results = compare(args.golden, config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
-            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "golden": str(args.golden),
+            "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "golden": str(args.golden),
             "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     _, html_path = reporting.write(report, args.report)

@@ -18,10 +18,11 @@ import argparse
 from pathlib import Path
 
 from .. import golden as goldens
+from ..file_identity import mismatch
 from ..models import SetupError, models_dir, resolve, short_name
 from ..synth import synthetic_dir
 from ..workers import DEFAULT_TIMEOUT
-from .record import file_info, record_model
+from .record import record_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +92,7 @@ def find_gguf(info: dict, folders: list[Path]) -> Path:
         except SetupError as exc:
             where = ", ".join(str(f) for f in folders)
             raise SetupError(f"cannot find {info['file']} (looked in {where}): {exc}") from None
-    if file_info(path)["sha256"] != info["sha256"]:
-        raise SetupError(f"{path} is not the file the golden was recorded from (sha256 differs)")
+    reason = mismatch(info, path)
+    if reason is not None:
+        raise SetupError(f"{path} is not the file the golden was recorded from: {reason}")
     return path

@@ -15,7 +15,6 @@ the run goes on.  Exit status 1 when any crash was recorded.
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 
 from .. import golden as goldens
@@ -115,9 +114,6 @@ def _build_info() -> dict:
 
 
 def file_info(path: Path) -> dict:
-    """Name, sha256 and size of a GGUF file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return {"file": path.name, "sha256": digest.hexdigest(), "size": path.stat().st_size}
+    """Name, size and sha256 of a GGUF file's bytes before the tensor data (`harness.file_identity`)."""
+    from ..file_identity import identity
+    return identity(path)

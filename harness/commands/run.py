@@ -89,7 +89,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         models=selected_models(args), report_dir=args.report, corpora=tuple(args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, engine=args.engine, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
+        seed=args.seed, jobs=args.jobs, timeout=args.timeout, quiet=args.quiet,
         known_crashes=known_crashes.from_args(args), **engine_options.config_fields(args), **kwargs,
     )
 
@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     results = run_models(config)
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
-            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
+            "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
+            "fuzz": config.fuzz,
             "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
     _, html_path = reporting.write(report, config.report_dir)

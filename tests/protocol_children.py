@@ -1,0 +1,53 @@
+"""Children that break the engine protocol on purpose: `python tests/protocol_children.py MODE`.
+
+Each answers `hello` properly (except `die-at-hello` and `protocol-2`), then
+misbehaves on `tokenize` as its MODE says. tests/test_engine_protocol.py
+checks that the harness turns each into an engine error or a load error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def reply(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main(mode: str) -> int:
+    for line in sys.stdin:
+        request = json.loads(line)
+        rid, op = request["id"], request["op"]
+        if op == "hello":
+            if mode == "die-at-hello":
+                print("cannot load: planted", file=sys.stderr)
+                return 4
+            reply({"id": rid, "ok": True, "protocol": 2 if mode == "protocol-2" else 1,
+                   "capabilities": ["tokenize", "bytes_input"], "info": {}})
+        elif op == "shutdown":
+            reply({"id": rid, "ok": True})
+            return 0
+        elif mode == "garbage":
+            sys.stdout.write("this is not JSON\n")
+            sys.stdout.flush()
+        elif mode == "wrong-id":
+            reply({"id": rid + 7, "ok": True, "results": []})
+        elif mode == "float-ids":
+            reply({"id": rid, "ok": True, "results": [[{"ids": [1.0]}] * 4 for _ in request["inputs"]]})
+        elif mode == "short":
+            reply({"id": rid, "ok": True, "results": []})
+        elif mode == "hang":
+            time.sleep(3600)
+        elif mode == "die":
+            os._exit(9)
+        else:
+            reply({"id": rid, "ok": True, "results": [[{"ids": [len(i)]}] * 4 for i in request["inputs"]]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,128 @@
+"""The engine protocol (docs/engine-protocol.md): the serving side in-process, and the harness's side
+against children that break it (tests/protocol_children.py). No vocabulary or llama.cpp needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.engine_client import RemoteEngine
+from harness.engine_guard import EngineLoadError
+from harness.findings import EngineError
+from harness.protocol import Server
+
+CHILD = str(Path(__file__).with_name("protocol_children.py"))
+FLAGS = [[False, False], [False, True], [True, False], [True, True]]
+
+
+class Fake:
+    """A tiny engine: one id per input byte; faults on chosen inputs."""
+
+    n_tokens = 3
+
+    def tokenize(self, text, *, add_special, parse_special):
+        if text == b"exit":
+            raise SystemExit(0)
+        if text == b"ctrl-c":
+            raise KeyboardInterrupt
+        return list(text) + ([0] if add_special else [])
+
+    def detokenize(self, ids, *, remove_special, unparse_special):
+        return bytes(i for i in ids if not (remove_special and i == 0))
+
+    def token_score(self, token):
+        return [0.5, math.nan, -math.inf][token]
+
+
+def served(requests: list[dict]) -> list[dict]:
+    server = Server(lambda path, **args: Fake(), "tests:Fake")
+    return [server.handle({"id": i, **r}) for i, r in enumerate(requests)]
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_hello_declares_what_the_engine_offers():
+    (hello,) = served([{"op": "hello", "model": "/x.gguf"}])
+    assert hello["ok"] and hello["protocol"] == 1
+    assert hello["capabilities"] == ["tokenize", "bytes_input", "detokenize", "token_score"]
+    assert hello["info"] == {"n_tokens": 3}
+
+
+def test_tokenize_is_batched_lossless_and_catches_exit_and_interrupt():
+    _, reply = served([{"op": "hello", "model": "/x.gguf"},
+                       {"op": "tokenize", "inputs": [b64(b"\xff\x01a"), b64(b"exit"), b64(b"ctrl-c")],
+                        "flags": FLAGS, "detokenize": [[False, False], [True, False]]}])
+    first, exits, interrupts = reply["results"]
+    assert first[2] == {"ids": [255, 1, 97, 0], "detokenize": [b64(b"\xff\x01a\x00"), b64(b"\xff\x01a")]}
+    assert [r["error"]["type"] for r in exits] == ["SystemExit"] * 4
+    assert [r["error"]["type"] for r in interrupts] == ["KeyboardInterrupt"] * 4
+
+
+def test_vocab_scores_carry_non_finite_values_as_strings():
+    _, reply = served([{"op": "hello", "model": "/x.gguf"},
+                       {"op": "vocab", "start": 0, "count": 3, "fields": ["score", "text"]}])
+    assert reply == {"ok": True, "score": [0.5, "NaN", "-Infinity"]}  # text is not offered: not sent
+
+
+def test_unknown_op_and_requests_before_hello_are_errors():
+    unknown, early = served([{"op": "frobnicate"}, {"op": "tokenize", "inputs": [], "flags": FLAGS}])
+    assert unknown["error"]["type"] == "UnknownOp" and early["error"]["type"] == "NotLoaded"
+
+
+def remote(mode: str, timeout: float = 5.0) -> RemoteEngine:
+    return RemoteEngine([sys.executable, CHILD, mode], Path("/nonexistent.gguf"), args={}, timeout=timeout)
+
+
+CASES = [{"id": "a", "text": "abc"}, {"id": "b", "bytes": "ff"}]
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    pytest.param("garbage", "not JSON", id="garbage"),
+    pytest.param("wrong-id", "expected a reply with id", id="wrong-id"),
+    pytest.param("float-ids", "float 1.0 at index 0, not an int", id="float-ids"),
+    pytest.param("short", "broke the protocol", id="too-few-results"),
+    pytest.param("die", "exited with status 9", id="dies"),
+])
+def test_a_child_breaking_the_protocol_is_an_engine_error_per_case(mode, message):
+    engine = remote(mode)
+    try:
+        outcomes = engine.evaluate_many(CASES)
+    finally:
+        engine.close()
+    assert all(isinstance(o, EngineError) and message in o.error for o in outcomes), outcomes
+
+
+def test_a_hanging_child_is_killed_and_restarted():
+    engine = remote("hang", timeout=1.0)
+    try:
+        (outcome,) = engine.evaluate_many(CASES[:1])
+        assert isinstance(outcome, EngineError) and "hung" in outcome.error
+        assert engine.child.proc.poll() is None  # a fresh child is up for the next case
+    finally:
+        engine.close()
+    assert engine.child.proc.poll() is not None  # and close() ends it
+
+
+def test_a_good_child_round_trips():
+    engine = remote("ok")
+    try:
+        a, b = engine.evaluate_many(CASES)
+    finally:
+        engine.close()
+    assert [e["ids"] for e in a["encode"]] == [[4]] * 4 and b["bytes"] == "ff"
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    pytest.param("die-at-hello", "exited with status 4", id="dies"),
+    pytest.param("protocol-2", "protocol 2", id="version"),
+])
+def test_a_child_that_cannot_start_is_a_load_error(mode, message):
+    with pytest.raises(EngineLoadError, match=message):
+        remote(mode)
