@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -44,6 +45,8 @@ class Options:
     seed: int | None = 0
     jobs: int = 1
     engine_timeout: float | None = None
+    timeout: float | None = None  # llama.cpp's per-call limit (run --timeout); big vocabularies on a busy machine
+    reuse: bool = False  # read a pair's earlier result (pair.json) instead of running it again
     extra: tuple[str, ...] = ()  # more `run` arguments, e.g. --no-default-corpora --corpus F
 
 
@@ -82,6 +85,8 @@ def run_argv(name: str, model: str, out: Path, options: Options) -> list[str]:
             "--fuzz", str(options.fuzz), "--jobs", str(options.jobs)]
     if options.seed is not None:
         argv += ["--seed", str(options.seed)]
+    if options.timeout is not None:
+        argv += ["--timeout", f"{options.timeout:g}"]
     spec = spec_of(name)
     if spec is not None:
         argv += ["--engine", spec]
@@ -95,12 +100,19 @@ def run_pair(name: str, model: str, root: Path, options: Options) -> Cell:
     label = label_of(name)
     out = root / slug(label) / slug(Path(model).name.removesuffix(".gguf").removeprefix("ggml-vocab-"))
     argv = run_argv(name, model, out, options)
-    started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL,
-                          check=False)
-    cell = read_cell(label, model, out, exit_code=done.returncode, stderr=done.stderr)
-    cell.seconds = round(time.monotonic() - started, 1)
-    cell.command = " ".join(["python", "-m", "harness", *argv[3:]])
+    record = out / "pair.json"
+    if options.reuse and record.is_file():
+        pair = json.loads(record.read_text(encoding="utf-8"))
+    else:
+        started = time.monotonic()
+        done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL,
+                              check=False)
+        pair = {"exit_code": done.returncode, "stderr": done.stderr[-4000:],
+                "seconds": round(time.monotonic() - started, 1), "command": shlex.join(["python", *argv[1:]])}
+        out.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(pair, indent=1) + "\n", encoding="utf-8")
+    cell = read_cell(label, model, out, exit_code=pair["exit_code"], stderr=pair["stderr"])
+    cell.seconds, cell.command = pair["seconds"], pair["command"]
     if (out / "report.html").is_file():
         cell.report = str((out / "report.html").relative_to(root))
     return cell

@@ -153,3 +153,14 @@ def test_matrix_end_to_end_against_llama_cpp(tmp_path):
     assert ids_only["checks"]["score"]["status"] == "not offered"
     assert broken["status"] == "not loaded" and "cannot read this vocabulary" in broken["reason"]
     assert (out / ours["report"]).is_file() and (out / ids_only["report"]).is_file()
+
+
+def test_reuse_reads_a_pair_already_run_without_running_it(tmp_path, monkeypatch):
+    out = tmp_path / "ours" / "llama-spm"
+    _report(out, capabilities=_tally({"tokenize"}, ids=(3, 3)))
+    (out / "pair.json").write_text(json.dumps({"exit_code": 0, "stderr": "", "seconds": 1.5,
+                                               "command": "python -m harness run --model llama-spm"}))
+    monkeypatch.setattr(peers.subprocess, "run", lambda *a, **k: pytest.fail("ran the pair again"))
+    cell = peers.run_pair("ours", "llama-spm", tmp_path, peers.Options(reuse=True))
+    assert (cell.status, cell.seconds) == ("ran", 1.5)
+    assert cell.checks["ids"]["agree"] == 3

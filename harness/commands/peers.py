@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parallel", type=int, default=1, metavar="N", help="pairs run at once (default 1)")
     parser.add_argument("--engine-timeout", type=float, default=None, metavar="SECONDS",
                         help="passed to each contained implementation's run (see run --help)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="llama.cpp's per-call limit in each pair's run (see run --help)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the pairs already run into --report (their pair.json) instead of running "
+                             "them again; delete a pair's folder to run it anew")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     extra = [arg for corpus in args.corpus for arg in ("--corpus", str(corpus.resolve()))]
     extra += [] if args.default_corpora else ["--no-default-corpora"]
     options = peers.Options(fuzz=args.fuzz, seed=args.seed, jobs=args.jobs, engine_timeout=args.engine_timeout,
-                            extra=tuple(extra))
+                            timeout=args.timeout, reuse=args.reuse, extra=tuple(extra))
     total = len(names) * len(models)
     done = [0]
 
