@@ -156,3 +156,20 @@ def test_node_reference_child_gives_an_honest_per_capability_report(tmp_path, re
         assert caps[check]["status"] == "not offered"
     # a case passes only when every checked capability agrees on it: never more than agree on ids
     assert report["summary"]["passed"] <= min(caps["ids"]["agree"], caps["detokenize"]["agree"])
+
+
+@pytest.mark.oracle
+def test_a_user_engines_fuzz_finds_go_under_its_report_not_the_project(tmp_path, require_vocab):
+    """Without --found-dir, another engine's minimal failure is saved in <report>/found, not in corpora/found."""
+    require_vocab("llama-spm")
+    project_found = ROOT / "corpora" / "found" / "llama-spm.jsonl"
+    before = project_found.read_bytes() if project_found.is_file() else None
+    report = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-spm", "--no-default-corpora",
+                           "--fuzz", "40", "--seed", "3", "--engine", "tests.broken_engine:load_tab",
+                           "--report", str(report),
+                           "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    saved = [json.loads(line) for line in (report / "found" / "llama-spm.jsonl").read_text().splitlines()]
+    assert [c["text"] for c in saved] == ["\t"]
+    assert (project_found.read_bytes() if project_found.is_file() else None) == before
