@@ -125,7 +125,10 @@ class Child:
         self.selector.close()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:  # a dead child's stdin may still hold unflushed bytes
+                    pass
         self.stderr.close()
 
 
