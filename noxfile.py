@@ -162,3 +162,16 @@ def nightly(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", success_codes=[0, 5])
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
+
+
+# --- the peer matrix (docs/peers.md) ------------------------------------------------------------
+# The older llama.cpp release the nightly diffs against the pinned one; built once into its own venv.
+PEER_RELEASE = os.environ.get("GGUF_PARITY_PEER_RELEASE", "0.3.16")
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """ours, transformers and llama.cpp@PEER_RELEASE on the 19 shipped vocabularies -> reports/peers/peers.html."""
+    install(session, "transformers")
+    session.run("python", "-m", "harness", "peers", "--engine", "ours", "--engine", "transformers",
+                "--engine", f"llama.cpp@{PEER_RELEASE}", "--report", "reports/peers", *session.posargs)

@@ -31,6 +31,7 @@ COMMANDS = {
     "record": "record",
     "drift": "drift",
     "synth": "synth",
+    "peers": "peers",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3

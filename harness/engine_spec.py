@@ -3,6 +3,7 @@
     --engine (none)               ours, tokenizer:Tokenizer.from_gguf, in this process
     --engine MODULE:CALLABLE      CALLABLE(gguf_path, **engine_args), in a contained child process
     --engine cmd:"COMMAND LINE"   any program speaking docs/engine-protocol.md
+    --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release
 
 `load_engine` checks the spec once (a bad one is a `SetupError`, exit 2) and
 returns a factory: GGUF path -> engine handle (`harness.engine_guard`). The
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .models import SetupError, project_root
+from .peer_engines import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
 DEFAULT_ENGINE_TIMEOUT = 30.0
@@ -63,6 +65,8 @@ def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
     if spec.startswith("cmd:"):
         argv = _command(spec)
         return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout)
+    if is_peer(spec):  # transformers, llama.cpp@VERSION: docs/peers.md
+        return peer_factory(spec, args=args, timeout=timeout)
     if is_ours(spec):
         from tokenizer import Tokenizer
 

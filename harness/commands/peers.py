@@ -1,0 +1,100 @@
+"""The peer matrix: implementations x vocabularies, agreement with llama.cpp per capability.
+
+    python -m harness peers                                   # ours and transformers, 19 shipped vocabularies
+    python -m harness peers --engine ours --engine llama.cpp@0.3.16 --family spm
+    python -m harness peers --engine transformers --engine mypkg:load --model llama-bpe
+
+Each pair is a full `python -m harness run` into REPORT/<implementation>/<vocabulary>/;
+REPORT/peers.html and peers.json show one cell per pair (each check's agreeing/checked
+units, or why the implementation could not load the vocabulary), linked to its report.
+Implementations: `ours` (the default engine), `transformers`, `llama.cpp@VERSION` (built
+once into its own venv, about 5 minutes) and any --engine value run accepts.
+
+Exit status: 0 when the matrix was written (differences between peers are its content,
+not a failure), 2 on a usage or set-up error of the matrix itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import peers
+from ..families import FAMILIES, models_of
+from ..models import SHIPPED, SetupError, resolve
+
+DEFAULT_IMPLEMENTATIONS = (peers.OURS, "transformers")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", action="append", default=[], metavar="IMPLEMENTATION",
+                        help="a column: ours, transformers, llama.cpp@VERSION, MODULE:CALLABLE or cmd:... "
+                             f"(repeatable; default {' and '.join(DEFAULT_IMPLEMENTATIONS)})")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
+                        help="a row: a shipped vocabulary name or a .gguf path (repeatable)")
+    parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
+                        help="every model of a family as rows (default: the 19 shipped vocabularies)")
+    parser.add_argument("--report", type=Path, default=Path("reports/peers"), metavar="DIR",
+                        help="where peers.html, peers.json and each pair's report go (default reports/peers)")
+    parser.add_argument("--corpus", action="append", default=[], type=Path, metavar="FILE",
+                        help="a JSONL or .inp corpus for every pair, in addition to the defaults (repeatable)")
+    parser.add_argument("--no-default-corpora", dest="default_corpora", action="store_false",
+                        help="only the --corpus files")
+    parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="fuzzed inputs per pair (default 0)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="fuzz seed (default 0)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="llama.cpp worker processes per pair")
+    parser.add_argument("--parallel", type=int, default=1, metavar="N", help="pairs run at once (default 1)")
+    parser.add_argument("--engine-timeout", type=float, default=None, metavar="SECONDS",
+                        help="passed to each contained implementation's run (see run --help)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="llama.cpp's per-call limit in each pair's run (see run --help)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the pairs already run into --report (their pair.json) instead of running "
+                             "them again; delete a pair's folder to run it anew")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def selection(args: argparse.Namespace) -> list[str]:
+    names = list(args.model)
+    for family in args.family:
+        names += models_of(family)
+    names = list(dict.fromkeys(names or SHIPPED))
+    for name in names:
+        resolve(name)  # a bad name or a missing file fails before any pair runs
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.fuzz < 0 or args.jobs < 1 or args.parallel < 1:
+        raise SetupError("--fuzz must be 0 or more, --jobs and --parallel at least 1")
+    names = list(dict.fromkeys(args.engine or DEFAULT_IMPLEMENTATIONS))
+    models = selection(args)
+    for corpus in args.corpus:
+        if not corpus.is_file():
+            raise SetupError(f"no such corpus file: {corpus}")
+    extra = [arg for corpus in args.corpus for arg in ("--corpus", str(corpus.resolve()))]
+    extra += [] if args.default_corpora else ["--no-default-corpora"]
+    options = peers.Options(fuzz=args.fuzz, seed=args.seed, jobs=args.jobs, engine_timeout=args.engine_timeout,
+                            timeout=args.timeout, reuse=args.reuse, extra=tuple(extra))
+    total = len(names) * len(models)
+    done = [0]
+
+    def progress(cell: peers.Cell) -> None:
+        done[0] += 1
+        if not args.quiet:
+            what = peers.cell_lines(asdict_cell(cell))
+            print(f"[{done[0]}/{total}] {cell.implementation} x {cell.model}: "
+                  + "; ".join(text for _, text in what[:3]), file=sys.stderr, flush=True)
+
+    matrix = peers.run_matrix(names, models, args.report, options, parallel=args.parallel, progress=progress)
+    _, html_path = peers.write(matrix, args.report)
+    print(peers.one_line(matrix))
+    print(f"matrix: {html_path}")
+    return 0
+
+
+def asdict_cell(cell: peers.Cell) -> dict[str, Any]:
+    from dataclasses import asdict
+    return asdict(cell)
