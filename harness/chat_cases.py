@@ -1,0 +1,132 @@
+"""What the chat layer checks: templates attached to vocabularies, and conversations.
+
+A *target* is one chat template on one vocabulary:
+
+- every shipped vocabulary's own templates (`tokenizer.chat_template` and each named
+  variant), named `<model>` or `<model>.<variant>`;
+- each of the sdist's `models/templates/*.jinja`, named `tmpl-<stem>`, attached to the
+  shipped vocabulary whose special tokens the template spells most often (ties and
+  templates that spell none go to llama-spm: its BOS/EOS `<s>`/`</s>` are then plain text
+  to the template and the count is still exact for that vocabulary).
+
+Each conversation of `corpora/conversations.jsonl` is rendered with
+add_generation_prompt true and false; `{bos}`/`{eos}` in its content become the
+vocabulary's BOS/EOS text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tokenizer import Tokenizer
+from tokenizer.attrs import Attr
+from tokenizer.chat import special_text
+
+from .models import SHIPPED, project_root, resolve, templates_dir
+
+CONVERSATIONS = project_root() / "corpora" / "conversations.jsonl"
+FALLBACK_VOCAB = "llama-spm"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    model: str  # the vocabulary's name (harness.models)
+    source: str  # the template text
+    origin: str  # "gguf" or the .jinja file name
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@lru_cache(maxsize=32)
+def tokenizer_for(model: str) -> Tokenizer:
+    return Tokenizer.from_gguf(resolve(model))
+
+
+def _specials(tok: Tokenizer) -> set[str]:
+    out = set()
+    for i in range(tok.n_tokens):
+        if tok.token_attr(i) & (Attr.CONTROL | Attr.USER_DEFINED):
+            text = tok.token_text(i).decode("utf-8", "replace")
+            if len(text.strip()) >= 3 and not text.strip().isalnum():  # markup like <|im_end|>, [INST]
+                out.add(text)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _special_sets() -> dict[str, frozenset[str]]:
+    return {name: frozenset(_specials(tokenizer_for(name))) for name in SHIPPED}
+
+
+def vocab_for(source: str) -> str:
+    """The shipped vocabulary whose special tokens `source` spells most (llama-spm on a tie)."""
+    best, score = FALLBACK_VOCAB, 0
+    for name, specials in sorted(_special_sets().items()):
+        hits = sum(1 for s in specials if s in source)
+        if hits > score:
+            best, score = name, hits
+    return best
+
+
+def gguf_targets() -> list[Target]:
+    out = []
+    for name in SHIPPED:
+        meta = tokenizer_for(name).vocab.metadata
+        for key in sorted(k for k in meta if k.startswith("tokenizer.chat_template")):
+            if not isinstance(meta[key], str):
+                continue
+            variant = key[len("tokenizer.chat_template"):].lstrip(".")
+            out.append(Target(f"{name}.{variant}" if variant else name, name, meta[key], "gguf"))
+    return out
+
+
+def sdist_targets() -> list[Target]:
+    out = []
+    for path in sorted(templates_dir().glob("*.jinja")):
+        source = path.read_text(encoding="utf-8")
+        out.append(Target(f"tmpl-{path.stem}", vocab_for(source), source, path.name))
+    return out
+
+
+def all_targets() -> list[Target]:
+    return gguf_targets() + sdist_targets()
+
+
+def load_conversations(path: Path = CONVERSATIONS) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def instantiate(conv: dict[str, Any], tok: Tokenizer) -> list[dict[str, Any]]:
+    """The conversation's messages with {bos}/{eos} replaced by the vocabulary's texts."""
+    bos, eos = special_text(tok, tok.bos), special_text(tok, tok.eos)
+    text = json.dumps(conv["messages"], ensure_ascii=False).replace("{bos}", json.dumps(bos)[1:-1])
+    return json.loads(text.replace("{eos}", json.dumps(eos)[1:-1]))
+
+
+@dataclass(frozen=True)
+class Case:
+    conversation: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    add_generation_prompt: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.conversation}/{'gen' if self.add_generation_prompt else 'nogen'}"
+
+
+def cases(target: Target, conversations: list[dict[str, Any]]) -> Iterator[Case]:
+    tok = tokenizer_for(target.model)
+    for conv in conversations:
+        msgs = instantiate(conv, tok)
+        for agp in (True, False):
+            yield Case(conv["id"], msgs, conv.get("tools"), agp)
