@@ -107,9 +107,10 @@ def load_conversations(path: Path = CONVERSATIONS) -> list[dict[str, Any]]:
 
 def instantiate(conv: dict[str, Any], tok: Tokenizer) -> list[dict[str, Any]]:
     """The conversation's messages with {bos}/{eos} replaced by the vocabulary's texts."""
-    bos, eos = special_text(tok, tok.bos), special_text(tok, tok.eos)
+    bos, eos = special_text(tok, "bos"), special_text(tok, "eos")
     text = json.dumps(conv["messages"], ensure_ascii=False).replace("{bos}", json.dumps(bos)[1:-1])
-    return json.loads(text.replace("{eos}", json.dumps(eos)[1:-1]))
+    messages: list[dict[str, Any]] = json.loads(text.replace("{eos}", json.dumps(eos)[1:-1]))
+    return messages
 
 
 @dataclass(frozen=True)

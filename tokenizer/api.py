@@ -153,8 +153,8 @@ class Tokenizer:
             source = tool_use if tools and tool_use else self.chat_template
             source = source or tool_use or ""
         return chat.apply_template(
-            source, messages, bos_token=chat.special_text(self, self.bos),
-            eos_token=chat.special_text(self, self.eos), add_bos=self.add_bos, add_eos=self.add_eos,
+            source, messages, bos_token=chat.special_text(self, "bos"),
+            eos_token=chat.special_text(self, "eos"), add_bos=self.add_bos, add_eos=self.add_eos,
             add_generation_prompt=add_generation_prompt, tools=tools, **variables)
 
     def encode_chat(self, messages: Sequence[Any], **options: Any) -> list[int]:

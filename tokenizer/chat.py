@@ -221,8 +221,9 @@ def apply_template(source: str, messages: Sequence[Any], *, bos_token: str, eos_
     return text
 
 
-def special_text(tok: Tokenizer, token: int | None) -> str:
-    """`common_token_to_piece(vocab, token, special=true)`, '' for a missing token."""
-    if token is None:
+def special_text(tok: Tokenizer, role: str) -> str:
+    """`common_token_to_piece(vocab, <role> token, special=true)`, '' when the vocabulary has none."""
+    token = tok.vocab.special[role]
+    if token < 0:
         return ""
     return tok.token_to_piece(token, special=True).decode("utf-8", "surrogateescape")

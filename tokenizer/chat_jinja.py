@@ -212,6 +212,79 @@ def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
 Observer = Callable[[str, Any, Any, Any], None]
 
 
+# -- llama.cpp's string built-ins: bytes and ASCII, not Python's Unicode rules --------------
+_ASCII_SPACE = " \t\n\v\f\r"
+
+
+def _ascii_map(text: str, fn: Callable[[str], str]) -> str:
+    return "".join(fn(c) if c < "\x80" else c for c in text)
+
+
+def s_upper(s: str) -> str:
+    return _ascii_map(s, str.upper)
+
+
+def s_lower(s: str) -> str:
+    return _ascii_map(s, str.lower)
+
+
+def s_capitalize(s: str) -> str:
+    return s_upper(s[:1]) + s_lower(s[1:])
+
+
+def s_title(s: str) -> str:
+    out, cap = [], True
+    for c in s:
+        if c in _ASCII_SPACE:
+            out.append(c)
+            cap = True
+        else:
+            out.append(s_upper(c) if cap else s_lower(c))
+            cap = False
+    return "".join(out)
+
+
+def s_strip(s: str, chars: str | None = None) -> str:
+    return s.strip(_ASCII_SPACE if chars is None else chars)
+
+
+def s_lstrip(s: str, chars: str | None = None) -> str:
+    return s.lstrip(_ASCII_SPACE if chars is None else chars)
+
+
+def s_rstrip(s: str, chars: str | None = None) -> str:
+    return s.rstrip(_ASCII_SPACE if chars is None else chars)
+
+
+def s_split(s: str, sep: str = " ", maxsplit: int = -1) -> list[str]:
+    if not sep:
+        raise ChatTemplateError("empty separator")
+    return s.split(sep, maxsplit)
+
+
+def s_rsplit(s: str, sep: str = " ", maxsplit: int = -1) -> list[str]:
+    if not sep:
+        raise ChatTemplateError("empty separator")
+    return s.rsplit(sep, maxsplit)
+
+
+def s_length(value: Any) -> int:
+    """`length`: a string's length is its byte count in llama.cpp."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(value)
+
+
+STRING_METHODS: dict[str, Callable[..., Any]] = {
+    "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "strip": s_strip,
+    "lstrip": s_lstrip, "rstrip": s_rstrip, "split": s_split, "rsplit": s_rsplit,
+}
+STRING_FILTERS: dict[str, Callable[..., Any]] = {
+    "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "trim": s_strip,
+    "strip": s_strip, "length": s_length, "count": s_length,
+}
+
+
 # -- the environment --------------------------------------------------------------------
 class _BudgetCodeGenerator(CodeGenerator):
     """Routes `a ~ b` through the environment so that its size is checked."""
@@ -251,9 +324,11 @@ class LlamaEnvironment(SandboxedEnvironment):
         self.budget = Budget(DEFAULT_TIME_BUDGET, DEFAULT_SIZE_BUDGET)
         self.observer: Observer | None = None
         self.filters["tojson"] = tojson
+        self.filters.update(STRING_FILTERS)
         self.globals["range"] = self._range
         self.filters = {name: self._watch(name, f) for name, f in self.filters.items()}
-        self.tests = {name: self._watch(f"test_is_{name}", f) for name, f in self.tests.items()}
+        self.tests = {name: self._watch(f"test_is_{name}", f)  # type: ignore[arg-type]
+                      for name, f in self.tests.items()}
 
     def _watch(self, op: str, func: Callable[..., Any]) -> Callable[..., Any]:
         """A filter or test that ticks the budget, reports its input and checks its output size."""
@@ -277,7 +352,11 @@ class LlamaEnvironment(SandboxedEnvironment):
     # budget hooks: every attribute, item, call and operator passes here
     def getattr(self, obj: Any, attribute: str) -> Any:
         self.budget.tick()
-        value = super().getattr(obj, attribute)
+        if isinstance(obj, str) and attribute in STRING_METHODS:
+            method = STRING_METHODS[attribute]
+            value: Any = lambda *a, **k: method(obj, *a, **k)  # noqa: E731
+        else:
+            value = super().getattr(obj, attribute)
         if self.observer:
             self.observer("get", obj, attribute, value)
         return value

@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an oracle call longer than this is a crash (hang)")
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found)")
+    parser.add_argument("--messages", action=argparse.BooleanOptionalAction, default=None,
+                        help="also check the models' chat templates against llama.cpp's chat.cpp "
+                             "(default: on when the chat helper is built; --messages builds it)")
     known_crashes.add_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -103,4 +106,9 @@ def run(args: argparse.Namespace) -> int:
     json_path, html_path = reporting.write(report, config.report_dir)
     print(reporting.one_line(report))
     print(f"report: {html_path}")
-    return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK
+    messages_ok = None
+    if args.messages is not False and config.engine is None:
+        from ..chat_run import run_messages
+        messages_ok = run_messages(config.models, config.report_dir, fuzz=min(config.fuzz, 200),
+                                   seed=config.seed, explicit=bool(args.messages))
+    return EXIT_FOUND if reporting.found_anything(report) or messages_ok is False else EXIT_OK
