@@ -7,7 +7,8 @@ A *target* is one chat template on one vocabulary:
 - each of the sdist's `models/templates/*.jinja`, named `tmpl-<stem>`, attached to the
   shipped vocabulary whose special tokens the template spells most often (ties and
   templates that spell none go to llama-spm: its BOS/EOS `<s>`/`</s>` are then plain text
-  to the template and the count is still exact for that vocabulary).
+  to the template and the count is still exact for that vocabulary). The assignment is
+  computed once and committed in `harness/data/chat_targets.json`.
 
 Each conversation of `corpora/conversations.jsonl` is rendered with
 add_generation_prompt true and false; `{bos}`/`{eos}` in its content become the
@@ -31,6 +32,9 @@ from tokenizer.chat import special_text
 from .models import SHIPPED, project_root, resolve, templates_dir
 
 CONVERSATIONS = project_root() / "corpora" / "conversations.jsonl"
+# Which shipped vocabularies carry templates, and the vocabulary of each sdist template:
+# written by `assign()` (`python -m harness chat --assign-vocabs`), reviewed, committed.
+TARGETS_FILE = Path(__file__).parent / "data" / "chat_targets.json"
 FALLBACK_VOCAB = "llama-spm"
 
 
@@ -76,23 +80,43 @@ def vocab_for(source: str) -> str:
     return best
 
 
+def _gguf_templates(name: str) -> list[str]:
+    meta = tokenizer_for(name).vocab.metadata
+    return sorted(k[len("tokenizer.chat_template"):].lstrip(".") for k in meta
+                  if k.startswith("tokenizer.chat_template") and isinstance(meta[k], str))
+
+
+def assign() -> dict[str, Any]:
+    """Maintainers: which shipped vocabularies carry templates, and each sdist template's vocabulary."""
+    gguf = {name: variants for name in SHIPPED if (variants := _gguf_templates(name))}
+    sdist = {p.stem: vocab_for(p.read_text(encoding="utf-8")) for p in sorted(templates_dir().glob("*.jinja"))}
+    data = {"gguf": gguf, "sdist": sdist}
+    TARGETS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
+def _assigned() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(TARGETS_FILE.read_text(encoding="utf-8"))
+    return data
+
+
 def gguf_targets() -> list[Target]:
     out = []
-    for name in SHIPPED:
+    for name, variants in _assigned()["gguf"].items():
         meta = tokenizer_for(name).vocab.metadata
-        for key in sorted(k for k in meta if k.startswith("tokenizer.chat_template")):
-            if not isinstance(meta[key], str):
-                continue
-            variant = key[len("tokenizer.chat_template"):].lstrip(".")
+        for variant in variants:
+            key = f"tokenizer.chat_template.{variant}" if variant else "tokenizer.chat_template"
             out.append(Target(f"{name}.{variant}" if variant else name, name, meta[key], "gguf"))
     return out
 
 
 def sdist_targets() -> list[Target]:
+    assigned = _assigned()["sdist"]
     out = []
     for path in sorted(templates_dir().glob("*.jinja")):
         source = path.read_text(encoding="utf-8")
-        out.append(Target(f"tmpl-{path.stem}", vocab_for(source), source, path.name))
+        model = assigned.get(path.stem) or vocab_for(source)
+        out.append(Target(f"tmpl-{path.stem}", model, source, path.name))
     return out
 
 

@@ -170,16 +170,87 @@ def prepare_messages(messages: Sequence[Any], source: str, caps: Caps) -> list[d
     return msgs
 
 
+def handler(src: str) -> str | None:
+    """Which specialized handler `common_chat_try_specialized_template` picks (first match wins)."""
+    rules = (
+        ("ministral3", "[SYSTEM_PROMPT]" in src and "[TOOL_CALLS]" in src and "[ARGS]" in src
+         and "[CALL_ID]" not in src),
+        ("gpt-oss", "<|channel|>" in src),
+        ("muse-glimmer", "<atem:function_calls>" in src and "<|eom|>" in src),
+        ("functionary-v3.2", ">>>all" in src and ">>>${recipient}" in src),
+        ("kimi-k2", "<|tool_calls_section_begin|>" in src and "<|tool_call_begin|>" in src),
+        ("kimi-k3", "<|open|>" in src and "<|close|>" in src and "<|end_of_msg|>" in src),
+        ("ling3", "<role>ASSISTANT</role>" in src and "<arg_key>" in src),
+        ("cohere2moe", "<|START_TEXT|>" in src and "<|START_ACTION|>" in src),
+        ("lfm2", "<|tool_list_start|>" in src and "<|tool_list_end|>" in src),
+        ("lfm2.5", "List of tools: [" in src and "<|tool_list_start|>" not in src),
+        ("gigachat-v3", "<|role_sep|>" in src and "<|message_sep|>" in src and "<|function_call|>" not in src),
+        ("minimax-m3", "]<]minimax[>[" in src and "<tool_call>" in src and "<invoke name=" in src),
+        ("deepseek-v3.2", "dsml_token" in src and "DSML" in src and ("function_calls" in src or "tool_calls" in src)),
+        ("gemma4", "'<|tool_call>call:'" in src),
+    )
+    return next((name for name, hit in rules if hit), None)
+
+
+def _ministral3(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for m in msgs:
+        if m["role"] not in ("system", "assistant"):
+            out.append(m)
+            continue
+        blocks: list[Any] = []
+        if isinstance(m.get("reasoning_content"), str):
+            blocks.append({"type": "thinking", "thinking": m["reasoning_content"]})
+        content = m.get("content")
+        if isinstance(content, str):
+            blocks.append({"type": "text", "text": content})
+        elif isinstance(content, list):
+            blocks += content
+        m = {**m, "content": blocks}
+        m.pop("reasoning_content", None)
+        out.append(m)
+    return out
+
+
+def _deepseek_v4_sort(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive tool results ordered as the preceding assistant's tool calls (stable)."""
+    order: dict[str, int] = {}
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            order = {c["id"]: k for k, c in enumerate(m["tool_calls"]) if c.get("id")}
+            i += 1
+            continue
+        if m["role"] not in ("user", "tool"):
+            i += 1
+            continue
+        end, tools = i, []
+        while end < len(msgs) and msgs[end]["role"] in ("user", "tool"):
+            if msgs[end]["role"] == "tool":
+                tools.append(end)
+            end += 1
+        if len(tools) > 1 and order:
+            ranked = sorted((msgs[p] for p in tools), key=lambda t: order.get(t.get("tool_call_id", ""), 0))
+            for p, t in zip(tools, ranked, strict=True):
+                msgs[p] = t
+        i = end
+    return msgs
+
+
 def _special(source: str, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Message adjustments of the specialized handlers in common/parsers/ that we reproduce."""
-    if "<|channel|>" in source or ("<|tool_list_start|>" in source and "<|tool_list_end|>" in source) \
-            or ("List of tools: [" in source and "<|tool_list_start|>" not in source):
-        gpt_oss = "<|channel|>" in source
-        for m in msgs:
+    kind = handler(source)
+    if kind in ("gpt-oss", "lfm2", "lfm2.5"):
+        for m in msgs:  # reasoning copied to the "thinking" field these templates read
             if isinstance(m.get("reasoning_content"), str):
                 m["thinking"] = m["reasoning_content"]
-                if gpt_oss and m.get("tool_calls"):
+                if kind == "gpt-oss" and m.get("tool_calls"):
                     m.pop("content", None)
+    elif kind == "ministral3":
+        msgs = _ministral3(msgs)
+    elif kind == "deepseek-v3.2" and "function_calls" not in source:
+        msgs = _deepseek_v4_sort(msgs)
     return msgs
 
 
@@ -212,11 +283,12 @@ def apply_template(source: str, messages: Sequence[Any], *, bos_token: str, eos_
         text = text[len(bos_token):]
     if add_eos and text.endswith(eos_token):
         text = text[:len(text) - len(eos_token)]
-    if "<|channel|>" in source and not add_generation_prompt:
+    kind = handler(source)
+    if kind == "gpt-oss" and not add_generation_prompt:
         pos = text.rfind("<|return|>")
         if pos >= 0:
             text = text[:pos] + "<|end|>" + text[pos + len("<|return|>"):]
-    if "'<|tool_call>call:'" in source and add_generation_prompt and text.endswith("<turn|>\n"):
+    if kind == "gemma4" and add_generation_prompt and text.endswith("<turn|>\n"):
         text += "<|turn>model\n"
     return text
 

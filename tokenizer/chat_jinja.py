@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jinja2 import ChainableUndefined, Undefined, nodes
+from jinja2 import ChainableUndefined, Template, Undefined, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import TemplateError
 from jinja2.ext import Extension
@@ -281,7 +281,7 @@ STRING_METHODS: dict[str, Callable[..., Any]] = {
 }
 STRING_FILTERS: dict[str, Callable[..., Any]] = {
     "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "trim": s_strip,
-    "strip": s_strip, "length": s_length, "count": s_length,
+    "strip": s_strip, "length": s_length, "count": s_length, "string": lambda v: v if isinstance(v, str) else to_text(v),
 }
 
 
@@ -408,21 +408,34 @@ def strftime_now(now: float) -> Callable[[str], str]:
     return format_now
 
 
+_COMPILED: dict[str, tuple[LlamaEnvironment, Template]] = {}
+
+
+def _compiled(source: str) -> tuple[LlamaEnvironment, Template]:
+    """One environment and compiled template per source (compiling dominates a render's cost)."""
+    if source not in _COMPILED:
+        if len(_COMPILED) > 64:
+            _COMPILED.clear()
+        env = LlamaEnvironment()
+        env.globals["raise_exception"] = raise_exception
+        _COMPILED[source] = (env, env.from_string(source.replace("\r\n", "\n").replace("\r", "\n")))
+    return _COMPILED[source]
+
+
 def render(source: str, variables: dict[str, Any], *, now: float,
            budget: Budget | None = None, observer: Observer | None = None) -> str:
     """Render `source` with `variables`; `ChatTemplateError` (or a subclass) on failure.
 
-    `budget` (default: 5 s, 16 Mi characters) may be shared by several renders.
+    `budget` (default: 5 s, 16 Mi characters) may be shared by several renders. Not
+    thread-safe: renders of one source share an environment.
     """
-    env = LlamaEnvironment()
-    env.budget = budget or Budget(DEFAULT_TIME_BUDGET, DEFAULT_SIZE_BUDGET)
-    env.budget.output = 0
-    env.observer = observer
-    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now(now))
-    text = source.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        template = env.from_string(text)
-        return "".join(env.budget.emit(chunk) for chunk in template.generate(variables))
+        env, template = _compiled(source)
+        env.budget = budget or Budget(DEFAULT_TIME_BUDGET, DEFAULT_SIZE_BUDGET)
+        env.budget.output = 0
+        env.observer = observer
+        return "".join(env.budget.emit(chunk)
+                       for chunk in template.generate({"strftime_now": strftime_now(now), **variables}))
     except ChatTemplateError:
         raise
     except TemplateError as exc:

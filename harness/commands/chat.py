@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, metavar="DIR", help="write messages.json/.html here")
     parser.add_argument("--build-helper", action="store_true",
                         help="build the chat helper (llama.cpp's common/ chat code) and exit")
+    parser.add_argument("--assign-vocabs", action="store_true",
+                        help="maintainers: recompute harness/data/chat_targets.json and exit")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="compile jobs for --build-helper")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help="seconds before the helper counts as hung on a case")
@@ -49,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.fuzz < 0:
         raise SetupError("--fuzz must be 0 or more")
+    if args.assign_vocabs:
+        from ..chat_cases import TARGETS_FILE, assign
+        data = assign()
+        print(f"{TARGETS_FILE}: {len(data['gguf'])} vocabularies with templates, {len(data['sdist'])} sdist templates")
+        return 0
     if args.build_helper:
         chat_helper_build.build(jobs=args.jobs)
         return 0
