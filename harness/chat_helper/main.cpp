@@ -24,6 +24,7 @@
 #include "common.h"
 #include "json.h"
 #include "llama.h"
+#include "log.h"
 
 #include <cstdio>
 #include <ctime>
