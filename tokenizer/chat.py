@@ -238,6 +238,53 @@ def _deepseek_v4_sort(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return msgs
 
 
+def _strict_json(text: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise ValueError(name)
+    return json.loads(text, parse_constant=refuse)
+
+
+def _gemma4_tool_responses(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`convert_tool_responses_gemma4` (older Gemma 4 templates): assistant(tool calls) + tool results
+    (+ a final assistant content) become one assistant message with a `tool_responses` field."""
+    out, i = [], 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m["role"] != "assistant" or not m.get("tool_calls"):
+            out.append(m)
+            i += 1
+            continue
+        calls, responses = list(m["tool_calls"]), []
+        reasoning = m.get("reasoning_content")
+        i += 1
+        while i < len(msgs) and msgs[i]["role"] == "tool":
+            content = msgs[i].get("content")
+            response = content
+            if isinstance(content, str):
+                try:
+                    response = _strict_json(content)
+                except ValueError:
+                    response = content
+            idx = len(responses)
+            name = calls[idx]["function"].get("name", "") if idx < len(calls) else ""
+            responses.append({"name": name or msgs[i].get("tool_call_id", ""), "response": response})
+            i += 1
+        final = None
+        if i < len(msgs) and msgs[i]["role"] == "assistant" and not msgs[i].get("tool_calls") \
+                and msgs[i].get("content"):
+            final = msgs[i]["content"]
+            i += 1
+        merged: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+        if responses:
+            merged["tool_responses"] = responses
+        if final is not None:
+            merged["content"] = final
+        if isinstance(reasoning, str):
+            merged["reasoning_content"] = reasoning
+        out.append(merged)
+    return out
+
+
 def _special(source: str, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Message adjustments of the specialized handlers in common/parsers/ that we reproduce."""
     kind = handler(source)
@@ -251,6 +298,8 @@ def _special(source: str, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         msgs = _ministral3(msgs)
     elif kind == "deepseek-v3.2" and "function_calls" not in source:
         msgs = _deepseek_v4_sort(msgs)
+    elif kind == "gemma4" and "{#- OpenAI Chat Completions:" not in source:
+        msgs = _gemma4_tool_responses(msgs)
     return msgs
 
 

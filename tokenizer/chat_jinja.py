@@ -281,7 +281,8 @@ STRING_METHODS: dict[str, Callable[..., Any]] = {
 }
 STRING_FILTERS: dict[str, Callable[..., Any]] = {
     "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "trim": s_strip,
-    "strip": s_strip, "length": s_length, "count": s_length, "string": lambda v: v if isinstance(v, str) else to_text(v),
+    "strip": s_strip, "length": s_length, "count": s_length,
+    "string": lambda v: v if isinstance(v, str) else to_text(v),
 }
 
 
@@ -307,8 +308,28 @@ class GenerationTag(Extension):
         return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
 
+_EMPTY: dict[str, Callable[[], Any]] = {"str": str, "list": list, "int": int, "undef": lambda: LlamaUndefined()}
+# value_undefined_t::get_builtins: methods of an undefined value, each returning an empty value
+UNDEFINED_METHODS = {
+    **dict.fromkeys(("capitalize", "join", "lower", "replace", "safe", "string", "strip", "title", "truncate",
+                     "upper", "trim"), "str"),
+    **dict.fromkeys(("items", "list", "map", "reject", "rejectattr", "reverse", "select", "selectattr", "sort",
+                     "unique"), "list"),
+    **dict.fromkeys(("length", "sum", "wordcount"), "int"),
+    **dict.fromkeys(("first", "last", "max", "min"), "undef"),
+}
+# value_none_t::get_builtins
+NONE_METHODS = {**dict.fromkeys(("items", "map", "reject", "rejectattr", "select", "selectattr", "unique"), "list")}
+
+
 class LlamaUndefined(ChainableUndefined):
-    """llama.cpp's undefined: members of it are undefined too, it prints as ''."""
+    """llama.cpp's undefined: members of it are undefined too, it prints as '', and its
+    built-in methods (`items()`, `length()`, ...) return empty values."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in UNDEFINED_METHODS:
+            return lambda *a, **k: _EMPTY[UNDEFINED_METHODS[name]]()
+        return super().__getattr__(name)
 
 
 class LlamaEnvironment(SandboxedEnvironment):
@@ -338,7 +359,10 @@ class LlamaEnvironment(SandboxedEnvironment):
             self.budget.tick()
             if self.observer and len(args) > skip:
                 self.observer("op", args[skip], op, None)
-            return self.budget.sized(func(*args, **kwargs))
+            result = func(*args, **kwargs)
+            if isinstance(result, Iterator):  # map/select/...: llama.cpp makes arrays, not generators
+                result = list(result)
+            return self.budget.sized(result)
 
         if skip:
             watched.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
@@ -355,6 +379,8 @@ class LlamaEnvironment(SandboxedEnvironment):
         if isinstance(obj, str) and attribute in STRING_METHODS:
             method = STRING_METHODS[attribute]
             value: Any = lambda *a, **k: method(obj, *a, **k)  # noqa: E731
+        elif obj is None and attribute in NONE_METHODS:
+            value = lambda *a, **k: _EMPTY[NONE_METHODS[attribute]]()  # noqa: E731
         else:
             value = super().getattr(obj, attribute)
         if self.observer:
