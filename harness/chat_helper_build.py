@@ -99,7 +99,8 @@ def objects_key() -> str:
 
 
 def build_key() -> str:
-    return _key(MAIN.read_bytes(), objects_key().encode())
+    """Our main.cpp, llama.cpp's objects and the libllama folder the binary's rpath names."""
+    return _key(MAIN.read_bytes(), objects_key().encode(), str(llama_lib_dir()).encode())
 
 
 def helper_path() -> Path:
