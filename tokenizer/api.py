@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from . import chat, gguf, pieces
+from . import gguf, pieces
 from .attrs import Attr
 from .engines import Engine, engine_for
 from .special import partition
@@ -130,10 +130,12 @@ class Tokenizer:
     @property
     def chat_template(self) -> str | None:
         """The GGUF's `tokenizer.chat_template`, None when it has none."""
+        from . import chat  # late: jinja2 loads only when chat templates are used
         return chat.chat_template(self.vocab.metadata)
 
     def chat_template_variant(self, name: str) -> str | None:
         """A named template, `tokenizer.chat_template.<name>` (e.g. "tool_use")."""
+        from . import chat
         return chat.chat_template(self.vocab.metadata, name)
 
     def apply_chat_template(self, messages: Sequence[Any], *, add_generation_prompt: bool = True,
@@ -147,6 +149,7 @@ class Tokenizer:
         Raises `chat.TemplateRaised` when the template refuses the conversation,
         `chat.ChatTemplateError` when it fails, `chat.ChatBudgetExceeded` past its budget.
         """
+        from . import chat
         source = template
         if source is None:
             tool_use = self.chat_template_variant("tool_use")
