@@ -7,6 +7,7 @@ public API, for the live chat check and the nightly.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -61,11 +62,18 @@ def messages(draw: st.DrawFn, *, with_tools: bool) -> list[dict[str, Any]]:
 
 @st.composite
 def conversations(draw: st.DrawFn) -> dict[str, Any]:
-    from .chat_cases import load_conversations
+    """A conversation, with or without the corpus's tool definition, add_generation_prompt either way."""
     with_tools = draw(st.booleans())
-    tools = next(c["tools"] for c in load_conversations() if c.get("tools")) if with_tools else None
+    tools = _corpus_tools() if with_tools else None
     return {"messages": draw(messages(with_tools=with_tools)), "tools": tools,
             "add_generation_prompt": draw(st.booleans())}
+
+
+@functools.lru_cache(maxsize=1)
+def _corpus_tools() -> list[dict[str, Any]]:
+    from .chat_cases import load_conversations
+    tools: list[dict[str, Any]] = next(c["tools"] for c in load_conversations() if c.get("tools"))
+    return tools
 
 
 def sample(n: int, seed: int = 0) -> list[Case]:

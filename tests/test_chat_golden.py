@@ -65,3 +65,17 @@ def test_planted_one_character_change_is_caught(monkeypatch):
     target = TARGETS[0]
     _, findings = chat_golden.replay(target, chat_golden.load(chat_golden.golden_path(target)))
     assert findings and all(f["verdict"] in ("text differs", "status differs") for f in findings)
+
+
+CAPS = ("supports_string_content", "supports_typed_content", "supports_system_role", "supports_tools",
+        "supports_tool_calls", "supports_object_arguments")
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+def test_template_capabilities_equal_llama_cpp(target):
+    """Our probes (tokenizer.chat_caps) find the capabilities llama.cpp's caps_get found."""
+    from tokenizer.chat import _source_fixes
+    from tokenizer.chat_caps import caps_of
+    recorded = chat_golden.load(chat_golden.golden_path(target))["caps"]
+    ours = caps_of(_source_fixes(target.source))
+    assert {k: getattr(ours, k) for k in CAPS} == {k: recorded[k] for k in CAPS}

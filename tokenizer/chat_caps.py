@@ -115,10 +115,10 @@ def mark_deep(value: Any) -> None:
     if s is not None:
         s.used = True
     if isinstance(value, list):
-        for v in value:
+        for v in list.__iter__(value):  # not TList.__iter__: marking is not an array access
             mark_deep(v)
     elif isinstance(value, dict):
-        for v in value.values():
+        for v in dict.values(value):
             mark_deep(v)
 
 

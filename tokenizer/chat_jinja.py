@@ -103,8 +103,14 @@ def cpp_ostream_float(x: float) -> str:
 def repr_value(value: Any) -> str:
     """`value_to_string_repr`: how a list or dict prints its items (Python style quotes)."""
     if isinstance(value, str):
-        return json_dumps(value) if "'" in value else f"'{value}'"
+        plain = str.__str__(value)  # not the value's own methods: printing a container uses nothing in it
+        return _json_string(plain) if "'" in plain else f"'{plain}'"
     return to_text(value)
+
+
+def _items(value: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
+    """Iterate without the value's own __iter__: our printing is no use of it (see chat_caps)."""
+    return list.__iter__(value) if isinstance(value, list) else iter(value)
 
 
 def to_text(value: Any) -> str:
@@ -119,7 +125,7 @@ def to_text(value: Any) -> str:
         inner = ", ".join(repr_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, list):
-        return "[" + ", ".join(repr_value(v) for v in value) + "]"
+        return "[" + ", ".join(repr_value(v) for v in _items(value)) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{repr_value(k)}: {repr_value(v)}" for k, v in value.items()) + "}"
     return str(value)
@@ -166,7 +172,7 @@ def json_dumps(value: Any, indent: int | None = None, item_sep: str | None = Non
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
-        items = [pad + step + json_dumps(v, indent, item_sep, key_sep, level + 1) for v in value]
+        items = [pad + step + json_dumps(v, indent, item_sep, key_sep, level + 1) for v in _items(value)]
         return "[" + nl + (item_sep + nl).join(items) + nl + pad + "]"
     if isinstance(value, dict):
         if not value:
