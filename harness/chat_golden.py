@@ -74,9 +74,19 @@ def record_target(target: Target, oracle: ChatOracle, conversations: list[dict[s
     return data
 
 
+def dumps(data: dict[str, Any]) -> str:
+    """One header field per line, then one case per line: diffable, and a third of indented JSON."""
+    def one(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+    head = [f" {one(k)}: {one(v)}," for k, v in data.items() if k not in ("conversations", "cases")]
+    convs = ",\n".join(f"  {one(k)}: {one(v)}" for k, v in data["conversations"].items())
+    cases = ",\n".join(f"  {one(c)}" for c in data["cases"])
+    return "{\n" + "\n".join(head) + f'\n "conversations": {{\n{convs}\n }},\n "cases": [\n{cases}\n ]\n}}\n'
+
+
 def write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    path.write_text(dumps(data), encoding="utf-8")
 
 
 def load(path: Path) -> dict[str, Any]:
