@@ -52,3 +52,12 @@ def test_hang_is_an_outcome_and_the_next_request_works():
     with ChatOracle(HELPER, timeout=3) as o:
         assert o.ask(request(template=src, messages=HI, add_generation_prompt=True, legacy=False)).status == "hang"
         assert o.ask(request(template="{{ 'ok' }}", messages=HI, add_generation_prompt=True)).status == "ok"
+
+
+def test_crash_is_an_outcome_and_the_next_request_works():
+    """A recursive macro overflows llama.cpp's stack (SIGSEGV): a finding, not our death."""
+    src = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
+    with ChatOracle(HELPER, timeout=60) as o:
+        answer = o.ask(request(template=src, messages=HI, add_generation_prompt=True, legacy=False))
+        assert answer.status == "crash" and "-11" in answer.error
+        assert o.ask(request(template="{{ 'ok' }}", messages=HI, add_generation_prompt=True)).status == "ok"
