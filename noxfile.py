@@ -141,6 +141,23 @@ for _family in SHIPPED_FAMILIES + SYNTHETIC_FAMILIES:
     globals()[f"parity_{_family.replace('-', '_')}"] = _family_session(_family)
 
 
+CHAT_FUZZ = int(os.environ.get("GGUF_PARITY_CHAT_FUZZ", "20"))  # fuzzed conversations per chat template
+
+
+@nox.session(name="parity-chat")
+def parity_chat(session: nox.Session) -> None:
+    """Chat templates: golden/chat replay + live against llama.cpp's chat.cpp -> reports/parity-chat/."""
+    install(session)
+    out = Path("reports") / session.name
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+    harness(session, "chat", "--golden", "golden/chat", "--report", str(out / "golden"))
+    harness(session, "chat", "--fuzz", str(CHAT_FUZZ), "--seed", PARITY_SEED, "--report", str(out / "live"))
+    import json
+    live = json.loads((out / "live" / "messages.json").read_text(encoding="utf-8"))
+    if live["findings"] or live["oracle_crashes"]:
+        session.error(f"message-level differences: see {out / 'live' / 'messages.html'}")
+
+
 @nox.session
 def nightly(session: nox.Session) -> None:
     """Every family with a large fuzz budget (example database on), golden drift, nightly tests -> reports/nightly/."""
@@ -157,6 +174,11 @@ def nightly(session: nox.Session) -> None:
                 f"echo $? > {out / 'drift.rc'}", external=True)
     if (out / "drift.rc").read_text().strip() != "0":
         failed.append(f"golden drift ({drift_txt})")
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+    chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", "--report", str(out / "chat"),
+                       success_codes=[0, 1, 2], silent=True)
+    if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
+        failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
     if failed:  # report before the nightly tests, which stop the session if they fail
         session.warn("nightly found problems: " + "; ".join(failed))
     session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", success_codes=[0, 5])

@@ -32,6 +32,7 @@ COMMANDS = {
     "drift": "drift",
     "synth": "synth",
     "peers": "peers",
+    "chat": "chat",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3

@@ -187,8 +187,8 @@ def test_golden_has_not_drifted(path: Path):
     """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
     from harness.commands.drift import find_gguf
     from harness.commands.record import record_model
-    from harness.worker_limits import Limits
     from harness.models import models_dir
+    from harness.worker_limits import Limits
 
     old = goldens.load_golden(path)
     try:

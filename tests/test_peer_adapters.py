@@ -41,7 +41,7 @@ def test_transformers_is_checked_on_what_it_offers_only(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("torch")
     from harness.hf_engine import TransformersEngine
-    from harness.models import resolve
+    from harness.model_paths import resolve
     from harness.oracle import LlamaOracle
 
     engine = TransformersEngine(resolve("llama-spm"))

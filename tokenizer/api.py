@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from . import gguf, pieces
 from .attrs import Attr
@@ -131,6 +131,49 @@ class Tokenizer:
     @property
     def add_sep(self) -> bool:
         return self.vocab.add_sep
+
+    # -- chat templates (tokenizer.chat) ----------------------------------------------
+    @property
+    def chat_template(self) -> str | None:
+        """The GGUF's `tokenizer.chat_template`, None when it has none."""
+        from . import chat  # late: jinja2 loads only when chat templates are used
+        return chat.chat_template(self.vocab.metadata)
+
+    def chat_template_variant(self, name: str) -> str | None:
+        """A named template, `tokenizer.chat_template.<name>` (e.g. "tool_use")."""
+        from . import chat
+        return chat.chat_template(self.vocab.metadata, name)
+
+    def apply_chat_template(self, messages: Sequence[Any], *, add_generation_prompt: bool = True,
+                            tools: Sequence[Any] | None = None, template: str | None = None,
+                            **variables: Any) -> str:
+        """The prompt llama-server renders for `messages` (see `tokenizer.chat`).
+
+        `template` replaces the GGUF's template (as llama-server's `--chat-template-file`);
+        `now` (seconds since the epoch) fixes the clock that `strftime_now` and `date_string`
+        read; other keywords become template variables (`chat_template_kwargs`).
+        Raises `chat.TemplateRaised` when the template refuses the conversation,
+        `chat.ChatTemplateError` when it fails, `chat.ChatBudgetExceeded` past its budget.
+        """
+        from . import chat
+        source = template
+        if source is None:
+            tool_use = self.chat_template_variant("tool_use")
+            source = tool_use if tools and tool_use else self.chat_template
+            source = source or tool_use or ""
+        return chat.apply_template(
+            source, messages, bos_token=chat.special_text(self, "bos"),
+            eos_token=chat.special_text(self, "eos"), add_bos=self.add_bos, add_eos=self.add_eos,
+            add_generation_prompt=add_generation_prompt, tools=tools, **variables)
+
+    def encode_chat(self, messages: Sequence[Any], **options: Any) -> list[int]:
+        """The ids llama-server feeds the model: the prompt tokenized with add_special and parse_special."""
+        text = self.apply_chat_template(messages, **options)
+        return self.tokenize(text, add_special=True, parse_special=True)
+
+    def count_tokens(self, messages: Sequence[Any], **options: Any) -> int:
+        """len(encode_chat(messages, ...))."""
+        return len(self.encode_chat(messages, **options))
 
     def __repr__(self) -> str:
         v = self.vocab

@@ -23,7 +23,8 @@ from typing import Any
 
 from .. import peers
 from ..families import FAMILIES, models_of
-from ..models import SHIPPED, SetupError, resolve
+from ..model_paths import resolve
+from ..models import SHIPPED, SetupError
 
 DEFAULT_IMPLEMENTATIONS = (peers.OURS, "transformers")
 

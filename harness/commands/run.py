@@ -25,9 +25,11 @@ import sys
 from pathlib import Path
 
 from .. import known_crashes, worker_limits
+from ..engine_spec import is_ours
 from ..families import FAMILIES, models_of
 from ..models import SHIPPED, SetupError
 from ..run_config import RunConfig
+from ..verdict import EXIT_FOUND, EXIT_OK
 from . import engine_options
 
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.fuzz.PROFILE_ENV; not imported, so --help stays light
@@ -55,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
                         help="where fuzz failures are saved (default corpora/found for our engine, "
                              "<report>/found for any other)")
+    parser.add_argument("--messages", action=argparse.BooleanOptionalAction, default=None,
+                        help="also check the models' chat templates against llama.cpp's chat.cpp "
+                             "(default: on when the chat helper is built; --messages builds it)")
     known_crashes.add_option(parser)
     parser.add_argument("--expect-refusal", action="store_true",
                         help="the models are hostile files both sides must refuse: such a model is "
@@ -107,4 +112,10 @@ def run(args: argparse.Namespace) -> int:
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
             "expect_refusal": config.expect_refusal}
-    return run_and_report(lambda results: run_models(config, results), config, meta)
+    code = run_and_report(lambda results: run_models(config, results), config, meta)
+    if args.messages is False or not is_ours(config.engine) or code not in (EXIT_OK, EXIT_FOUND):
+        return code
+    from ..chat_run import run_messages
+    messages_ok = run_messages(config.models, config.report_dir, fuzz=min(config.fuzz, 200),
+                               seed=config.seed, explicit=bool(args.messages))
+    return EXIT_FOUND if messages_ok is False else code

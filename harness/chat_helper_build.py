@@ -1,0 +1,196 @@
+"""Build the chat helper: llama.cpp's own chat formatting as a small executable, once.
+
+The helper (`harness/chat_helper/main.cpp`, ours) links llama.cpp's `common/` chat code
+(`chat.cpp`, the Jinja engine `common/jinja/`, the specialized parsers, the
+autoparser) compiled from the pinned llama-cpp-python sdist, against the `libllama`
+of the installed llama-cpp-python wheel. llama.cpp's sources are never committed:
+they are extracted from the sdist at build time into a temporary folder and every file
+is checked against `harness/data/chat_sources.sha256`.
+
+The binary is cached as `<cache>/chat-helper/<key>/gguf-parity-chat`, where the key
+hashes our main.cpp, the source manifest, the compiler flags and the compiler version:
+changing any of them builds a new helper, nothing else does. llama.cpp's objects are
+kept in `<cache>/chat-helper/objects-<key>/` (keyed without main.cpp), so a change to
+main.cpp recompiles only main.cpp (about 20 s, against 15-30 min for everything on a
+busy 2-core machine). No network is used
+except pip's download of the sdist when pip's cache does not hold it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+
+from .fetch import download_sdist, read_manifest, sha256_file
+from .models import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
+
+MAIN = Path(__file__).parent / "chat_helper" / "main.cpp"
+MANIFEST = Path(__file__).parent / "data" / "chat_sources.sha256"
+BINARY = "gguf-parity-chat"
+_ROOT = "vendor/llama.cpp/"
+# The folders of llama.cpp we need: common (sources + headers), the public headers, nlohmann.
+_DIRS = ("common/", "include/", "ggml/include/", "vendor/nlohmann/")
+_PARSERS = ("parsers", "cohere2moe", "deepseek", "functionary-v3-2", "gemma4", "gigachat-v3", "gpt-oss",
+            "kimi-k2", "kimi-k3", "ling3", "lfm2", "minicpm5", "minimax-m3", "ministral3",
+            "muse-glimmer", "qwen3-coder")
+SOURCES = (
+    *(f"common/jinja/{n}.cpp" for n in ("lexer", "parser", "runtime", "value", "string", "caps")),
+    *(f"common/{n}.cpp" for n in ("chat", "chat-auto-parser-generator", "chat-auto-parser-helpers",
+                                  "chat-diff-analyzer", "chat-peg-parser", "peg-parser", "json",
+                                  "json-schema-to-grammar", "json-schema", "log", "unicode", "common",
+                                  "trie")),
+    *(f"common/parsers/{n}.cpp" for n in _PARSERS),
+)
+FLAGS = ("-std=c++17", "-O1", "-DNDEBUG", "-ffunction-sections", "-fdata-sections")
+_INCLUDES = ("common", "include", "ggml/include", "vendor")
+
+
+def _wanted(member: str) -> str | None:
+    rel = PurePosixPath(*PurePosixPath(member).parts[1:]).as_posix()
+    if not rel.startswith(_ROOT):
+        return None
+    rel = rel[len(_ROOT):]
+    return rel if rel.startswith(_DIRS) else None
+
+
+def llama_lib_dir() -> Path:
+    """The installed llama-cpp-python's lib folder (libllama.so), without importing it.
+
+    `$GGUF_PARITY_LLAMA_LIB` overrides it (a folder holding the same version's libllama).
+    """
+    if os.environ.get("GGUF_PARITY_LLAMA_LIB"):
+        return Path(os.environ["GGUF_PARITY_LLAMA_LIB"])
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        raise SetupError("llama-cpp-python is not installed: the chat helper links its libllama")
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    if not any(lib.glob("libllama.*")):
+        raise SetupError(f"no libllama in {lib}")
+    return lib
+
+
+def _compiler_version() -> str:
+    try:
+        return subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SetupError(f"the chat helper needs g++: {exc}") from exc
+
+
+def _key(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:16]
+
+
+def objects_key() -> str:
+    """llama.cpp's objects depend on its sources, the flags and the compiler, not on our main.cpp."""
+    return _key(MANIFEST.read_bytes(), " ".join(FLAGS).encode(), _compiler_version().encode(),
+                LLAMA_CPP_PYTHON_VERSION.encode())
+
+
+def build_key() -> str:
+    """Our main.cpp, llama.cpp's objects and the libllama folder the binary's rpath names."""
+    return _key(MAIN.read_bytes(), objects_key().encode(), str(llama_lib_dir()).encode())
+
+
+def helper_path() -> Path:
+    return cache_dir() / "chat-helper" / build_key() / BINARY
+
+
+def objects_dir() -> Path:
+    return cache_dir() / "chat-helper" / f"objects-{objects_key()}"
+
+
+def extract_sources(sdist: Path, target: Path) -> None:
+    """Extract llama.cpp's chat sources and check them against the manifest."""
+    with tarfile.open(sdist, "r:gz") as tar:
+        for member in tar:
+            rel = _wanted(member.name)
+            if rel is None or not member.isfile():
+                continue
+            out = target / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            src = tar.extractfile(member)
+            if src is not None:
+                out.write_bytes(src.read())
+    manifest = read_manifest(MANIFEST)
+    bad = [name for name, digest in sorted(manifest.items())
+           if not (target / name).is_file() or sha256_file(target / name) != digest]
+    if bad:
+        raise SetupError(f"{len(bad)} llama.cpp source file(s) failed {MANIFEST.name}: {', '.join(bad[:5])}")
+
+
+def _compile(src_root: Path, obj_dir: Path, source: str) -> Path:
+    obj = obj_dir / (source.replace("/", "_") + ".o")
+    if obj.is_file():
+        return obj
+    cmd = ["g++", *FLAGS, *(f"-I{src_root / i}" for i in _INCLUDES), "-c", str(src_root / source),
+           "-o", str(obj) + ".part"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode:
+        raise SetupError(f"compiling {source} failed:\n{result.stderr[-4000:]}")
+    os.replace(str(obj) + ".part", obj)
+    return obj
+
+
+def build(*, sdist: Path | None = None, jobs: int = 1, log: Callable[[str], None] = print) -> Path:
+    """The helper's path, building it first when the cache has none for this key."""
+    binary = helper_path()
+    if binary.is_file():
+        return binary
+    lib = llama_lib_dir()
+    obj_dir = objects_dir()
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        if sdist is None:
+            log(f"downloading llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} sdist with pip ...")
+            sdist = download_sdist(Path(tmp))
+        src_root = Path(tmp) / "llama.cpp"
+        extract_sources(sdist, src_root)
+        shutil.copy(MAIN, src_root / "gguf_parity_chat.cpp")
+        log(f"compiling {len(SOURCES) + 1} llama.cpp chat sources ({jobs} job(s)); a few minutes, once ...")
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            objs = list(pool.map(lambda s: _compile(src_root, obj_dir, s), SOURCES))
+        objs.append(_compile(src_root, binary.parent, "gguf_parity_chat.cpp"))
+        cmd = ["g++", *(str(o) for o in objs), f"-L{lib}", "-lllama", "-lggml", "-lggml-base",
+               f"-Wl,-rpath,{lib}", "-Wl,--gc-sections", "-pthread", "-o", str(binary) + ".part"]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode:
+            raise SetupError(f"linking the chat helper failed:\n{result.stderr[-4000:]}")
+    os.replace(str(binary) + ".part", binary)
+    log(f"chat helper: {binary} (llama.cpp's objects kept in {obj_dir} for the next main.cpp change)")
+    return binary
+
+
+def write_manifest(sdist: Path, path: Path = MANIFEST) -> int:
+    """Maintainers only, when bumping the pin: record the sha256 of every extracted source."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(sdist, "r:gz") as tar:
+            names = []
+            for member in tar:
+                rel = _wanted(member.name)
+                if rel is not None and member.isfile():
+                    names.append(rel)
+                    out = Path(tmp) / rel
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    src = tar.extractfile(member)
+                    if src is not None:
+                        out.write_bytes(src.read())
+        lines = [f"{sha256_file(Path(tmp) / n)}  {n}" for n in sorted(names)]
+    path.write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - maintainer tool
+    print(build(sdist=Path(sys.argv[1]) if len(sys.argv) > 1 else None, jobs=2))

@@ -1,0 +1,94 @@
+"""Check chat templates: our rendered prompts and message token counts against llama.cpp's.
+
+Targets are every shipped vocabulary's chat templates and the sdist's 70
+`models/templates/*.jinja` (each on a vocabulary whose special tokens it uses); cases
+are corpora/conversations.jsonl with add_generation_prompt true and false, plus
+--fuzz N Hypothesis conversations. llama.cpp's side is its own chat formatting
+(common/chat.cpp, the Jinja path llama-server uses) in a crash-isolated helper built
+once from the pinned sdist; see harness/chat_oracle.py for exactly what it covers.
+
+    python -m harness chat                          # live, every target, the corpus
+    python -m harness chat --target tmpl-GLM-4.6 --fuzz 200 --seed 1
+    python -m harness chat --record                 # write golden/chat/*.json
+    python -m harness chat --golden golden/chat     # offline replay, no llama.cpp
+    python -m harness chat --report reports/chat    # messages.json + messages.html
+
+Exit status 0 when everything matched, 1 on a difference or a llama.cpp crash/hang.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import chat_golden, chat_helper_build, chat_run
+from ..chat_cases import Target, load_conversations
+from ..chat_diff import diff_text
+from ..chat_oracle import DEFAULT_TIMEOUT, ChatOracle
+from ..models import SetupError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", "--chat-target", action="append", dest="target", metavar="NAME",
+                        help="a chat target (tmpl-<stem>, <model> or <model>.<variant>; repeatable)")
+    parser.add_argument("--conversation", metavar="ID", help="only this conversation of the corpus")
+    parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="N fuzzed conversations per target")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fuzzed conversations")
+    parser.add_argument("--record", action="store_true", help="record golden/chat/ from llama.cpp")
+    parser.add_argument("--golden", type=Path, metavar="DIR", help="replay chat goldens offline")
+    parser.add_argument("--out", type=Path, default=chat_golden.GOLDEN_DIR, metavar="DIR",
+                        help="where --record writes (default: golden/chat)")
+    parser.add_argument("--report", type=Path, metavar="DIR", help="write messages.json/.html here")
+    parser.add_argument("--build-helper", action="store_true",
+                        help="build the chat helper (llama.cpp's common/ chat code) and exit")
+    parser.add_argument("--assign-vocabs", action="store_true",
+                        help="maintainers: recompute harness/data/chat_targets.json and exit")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="compile jobs for --build-helper")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="seconds before the helper counts as hung on a case")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.fuzz < 0:
+        raise SetupError("--fuzz must be 0 or more")
+    if args.assign_vocabs:
+        from ..chat_cases import TARGETS_FILE, assign
+        data = assign()
+        print(f"{TARGETS_FILE}: {len(data['gguf'])} vocabularies with templates, {len(data['sdist'])} sdist templates")
+        return 0
+    if args.build_helper:
+        chat_helper_build.build(jobs=args.jobs)
+        return 0
+    targets = chat_run.select(args.target)
+    if args.golden:
+        summary = chat_run.offline(targets, args.golden)
+        if not summary.targets:
+            raise SetupError(f"no chat goldens for these targets in {args.golden}")
+    elif args.record:
+        return _record(targets, args)
+    else:
+        with ChatOracle(timeout=args.timeout) as oracle:
+            summary = chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz,
+                                    seed=args.seed)
+    for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
+        print(diff_text(finding))
+    for line in summary.lines():
+        print(line)
+    if args.report:
+        chat_run.write_report(summary, args.report)
+        print(f"report: {args.report / 'messages.html'}")
+    return 0 if summary.ok else 1
+
+
+def _record(targets: list[Target], args: argparse.Namespace) -> int:
+    convs = load_conversations()
+    crashes = 0
+    with ChatOracle(timeout=args.timeout) as oracle:
+        for target in targets:
+            data = chat_golden.record_target(target, oracle, convs)
+            path = chat_golden.golden_path(target, args.out)
+            chat_golden.write(path, data)
+            bad = [c for c in data["cases"] if c["status"] in ("crash", "hang")]
+            crashes += len(bad)
+            print(f"{target.name}: {len(data['cases'])} cases, {len(bad)} crash/hang -> {path}")
+    return 1 if crashes else 0
