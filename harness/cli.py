@@ -22,6 +22,7 @@ COMMANDS = {
     "record": "record",
     "drift": "drift",
     "synth": "synth",
+    "selftest": "selftest",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2

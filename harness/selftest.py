@@ -1,0 +1,268 @@
+"""The mutation self-test: how many realistic bugs each detector catches.
+
+Each mutant (`harness.mutants`, tests/mutants/*.toml) is applied to a scratch
+copy of the project (tokenizer/, harness/, corpora/, pyproject.toml; golden/
+linked read-only), never to the working tree. Every detector then runs as a
+subprocess inside that copy, so `import tokenizer` finds the mutant:
+
+- `vectors`: llama.cpp's own .inp/.out test vectors (the field's usual check;
+  `harness.selftest_vectors`);
+- `golden`: `python -m harness compare --golden golden` (offline replay);
+- `live`: `python -m harness run` over the default corpora, no fuzzing;
+- `live+fuzz`: `run --fuzz N --seed S`, the main job's live part.
+
+A detector runs one vocabulary at a time, the mutant's likely ones first, and
+stops at the first vocabulary that kills it (any exit status but 0), which
+bounds the cost. It only tries the vocabularies the main job would run it on
+(`--scope main`: the 19 shipped; `--scope nightly` adds the synthetic
+families). `live+fuzz` sees every case `live` sees, so a kill by `live` on a
+vocabulary is a kill by `live+fuzz` there too: it is recorded as implied, not
+re-run. The main job (`./quickstart.sh parity`) is golden + live+fuzz, so it
+kills a mutant when either does.
+
+A baseline run of every detector on the unmutated copy comes first: a
+vocabulary on which a detector already fails cannot judge a mutant and is left
+out (and reported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .families import FAMILIES
+from .models import project_root
+from .mutants import Mutant
+
+MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm")            # noxfile.SHIPPED_FAMILIES
+NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2", "pre-sweep", "model-names")
+DETECTORS = ("vectors", "golden", "live", "live+fuzz")
+MAIN_JOB = ("golden", "live+fuzz")                        # what ./quickstart.sh parity runs
+COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Settings:
+    scope: str = "main"
+    detectors: tuple[str, ...] = DETECTORS
+    fuzz: int = 20
+    seed: int = 0
+    jobs: int = 1
+    timeout: float = 900.0
+    baseline: bool = True
+    root: Path = field(default_factory=project_root)
+
+
+@dataclass
+class Verdict:
+    """One detector on one mutant."""
+
+    outcome: str                    # killed | survived | timeout | not-run
+    vocab: str | None = None        # the vocabulary that killed it
+    tried: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    detail: str = ""
+    implied: bool = False
+
+    @property
+    def killed(self) -> bool:
+        return self.outcome in ("killed", "timeout")
+
+
+def scope_vocabs(scope: str) -> list[str]:
+    families = MAIN_FAMILIES if scope == "main" else NIGHTLY_FAMILIES
+    return list(dict.fromkeys(v for f in families for v in FAMILIES[f]))
+
+
+def detector_vocabs(detector: str, vocabs: list[str], root: Path) -> list[str]:
+    """The vocabularies a detector runs on: present, with an .inp/.out pair (vectors) or a golden file."""
+    from .golden import golden_files
+    from .models import SetupError, resolve, short_name
+
+    goldens: set[str] = set()
+    if detector == "golden" and (root / "golden").is_dir():
+        goldens = {short_name(f.name.removesuffix(".gz").removesuffix(".json")) for f in golden_files(root / "golden")}
+    out = []
+    for name in vocabs:
+        try:
+            path = resolve(name)
+        except SetupError:
+            continue
+        if detector == "vectors" and not Path(f"{path}.inp").is_file():
+            continue
+        if detector == "golden" and name not in goldens:
+            continue
+        out.append(name)
+    return out
+
+
+def ordered(mutant: Mutant | None, vocabs: list[str]) -> list[str]:
+    """The mutant's likely vocabularies first, then the rest in scope order."""
+    first = [v for v in (mutant.vocabs if mutant else ()) if v in vocabs]
+    return first + [v for v in vocabs if v not in first]
+
+
+# --- scratch copies -------------------------------------------------------------------------
+
+def make_base(root: Path, into: Path) -> Path:
+    """A copy of what the detectors need, without caches; golden/ is linked, not copied."""
+    base = into / "base"
+    base.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in COPIED:
+        src = root / name
+        if src.is_dir():
+            shutil.copytree(src, base / name, ignore=ignore)
+        elif src.is_file():
+            shutil.copy2(src, base / name)
+    if (root / "golden").is_dir():
+        (base / "golden").symlink_to((root / "golden").resolve(), target_is_directory=True)
+    return base
+
+
+def mutant_copy(base: Path, mutant: Mutant | None, into: Path) -> Path:
+    """A fresh copy of `base` with `mutant` applied (None: the unmutated baseline)."""
+    where = into / (mutant.id if mutant else "baseline")
+    shutil.copytree(base, where, symlinks=True)
+    if mutant is not None:
+        target = where / mutant.file
+        target.write_text(mutant.apply_to(target.read_text(encoding="utf-8")), encoding="utf-8")
+    return where
+
+
+# --- running one detector -------------------------------------------------------------------
+
+def command(detector: str, vocab: str, workdir: Path, s: Settings) -> list[str]:
+    py = [sys.executable, "-m"]
+    report = str(workdir / "reports" / detector.replace("+", "-") / vocab)
+    if detector == "vectors":
+        return [*py, "harness.selftest_vectors", vocab]
+    if detector == "golden":
+        return [*py, "harness", "compare", "--golden", "golden", "--model", vocab, "--quiet", "--report", report]
+    fuzz = ["--fuzz", str(s.fuzz), "--seed", str(s.seed)] if detector == "live+fuzz" else []
+    return [*py, "harness", "run", "--model", vocab, *fuzz, "--jobs", "1", "--quiet", "--report", report]
+
+
+def run_one(detector: str, vocab: str, workdir: Path, s: Settings) -> tuple[str, str]:
+    """(outcome, last output line) of one detector on one vocabulary inside `workdir`."""
+    env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("GGUF_PARITY_HYPOTHESIS_PROFILE", None)
+    try:
+        proc = subprocess.run(command(detector, vocab, workdir, s), cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=s.timeout, errors="replace")
+    except subprocess.TimeoutExpired:
+        return "timeout", f"no answer within {s.timeout:.0f} s"
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip() and not ln.startswith("report:")]
+    last = lines[-1].strip() if lines else ""
+    if proc.returncode == 0:
+        return "survived", last
+    return "killed", f"exit {proc.returncode}: {last}"[:300]
+
+
+def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> Verdict:
+    """Try `vocabs` in order until one kills the mutant in `workdir`."""
+    start = time.monotonic()
+    verdict = Verdict("survived")
+    for vocab in vocabs:
+        verdict.tried.append(vocab)
+        outcome, detail = run_one(detector, vocab, workdir, s)
+        if outcome != "survived":
+            verdict.outcome, verdict.vocab, verdict.detail = outcome, vocab, detail
+            break
+    verdict.seconds = round(time.monotonic() - start, 1)
+    return verdict
+
+
+def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]], s: Settings) -> dict[str, Verdict]:
+    """Every selected detector on one mutant (its own copy, removed afterwards)."""
+    workdir = mutant_copy(base, mutant, scratch)
+    try:
+        verdicts: dict[str, Verdict] = {}
+        for detector in s.detectors:
+            live = verdicts.get("live")
+            if detector == "live+fuzz" and live is not None and live.killed:
+                verdicts[detector] = Verdict(live.outcome, live.vocab, [live.vocab or ""], 0.0,
+                                             "implied: live killed it on the same cases", implied=True)
+                continue
+            verdicts[detector] = detect(detector, ordered(mutant, usable[detector]), workdir, s)
+        return verdicts
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def baseline(base: Path, scratch: Path, candidates: dict[str, list[str]], s: Settings,
+             say: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
+    """Each detector on the unmutated copy, per vocabulary: (usable vocabularies, failures)."""
+    workdir = mutant_copy(base, None, scratch)
+    usable: dict[str, list[str]] = {}
+    failures: dict[str, dict[str, str]] = {}
+    try:
+        for detector in s.detectors:
+            usable[detector], failures[detector] = [], {}
+            for vocab in candidates[detector]:
+                outcome, detail = run_one(detector, vocab, workdir, s)
+                if outcome == "survived":
+                    usable[detector].append(vocab)
+                else:
+                    failures[detector][vocab] = detail
+                    say(f"baseline: {detector} already fails on {vocab} ({detail}); left out")
+            say(f"baseline: {detector} passes on {len(usable[detector])} of {len(candidates[detector])} vocabularies")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return usable, failures
+
+
+def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
+        say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Judge every mutant; returns (and, after each mutant, writes to `out_json`) the results."""
+    from .selftest_report import build
+
+    vocabs = scope_vocabs(s.scope)
+    candidates = {d: detector_vocabs(d, vocabs, s.root) for d in s.detectors}
+    started = time.monotonic()
+    results: dict[str, dict[str, Verdict]] = {}
+    with tempfile.TemporaryDirectory(prefix="gguf-parity-selftest-") as tmp:
+        scratch = Path(tmp)
+        base = make_base(s.root, scratch)
+        if s.baseline:
+            usable, failures = baseline(base, scratch, candidates, s, say)
+        else:
+            usable, failures = candidates, {}
+
+        def one(mutant: Mutant) -> tuple[Mutant, dict[str, Verdict]]:
+            return mutant, judge(mutant, base, scratch, usable, s)
+
+        with ThreadPoolExecutor(max_workers=max(1, s.jobs)) as pool:
+            for done, (mutant, verdicts) in enumerate(pool.map(one, mutants), 1):
+                results[mutant.id] = verdicts
+                say(progress_line(done, len(mutants), mutant, verdicts))
+                if out_json is not None:
+                    report = build(mutants, results, s, usable, failures, time.monotonic() - started)
+                    write_json(out_json, report)
+    return build(mutants, results, s, usable, failures, time.monotonic() - started)
+
+
+def progress_line(done: int, total: int, mutant: Mutant, verdicts: dict[str, Verdict]) -> str:
+    parts = []
+    for detector, v in verdicts.items():
+        mark = f"{v.outcome} ({v.vocab})" if v.killed else v.outcome
+        parts.append(f"{detector} {mark}")
+    seconds = sum(v.seconds for v in verdicts.values())
+    return f"[{done}/{total}] {mutant.id}: " + ", ".join(parts) + f"  {seconds:.0f} s"
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    tmp.replace(path)
