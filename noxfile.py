@@ -162,3 +162,16 @@ def nightly(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", success_codes=[0, 5])
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
+
+
+@nox.session
+def mutants(session: nox.Session) -> None:
+    """The mutation self-test: every curated mutant of tokenizer/ against each detector -> reports/mutants/.
+
+    Arguments go to `python -m harness selftest` (e.g. `--mutant ID`, `--scope nightly`).
+    """
+    install(session, "test")
+    if "--scope" in session.posargs and "nightly" in session.posargs:
+        session.run("python", "-m", "harness", "synth")
+    session.run("python", "-m", "harness", "selftest", "--jobs", JOBS, "--report", "reports/mutants",
+                *session.posargs)

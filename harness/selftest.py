@@ -11,13 +11,14 @@ subprocess inside that copy, so `import tokenizer` finds the mutant:
 - `live`: `python -m harness run` over the default corpora, no fuzzing;
 - `live+fuzz`: `run --fuzz N --seed S`, the main job's live part.
 
-A detector runs one vocabulary at a time, the mutant's likely ones first, and
-stops at the first vocabulary that kills it (any exit status but 0), which
-bounds the cost. It only tries the vocabularies the main job would run it on
-(`--scope main`: the 19 shipped; `--scope nightly` adds the synthetic
-families). `live+fuzz` sees every case `live` sees, so a kill by `live` on a
-vocabulary is a kill by `live+fuzz` there too: it is recorded as implied, not
-re-run. The main job (`./quickstart.sh parity`) is golden + live+fuzz, so it
+A detector runs the mutant's likely vocabularies one at a time first, and
+stops at the first that kills it (any exit status but 0); the rest go in one
+run (whose report names the vocabulary that failed). That bounds the cost.
+It only tries the vocabularies the main job would run it on (`--scope main`:
+the 19 shipped; `--scope nightly` adds the RWKV and PLaMo-2 families).
+`live+fuzz` sees every case `live` sees, so a kill by `live` on a vocabulary
+is a kill by `live+fuzz` there too: it is recorded as implied, not re-run.
+The main job (`./quickstart.sh parity`) is golden + live+fuzz, so it
 kills a mutant when either does.
 
 A baseline run of every detector on the unmutated copy comes first: a
@@ -45,7 +46,7 @@ from .models import project_root
 from .mutants import Mutant
 
 MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm")            # noxfile.SHIPPED_FAMILIES
-NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2", "pre-sweep", "model-names")
+NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2")   # pre-sweep (91 vocabularies) is too dear per mutant
 DETECTORS = ("vectors", "golden", "live", "live+fuzz")
 MAIN_JOB = ("golden", "live+fuzz")                        # what ./quickstart.sh parity runs
 COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
@@ -142,42 +143,61 @@ def mutant_copy(base: Path, mutant: Mutant | None, into: Path) -> Path:
 
 # --- running one detector -------------------------------------------------------------------
 
-def command(detector: str, vocab: str, workdir: Path, s: Settings) -> list[str]:
+def command(detector: str, vocabs: list[str], report: Path, s: Settings) -> list[str]:
     py = [sys.executable, "-m"]
-    report = str(workdir / "reports" / detector.replace("+", "-") / vocab)
     if detector == "vectors":
-        return [*py, "harness.selftest_vectors", vocab]
+        return [*py, "harness.selftest_vectors", *vocabs]
+    models = [arg for v in vocabs for arg in ("--model", v)]
     if detector == "golden":
-        return [*py, "harness", "compare", "--golden", "golden", "--model", vocab, "--quiet", "--report", report]
+        return [*py, "harness", "compare", "--golden", "golden", *models, "--quiet", "--report", str(report)]
     fuzz = ["--fuzz", str(s.fuzz), "--seed", str(s.seed)] if detector == "live+fuzz" else []
-    return [*py, "harness", "run", "--model", vocab, *fuzz, "--jobs", "1", "--quiet", "--report", report]
+    return [*py, "harness", "run", *models, *fuzz, "--jobs", "1", "--quiet", "--report", str(report)]
 
 
-def run_one(detector: str, vocab: str, workdir: Path, s: Settings) -> tuple[str, str]:
-    """(outcome, last output line) of one detector on one vocabulary inside `workdir`."""
+def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tuple[str, str, str | None]:
+    """(outcome, last output line, killing vocabulary) of one detector run on `vocabs` inside `workdir`."""
+    report = workdir / "reports" / detector.replace("+", "-") / "-".join(vocabs)[:80]
     env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("GGUF_PARITY_HYPOTHESIS_PROFILE", None)
     try:
-        proc = subprocess.run(command(detector, vocab, workdir, s), cwd=workdir, env=env,
+        proc = subprocess.run(command(detector, vocabs, report, s), cwd=workdir, env=env,
                               capture_output=True, text=True, timeout=s.timeout, errors="replace")
     except subprocess.TimeoutExpired:
-        return "timeout", f"no answer within {s.timeout:.0f} s"
+        return "timeout", f"no answer within {s.timeout:.0f} s", vocabs[0] if len(vocabs) == 1 else None
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip() and not ln.startswith("report:")]
     last = lines[-1].strip() if lines else ""
     if proc.returncode == 0:
-        return "survived", last
-    return "killed", f"exit {proc.returncode}: {last}"[:300]
+        return "survived", last, None
+    return "killed", f"exit {proc.returncode}: {last}"[:300], _culprit(detector, vocabs, report, last)
 
 
-def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> Verdict:
-    """Try `vocabs` in order until one kills the mutant in `workdir`."""
+def _culprit(detector: str, vocabs: list[str], report: Path, last: str) -> str | None:
+    """Which of `vocabs` failed: the vectors line names it; a report's per-model summary does."""
+    if len(vocabs) == 1:
+        return vocabs[0]
+    if detector == "vectors":
+        return next((v for v in vocabs if last.startswith((f"vectors: {v} ", f"vectors: {v}:"))),
+                    None)
+    try:
+        per_model = json.loads((report / "report.json").read_text(encoding="utf-8"))["summary"]["per_model"]
+    except (OSError, ValueError, KeyError):
+        return None
+    keys = ("failing_cases", "vocab_mismatches", "engine_errors", "oracle_crashes")
+    return next((v for v in vocabs if any(per_model.get(v, {}).get(k) for k in keys)), None)
+
+
+def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings, *, alone: int) -> Verdict:
+    """The first `alone` of `vocabs` one at a time (cheap early kills), then the rest in one run."""
     start = time.monotonic()
     verdict = Verdict("survived")
-    for vocab in vocabs:
-        verdict.tried.append(vocab)
-        outcome, detail = run_one(detector, vocab, workdir, s)
+    steps = [[v] for v in vocabs[:alone]] + ([vocabs[alone:]] if vocabs[alone:] else [])
+    if detector == "vectors":
+        steps = [vocabs] if vocabs else []  # one process stops at the first failing vocabulary anyway
+    for step in steps:
+        verdict.tried += step
+        outcome, detail, culprit = run_one(detector, step, workdir, s)
         if outcome != "survived":
-            verdict.outcome, verdict.vocab, verdict.detail = outcome, vocab, detail
+            verdict.outcome, verdict.vocab, verdict.detail = outcome, culprit, detail
             break
     verdict.seconds = round(time.monotonic() - start, 1)
     return verdict
@@ -194,7 +214,9 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
                 verdicts[detector] = Verdict(live.outcome, live.vocab, [live.vocab or ""], 0.0,
                                              "implied: live killed it on the same cases", implied=True)
                 continue
-            verdicts[detector] = detect(detector, ordered(mutant, usable[detector]), workdir, s)
+            likely = len([v for v in mutant.vocabs if v in usable[detector]])
+            verdicts[detector] = detect(detector, ordered(mutant, usable[detector]), workdir, s,
+                                        alone=min(likely, 3))
         return verdicts
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -209,8 +231,11 @@ def baseline(base: Path, scratch: Path, candidates: dict[str, list[str]], s: Set
     try:
         for detector in s.detectors:
             usable[detector], failures[detector] = [], {}
-            for vocab in candidates[detector]:
-                outcome, detail = run_one(detector, vocab, workdir, s)
+            outcome, _, _ = run_one(detector, candidates[detector], workdir, s)
+            alone = [[v] for v in candidates[detector]] if outcome != "survived" else []
+            usable[detector] = [] if alone else list(candidates[detector])
+            for (vocab,) in alone:  # something fails: find out where, one vocabulary at a time
+                outcome, detail, _ = run_one(detector, [vocab], workdir, s)
                 if outcome == "survived":
                     usable[detector].append(vocab)
                 else:
