@@ -147,6 +147,7 @@ def nightly(session: nox.Session) -> None:
     install(session, "test")
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
+    session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.boundaries)
     selection = [arg for family in SHIPPED_FAMILIES + SYNTHETIC_FAMILIES for arg in ("--family", family)]
     failed = []
     if not parity_check(session, selection=selection, fuzz=NIGHTLY_FUZZ, seed=None):

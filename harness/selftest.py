@@ -62,6 +62,7 @@ class Settings:
     timeout: float = 900.0
     baseline: bool = True
     root: Path = field(default_factory=project_root)
+    prior: dict[str, Any] = field(default_factory=dict)   # an earlier selftest.json to reuse (--reuse)
 
 
 @dataclass
@@ -189,6 +190,8 @@ def _culprit(detector: str, vocabs: list[str], report: Path, last: str) -> str |
 def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings, *, alone: int) -> Verdict:
     """The first `alone` of `vocabs` one at a time (cheap early kills), then the rest in one run."""
     start = time.monotonic()
+    if not vocabs:  # nothing this detector may judge it on: say so, never "survived"
+        return Verdict("not-run", detail="no usable vocabulary for this detector")
     verdict = Verdict("survived")
     steps = [[v] for v in vocabs[:alone]] + ([vocabs[alone:]] if vocabs[alone:] else [])
     if detector == "vectors":
@@ -208,7 +211,11 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
     workdir = mutant_copy(base, mutant, scratch)
     try:
         verdicts: dict[str, Verdict] = {}
+        reused = prior_verdicts(s.prior, mutant.id)
         for detector in s.detectors:
+            if detector in reused:
+                verdicts[detector] = reused[detector]
+                continue
             live = verdicts.get("live")
             if detector == "live+fuzz" and live is not None and live.killed:
                 verdicts[detector] = Verdict(live.outcome, live.vocab, [live.vocab or ""], 0.0,
@@ -253,16 +260,20 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     from .selftest_report import build
 
     vocabs = scope_vocabs(s.scope)
-    candidates = {d: detector_vocabs(d, vocabs, s.root) for d in s.detectors}
+    reused_usable = {d: v for d, v in s.prior.get("vocabularies", {}).items() if d in s.detectors}
+    fresh = Settings(**{**s.__dict__, "detectors": tuple(d for d in s.detectors if d not in reused_usable)})
+    candidates = {d: detector_vocabs(d, vocabs, s.root) for d in fresh.detectors}
     started = time.monotonic()
     results: dict[str, dict[str, Verdict]] = {}
     with tempfile.TemporaryDirectory(prefix="gguf-parity-selftest-") as tmp:
         scratch = Path(tmp)
         base = make_base(s.root, scratch)
         if s.baseline:
-            usable, failures = baseline(base, scratch, candidates, s, say)
+            usable, failures = baseline(base, scratch, candidates, fresh, say)
         else:
             usable, failures = candidates, {}
+        usable.update(reused_usable)
+        failures.update({d: f for d, f in s.prior.get("baseline_failures", {}).items() if d in reused_usable})
 
         def one(mutant: Mutant) -> tuple[Mutant, dict[str, Verdict]]:
             return mutant, judge(mutant, base, scratch, usable, s)
@@ -275,6 +286,26 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
                     report = build(mutants, results, s, usable, failures, time.monotonic() - started)
                     write_json(out_json, report)
     return build(mutants, results, s, usable, failures, time.monotonic() - started)
+
+
+def prior_verdicts(prior: dict[str, Any], mutant_id: str) -> dict[str, Verdict]:
+    """The verdicts an earlier selftest.json holds for one mutant (the main-job column is recomputed)."""
+    fields = Verdict.__dataclass_fields__
+    for row in prior.get("mutants", []):
+        if row["id"] == mutant_id:
+            return {d: Verdict(**{k: v for k, v in cell.items() if k in fields})
+                    for d, cell in row["results"].items() if d in DETECTORS}
+    return {}
+
+
+def load_prior(path: Path, s: Settings) -> dict[str, Any]:
+    """An earlier selftest.json whose settings match `s` (scope, fuzz, seed), else a `ValueError`."""
+    prior: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    old = prior.get("settings", {})
+    for key in ("scope", "fuzz", "seed"):
+        if old.get(key) != getattr(s, key):
+            raise ValueError(f"{path}: it was run with {key}={old.get(key)!r}, this run has {getattr(s, key)!r}")
+    return prior
 
 
 def progress_line(done: int, total: int, mutant: Mutant, verdicts: dict[str, Verdict]) -> str:

@@ -28,7 +28,8 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
         main = [verdicts[d] for d in MAIN_JOB if d in verdicts]
         if len(main) == len(MAIN_JOB):
             killed = any(v.killed for v in main)
-            cells[MAIN] = {"killed": killed, "outcome": "killed" if killed else "survived"}
+            ran = killed or any(v.outcome != "not-run" for v in main)
+            cells[MAIN] = {"killed": killed, "outcome": "killed" if killed else "survived" if ran else "not-run"}
         rows.append({"id": m.id, "area": m.area, "file": m.file, "description": m.description, "results": cells})
     columns = [*s.detectors, *([MAIN] if all(d in s.detectors for d in MAIN_JOB) else [])]
     return {
@@ -47,7 +48,7 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
     """Kills per detector, per area and detector, and the survivors of each detector."""
     per_detector = {}
     for col in columns:
-        judged = [r for r in rows if col in r["results"]]
+        judged = [r for r in rows if col in r["results"] and r["results"][col]["outcome"] != "not-run"]
         killed = sum(r["results"][col]["killed"] for r in judged)
         per_detector[col] = {"killed": killed, "judged": len(judged),
                              "survivors": [r["id"] for r in judged if not r["results"][col]["killed"]]}
@@ -55,9 +56,13 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
     for area in AREAS:
         in_area = [r for r in rows if r["area"] == area]
         if in_area:
-            per_area[area] = {col: [sum(r["results"][col]["killed"] for r in in_area if col in r["results"]),
-                                    sum(col in r["results"] for r in in_area)] for col in columns}
+            per_area[area] = {col: [sum(r["results"][col]["killed"] for r in in_area if _judged(r, col)),
+                                    sum(_judged(r, col) for r in in_area)] for col in columns}
     return {"mutants": len(rows), "per_detector": per_detector, "per_area": per_area}
+
+
+def _judged(row: dict[str, Any], col: str) -> bool:
+    return col in row["results"] and row["results"][col]["outcome"] != "not-run"
 
 
 def _rate(killed: int, judged: int) -> str:
@@ -124,7 +129,7 @@ def html_page(report: dict[str, Any]) -> str:
 
 
 def _cell(v: dict[str, Any] | None) -> str:
-    if v is None:
+    if v is None or v.get("outcome") == "not-run":
         return "<td class=n>not run</td>"
     e = html.escape
     if not v["killed"]:
@@ -135,3 +140,18 @@ def _cell(v: dict[str, Any] | None) -> str:
     note = " (implied)" if v.get("implied") else ""
     detail = f"<br><small>{e(v.get('detail', ''))[:160]}</small>" if v.get("detail") and not v.get("implied") else ""
     return f"<td class={klass}>{e(v.get('outcome', 'killed'))}{where}{note}{detail}</td>"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The kill tables as Markdown (per detector with survivors, per area), for the README."""
+    cols = report["columns"]
+    summary = report["summary"]
+    lines = ["| detector | mutants killed | survivors |", "|---|---|---|"]
+    for c in cols:
+        t = summary["per_detector"][c]
+        survivors = ", ".join(f"`{s}`" for s in t["survivors"]) or "none"
+        lines.append(f"| {c} | {_rate(t['killed'], t['judged'])} | {survivors} |")
+    lines += ["", "| area | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for area, cells in summary["per_area"].items():
+        lines.append(f"| {area} | " + " | ".join(_rate(*cells[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ llama.cpp's own .inp/.out vectors, the golden replay (`compare --golden`),
 the live run over the default corpora, and live plus fuzz (the main job's
 `--fuzz 20 --seed 0`). A detector stops at the first vocabulary that kills
 the mutant (its likely vocabularies go first). Prints the kill table and
-writes selftest.json and selftest.html to --report DIR.
+writes selftest.json, selftest.html and selftest.md to --report DIR.
 
     python -m harness selftest --jobs 2                  # every mutant (tens of minutes)
     python -m harness selftest --mutant bpe-rank-tie-rightmost --detector golden
@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..models import SetupError
 from ..mutants import MutantError, load, select
-from ..selftest import DETECTORS, Settings, write_json
+from ..selftest import DETECTORS, Settings, load_prior, write_json
 from ..selftest import run as run_selftest
-from ..selftest_report import MAIN, html_page, text_table
+from ..selftest_report import MAIN, html_page, markdown, text_table
 
 EXIT_OK, EXIT_FOUND = 0, 1
 
@@ -49,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip checking that every detector passes on the unmutated code first")
     parser.add_argument("--report", type=Path, default=Path("reports/selftest"), metavar="DIR",
                         help="where selftest.json and selftest.html go (default reports/selftest)")
+    parser.add_argument("--reuse", type=Path, default=None, metavar="JSON",
+                        help="take the verdicts of an earlier selftest.json (same scope, fuzz, seed) and run only "
+                             "the detectors it lacks; its detectors join the table")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
 
 
@@ -67,6 +71,14 @@ def run(args: argparse.Namespace) -> int:
     detectors = tuple(d for d in DETECTORS if d in args.detector) if args.detector else DETECTORS
     settings = Settings(scope=args.scope, detectors=detectors, fuzz=args.fuzz, seed=args.seed,
                         jobs=args.jobs, timeout=args.timeout, baseline=args.baseline)
+    if args.reuse is not None:
+        try:
+            prior = load_prior(args.reuse, settings)
+        except (OSError, ValueError) as exc:
+            raise SetupError(f"--reuse: {exc}") from None
+        reused = set(prior.get("vocabularies", {}))
+        detectors = tuple(d for d in DETECTORS if d in detectors or d in reused)
+        settings = replace(settings, detectors=detectors, prior=prior)
     json_path = args.report / "selftest.json"
     print(f"selftest: {len(mutants)} mutants x {len(detectors)} detectors, scope {args.scope}, "
           f"jobs {args.jobs}", flush=True)
@@ -75,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     write_json(json_path, report)
     html_path = args.report / "selftest.html"
     html_path.write_text(html_page(report), encoding="utf-8")
+    (args.report / "selftest.md").write_text(markdown(report), encoding="utf-8")
     print(text_table(report))
     print(f"report: {html_path}")
     verdict_col = MAIN if MAIN in report["columns"] and args.scope == "main" else None
@@ -90,8 +103,10 @@ def _survivors(report: dict[str, Any], column: str | None) -> list[str]:
     out = []
     for row in report["mutants"]:
         cells = row["results"]
-        killed = cells[column]["killed"] if column else any(c["killed"] for c in cells.values())
-        if not killed:
+        judged = [cells[column]] if column else list(cells.values())
+        if all(c["outcome"] == "not-run" for c in judged):
+            continue  # reported as not run, not as a survivor
+        if not any(c["killed"] for c in judged):
             out.append(row["id"])
     return out
 
