@@ -83,12 +83,14 @@ def case_mixes(tail: str) -> list[str]:
 
 
 def contraction_probes() -> list[str]:
-    """word'tail for every tail in every case mix, after ASCII, non-ASCII, digit and space."""
+    """word'tail for every tail in every case mix, after ASCII, non-ASCII, digit and space, and before letters."""
     out = []
     for tail in CONTRACTION_TAILS:
         for mix in case_mixes(tail):
+            # a tail alone is one piece either way ('M is also "non-letter + letters"); a tail
+            # followed by letters tells whether the contraction alternative matched first
             out += [f"I'{mix}", f"WE'{mix}", f"é'{mix}", f"Ж'{mix}", f"7'{mix}", f" '{mix}", f"'{mix} x",
-                    f"x '{mix}"]
+                    f"x '{mix}", f"WE'{mix}BE", f"i'{mix}ok", f"É'{mix}Ü"]
     return out
 
 

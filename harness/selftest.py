@@ -13,7 +13,9 @@ subprocess inside that copy, so `import tokenizer` finds the mutant:
 
 A detector runs the mutant's likely vocabularies one at a time first, and
 stops at the first that kills it (any exit status but 0); the rest go in one
-run (whose report names the vocabulary that failed). That bounds the cost.
+run (whose report names the vocabulary that failed). That bounds the cost, as
+does skipping the families whose engine never runs the mutated file
+(`ENGINE_FILES`: a mutant of engines/spm.py runs on the SPM vocabularies only).
 It only tries the vocabularies the main job would run it on (`--scope main`:
 the 19 shipped; `--scope nightly` adds the RWKV and PLaMo-2 families).
 `live+fuzz` sees every case `live` sees, so a kill by `live` on a vocabulary
@@ -106,6 +108,31 @@ def detector_vocabs(detector: str, vocabs: list[str], root: Path) -> list[str]:
             continue
         out.append(name)
     return out
+
+
+# Files only one vocabulary type's engine runs: a mutant there cannot change what the other
+# families compute, so they are not run on it. Every other file of tokenizer/ reaches all.
+ENGINE_FILES = {
+    "tokenizer/engines/spm.py": ("spm",),
+    "tokenizer/engines/bpe.py": ("bpe",),
+    "tokenizer/splitter.py": ("bpe",),
+    "tokenizer/pretokenizers.py": ("bpe",),
+    "tokenizer/engines/wpm.py": ("wpm",),
+    "tokenizer/engines/ugm.py": ("ugm",),
+    "tokenizer/charsmap.py": ("ugm",),
+    "tokenizer/ugm_normalizer.py": ("ugm",),
+    "tokenizer/engines/rwkv.py": ("rwkv",),
+    "tokenizer/engines/plamo2.py": ("plamo2",),
+}
+
+
+def reachable(mutant: Mutant, vocabs: list[str]) -> list[str]:
+    """The vocabularies whose engine executes the mutated file."""
+    families = ENGINE_FILES.get(mutant.file)
+    if families is None:
+        return vocabs
+    members = {v for f in families for v in FAMILIES[f]}
+    return [v for v in vocabs if v in members]
 
 
 def ordered(mutant: Mutant | None, vocabs: list[str]) -> list[str]:
@@ -222,7 +249,8 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
                                              "implied: live killed it on the same cases", implied=True)
                 continue
             likely = len([v for v in mutant.vocabs if v in usable[detector]])
-            verdicts[detector] = detect(detector, ordered(mutant, usable[detector]), workdir, s,
+            vocabs = ordered(mutant, reachable(mutant, usable[detector]))
+            verdicts[detector] = detect(detector, vocabs, workdir, s,
                                         alone=min(likely, 3))
         return verdicts
     finally:
