@@ -71,7 +71,7 @@ class Settings:
 class Verdict:
     """One detector on one mutant."""
 
-    outcome: str                    # killed | survived | timeout | not-run
+    outcome: str                    # killed | survived | timeout (inconclusive) | not-run
     vocab: str | None = None        # the vocabulary that killed it
     tried: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -80,7 +80,8 @@ class Verdict:
 
     @property
     def killed(self) -> bool:
-        return self.outcome in ("killed", "timeout")
+        """A timeout is no kill: on a loaded machine it says nothing about the mutant."""
+        return self.outcome == "killed"
 
 
 def scope_vocabs(scope: str) -> list[str]:
@@ -187,11 +188,12 @@ def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tup
     report = workdir / "reports" / detector.replace("+", "-") / "-".join(vocabs)[:80]
     env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("GGUF_PARITY_HYPOTHESIS_PROFILE", None)
+    budget = s.timeout * len(vocabs)  # --timeout is per vocabulary
     try:
         proc = subprocess.run(command(detector, vocabs, report, s), cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=s.timeout, errors="replace")
+                              capture_output=True, text=True, timeout=budget, errors="replace")
     except subprocess.TimeoutExpired:
-        return "timeout", f"no answer within {s.timeout:.0f} s", vocabs[0] if len(vocabs) == 1 else None
+        return "timeout", f"no answer within {budget:.0f} s", vocabs[0] if len(vocabs) == 1 else None
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip() and not ln.startswith("report:")]
     last = lines[-1].strip() if lines else ""
     if proc.returncode == 0:
@@ -226,7 +228,10 @@ def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings, *, alon
     for step in steps:
         verdict.tried += step
         outcome, detail, culprit = run_one(detector, step, workdir, s)
-        if outcome != "survived":
+        if outcome == "timeout":
+            verdict.outcome, verdict.detail = outcome, detail  # inconclusive; later steps may still kill
+            continue
+        if outcome == "killed":
             verdict.outcome, verdict.vocab, verdict.detail = outcome, culprit, detail
             break
     verdict.seconds = round(time.monotonic() - start, 1)
@@ -322,7 +327,8 @@ def prior_verdicts(prior: dict[str, Any], mutant_id: str) -> dict[str, Verdict]:
     for row in prior.get("mutants", []):
         if row["id"] == mutant_id:
             return {d: Verdict(**{k: v for k, v in cell.items() if k in fields})
-                    for d, cell in row["results"].items() if d in DETECTORS}
+                    for d, cell in row["results"].items()
+                    if d in DETECTORS and cell["outcome"] in ("killed", "survived")}  # others: run again
     return {}
 
 

@@ -28,8 +28,10 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
         main = [verdicts[d] for d in MAIN_JOB if d in verdicts]
         if len(main) == len(MAIN_JOB):
             killed = any(v.killed for v in main)
-            ran = killed or any(v.outcome != "not-run" for v in main)
-            cells[MAIN] = {"killed": killed, "outcome": "killed" if killed else "survived" if ran else "not-run"}
+            outcomes = {v.outcome for v in main}
+            outcome = ("killed" if killed else "timeout" if "timeout" in outcomes
+                       else "survived" if "survived" in outcomes else "not-run")
+            cells[MAIN] = {"killed": killed, "outcome": outcome}
         rows.append({"id": m.id, "area": m.area, "file": m.file, "description": m.description, "results": cells})
     columns = [*s.detectors, *([MAIN] if all(d in s.detectors for d in MAIN_JOB) else [])]
     return {
@@ -48,10 +50,12 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
     """Kills per detector, per area and detector, and the survivors of each detector."""
     per_detector = {}
     for col in columns:
-        judged = [r for r in rows if col in r["results"] and r["results"][col]["outcome"] != "not-run"]
+        judged = [r for r in rows if _judged(r, col)]
         killed = sum(r["results"][col]["killed"] for r in judged)
         per_detector[col] = {"killed": killed, "judged": len(judged),
-                             "survivors": [r["id"] for r in judged if not r["results"][col]["killed"]]}
+                             "survivors": [r["id"] for r in judged if not r["results"][col]["killed"]],
+                             "inconclusive": [r["id"] for r in rows if col in r["results"]
+                                              and r["results"][col]["outcome"] == "timeout"]}
     per_area: dict[str, dict[str, list[int]]] = {}
     for area in AREAS:
         in_area = [r for r in rows if r["area"] == area]
@@ -62,7 +66,8 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
 
 
 def _judged(row: dict[str, Any], col: str) -> bool:
-    return col in row["results"] and row["results"][col]["outcome"] != "not-run"
+    """Killed or survived; not-run and timeout (inconclusive on a loaded machine) are not counted."""
+    return col in row["results"] and row["results"][col]["outcome"] in ("killed", "survived")
 
 
 def _rate(killed: int, judged: int) -> str:
@@ -83,6 +88,8 @@ def text_table(report: dict[str, Any]) -> str:
     for c in cols:
         if totals[c]["survivors"]:
             lines.append(f"survivors of {c}: {', '.join(totals[c]['survivors'])}")
+        if totals[c].get("inconclusive"):
+            lines.append(f"timed out (not counted) in {c}: {', '.join(totals[c]['inconclusive'])}")
     return "\n".join(lines)
 
 
@@ -132,6 +139,8 @@ def _cell(v: dict[str, Any] | None) -> str:
     if v is None or v.get("outcome") == "not-run":
         return "<td class=n>not run</td>"
     e = html.escape
+    if v.get("outcome") == "timeout":
+        return f"<td class=t>timeout (inconclusive)<br><small>{e(v.get('detail', ''))}</small></td>"
     if not v["killed"]:
         tried = len(v.get("tried") or [])
         return f"<td class=s>survived<br><small>{tried} vocabularies</small></td>"

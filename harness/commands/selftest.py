@@ -14,7 +14,7 @@ writes selftest.json, selftest.html and selftest.md to --report DIR.
 
 Exit status: 0 when the main job (golden or live+fuzz; with --scope nightly
 or without those detectors: any selected detector) kills every selected
-mutant; 1 when one survives; 2 usage or set-up error.
+mutant; 1 when one survives or only timed out; 2 usage or set-up error.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="fuzz seed (default 0, as the main job)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="mutants judged in parallel")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
-                        help="per detector and vocabulary; a run past it counts as a kill marked timeout")
+                        help="per detector and vocabulary; a run past it is inconclusive (timeout), not a kill")
     parser.add_argument("--no-baseline", dest="baseline", action="store_false",
                         help="skip checking that every detector passes on the unmutated code first")
     parser.add_argument("--report", type=Path, default=Path("reports/selftest"), metavar="DIR",
@@ -92,10 +92,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {html_path}")
     verdict_col = MAIN if MAIN in report["columns"] and args.scope == "main" else None
     survivors = _survivors(report, verdict_col)
+    unsure = [r["id"] for r in report["mutants"]
+              if all(c["outcome"] == "timeout" for c in ([r["results"][verdict_col]] if verdict_col
+                                                         else r["results"].values()))]
     if survivors:
         print(f"{len(survivors)} mutants survive: {', '.join(survivors)}", file=sys.stderr)
-        return EXIT_FOUND
-    return EXIT_OK
+    if unsure:  # a verdict is a claim: a mutant nobody could judge is not reported as killed
+        print(f"{len(unsure)} mutants could not be judged (timeout): {', '.join(unsure)}", file=sys.stderr)
+    return EXIT_FOUND if survivors or unsure else EXIT_OK
 
 
 def _survivors(report: dict[str, Any], column: str | None) -> list[str]:
@@ -104,8 +108,8 @@ def _survivors(report: dict[str, Any], column: str | None) -> list[str]:
     for row in report["mutants"]:
         cells = row["results"]
         judged = [cells[column]] if column else list(cells.values())
-        if all(c["outcome"] == "not-run" for c in judged):
-            continue  # reported as not run, not as a survivor
+        if all(c["outcome"] in ("not-run", "timeout") for c in judged):
+            continue  # reported as not run or inconclusive, not as a survivor
         if not any(c["killed"] for c in judged):
             out.append(row["id"])
     return out
