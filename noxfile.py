@@ -164,6 +164,7 @@ def nightly(session: nox.Session) -> None:
     install(session, "test")
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
+    session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.boundaries)
     selection = [arg for family in SHIPPED_FAMILIES + SYNTHETIC_FAMILIES for arg in ("--family", family)]
     failed = []
     if not parity_check(session, selection=selection, fuzz=NIGHTLY_FUZZ, seed=None):
@@ -197,3 +198,16 @@ def peers(session: nox.Session) -> None:
     install(session, "transformers")
     session.run("python", "-m", "harness", "peers", "--engine", "ours", "--engine", "transformers",
                 "--engine", f"llama.cpp@{PEER_RELEASE}", "--report", "reports/peers", *session.posargs)
+
+
+@nox.session
+def mutants(session: nox.Session) -> None:
+    """The mutation self-test: every curated mutant of tokenizer/ against each detector -> reports/mutants/.
+
+    Arguments go to `python -m harness selftest` (e.g. `--mutant ID`, `--scope nightly`).
+    """
+    install(session, "test")
+    if "--scope" in session.posargs and "nightly" in session.posargs:
+        session.run("python", "-m", "harness", "synth")
+    session.run("python", "-m", "harness", "selftest", "--jobs", JOBS, "--report", "reports/mutants",
+                *session.posargs)

@@ -33,6 +33,7 @@ COMMANDS = {
     "synth": "synth",
     "peers": "peers",
     "chat": "chat",
+    "selftest": "selftest",
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3

@@ -206,7 +206,7 @@ def _spread(ids: list[int], k: int) -> list[int]:
 
 
 def default_corpora(model: str | os.PathLike) -> list[dict]:
-    """The default cases for one vocabulary: `.inp` vectors, edge cases, prose, vocabulary cases."""
+    """The default cases for one vocabulary: `.inp` vectors, edge cases, prose, vocabulary and boundary cases."""
     cases = []
     inp = inp_path(model)
     if inp is not None:
@@ -215,6 +215,8 @@ def default_corpora(model: str | os.PathLike) -> list[dict]:
         stem = Path(name).stem
         cases += [{**c, "id": f"{stem}-{c['id']}"} for c in load_corpus(CORPORA_DIR / name)]
     cases += vocab_cases(model)
+    from . import boundaries  # the rules' edges: a packed slice by default, all with GGUF_PARITY_BOUNDARIES=full
+    cases += boundaries.cases(Path(model), boundaries.level())
     return unique_ids(cases)
 
 

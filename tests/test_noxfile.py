@@ -48,5 +48,5 @@ def test_nox_lists_sessions_without_project_dependencies(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(NOXFILE)], capture_output=True, text=True,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for session in ("tests", "parity", "parity-spm", "parity-pre-sweep", "nightly"):
+    for session in ("tests", "parity", "parity-spm", "parity-pre-sweep", "nightly", "mutants"):
         assert f"* {session}" in done.stdout or f"- {session}" in done.stdout, done.stdout

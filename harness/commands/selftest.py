@@ -1,0 +1,116 @@
+"""Measure the harness's own power: plant curated bugs in tokenizer/ and count which detectors catch them.
+
+Each mutant of tests/mutants/*.toml is applied to a scratch copy of the
+project (the working tree is never touched), then each detector runs there:
+llama.cpp's own .inp/.out vectors, the golden replay (`compare --golden`),
+the live run over the default corpora, and live plus fuzz (the main job's
+`--fuzz 20 --seed 0`). A detector stops at the first vocabulary that kills
+the mutant (its likely vocabularies go first). Prints the kill table and
+writes selftest.json, selftest.html and selftest.md to --report DIR.
+
+    python -m harness selftest --jobs 2                  # every mutant (tens of minutes)
+    python -m harness selftest --mutant bpe-rank-tie-rightmost --detector golden
+    python -m harness selftest --list
+
+Exit status: 0 when the main job (golden or live+fuzz; with --scope nightly
+or without those detectors: any selected detector) kills every selected
+mutant; 1 when one survives or only timed out; 2 usage or set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..models import SetupError
+from ..mutants import MutantError, load, select
+from ..selftest import DETECTORS, Settings, load_prior, write_json
+from ..selftest import run as run_selftest
+from ..selftest_report import MAIN, html_page, markdown, text_table
+
+EXIT_OK, EXIT_FOUND = 0, 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mutant", action="append", default=[], metavar="ID",
+                        help="only this mutant (repeatable; default all)")
+    parser.add_argument("--detector", action="append", default=[], choices=DETECTORS,
+                        help="only this detector (repeatable; default all four)")
+    parser.add_argument("--scope", choices=("main", "nightly"), default="main",
+                        help="vocabularies: main = the 19 shipped (the main job); nightly adds the synthetic families")
+    parser.add_argument("--fuzz", type=int, default=20, metavar="N", help="fuzzed inputs per vocabulary for live+fuzz")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="fuzz seed (default 0, as the main job)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="mutants judged in parallel")
+    parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+                        help="per detector and vocabulary; a run past it is inconclusive (timeout), not a kill")
+    parser.add_argument("--no-baseline", dest="baseline", action="store_false",
+                        help="skip checking that every detector passes on the unmutated code first")
+    parser.add_argument("--report", type=Path, default=Path("reports/selftest"), metavar="DIR",
+                        help="where selftest.json and selftest.html go (default reports/selftest)")
+    parser.add_argument("--reuse", type=Path, default=None, metavar="JSON",
+                        help="take the verdicts of an earlier selftest.json (same scope, fuzz, seed) and run only "
+                             "the detectors it lacks; its detectors join the table")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        mutants = select(load(), args.mutant)
+    except MutantError as exc:
+        raise SetupError(str(exc)) from None
+    if args.list:
+        for m in mutants:
+            print(f"{m.id:40} {m.area:18} {m.description}")
+        print(f"{len(mutants)} mutants")
+        return EXIT_OK
+    if args.jobs < 1 or args.fuzz < 0 or args.timeout <= 0:
+        raise SetupError("--jobs must be at least 1, --fuzz 0 or more, --timeout positive")
+    detectors = tuple(d for d in DETECTORS if d in args.detector) if args.detector else DETECTORS
+    settings = Settings(scope=args.scope, detectors=detectors, fuzz=args.fuzz, seed=args.seed,
+                        jobs=args.jobs, timeout=args.timeout, baseline=args.baseline)
+    if args.reuse is not None:
+        try:
+            prior = load_prior(args.reuse, settings)
+        except (OSError, ValueError) as exc:
+            raise SetupError(f"--reuse: {exc}") from None
+        reused = set(prior.get("vocabularies", {}))
+        detectors = tuple(d for d in DETECTORS if d in detectors or d in reused)
+        settings = replace(settings, detectors=detectors, prior=prior)
+    json_path = args.report / "selftest.json"
+    print(f"selftest: {len(mutants)} mutants x {len(detectors)} detectors, scope {args.scope}, "
+          f"jobs {args.jobs}", flush=True)
+    report = run_selftest(mutants, settings, out_json=json_path, say=lambda line: print(line, flush=True))
+    args.report.mkdir(parents=True, exist_ok=True)
+    write_json(json_path, report)
+    html_path = args.report / "selftest.html"
+    html_path.write_text(html_page(report), encoding="utf-8")
+    (args.report / "selftest.md").write_text(markdown(report), encoding="utf-8")
+    print(text_table(report))
+    print(f"report: {html_path}")
+    verdict_col = MAIN if MAIN in report["columns"] and args.scope == "main" else None
+    survivors = _survivors(report, verdict_col)
+    unsure = [r["id"] for r in report["mutants"]
+              if all(c["outcome"] == "timeout" for c in ([r["results"][verdict_col]] if verdict_col
+                                                         else r["results"].values()))]
+    if survivors:
+        print(f"{len(survivors)} mutants survive: {', '.join(survivors)}", file=sys.stderr)
+    if unsure:  # a verdict is a claim: a mutant nobody could judge is not reported as killed
+        print(f"{len(unsure)} mutants could not be judged (timeout): {', '.join(unsure)}", file=sys.stderr)
+    return EXIT_FOUND if survivors or unsure else EXIT_OK
+
+
+def _survivors(report: dict[str, Any], column: str | None) -> list[str]:
+    """Mutants the given column (or, for None, every selected detector) lets through."""
+    out = []
+    for row in report["mutants"]:
+        cells = row["results"]
+        judged = [cells[column]] if column else list(cells.values())
+        if all(c["outcome"] in ("not-run", "timeout") for c in judged):
+            continue  # reported as not run or inconclusive, not as a survivor
+        if not any(c["killed"] for c in judged):
+            out.append(row["id"])
+    return out
+

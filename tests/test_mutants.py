@@ -1,0 +1,93 @@
+"""The mutation self-test's own checks (issue 11).
+
+Fast: every curated mutant of tests/mutants/ still applies to tokenizer/ as it
+stands (each search text occurs exactly once, the result compiles and differs),
+so a refactor breaks a mutant loudly here instead of turning it into a silent
+no-op; and the self-test never touches the working tree.
+
+Nightly: `python -m harness selftest --scope nightly` over every mutant; any
+mutant that no detector kills fails the test.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import mutants as mutants_mod
+from harness.models import SetupError, project_root, resolve
+from harness.mutants import AREAS, Edit, Mutant, MutantError
+
+ROOT = project_root()
+ALL = mutants_mod.load(ROOT)
+
+
+def test_at_least_forty_mutants_over_every_area():
+    assert len(ALL) >= 40
+    counts = collections.Counter(m.area for m in ALL)
+    assert set(counts) == set(AREAS), f"areas without a mutant: {set(AREAS) - set(counts)}"
+
+
+@pytest.mark.parametrize("mutant", ALL, ids=[m.id for m in ALL])
+def test_mutant_applies_cleanly(mutant: Mutant):
+    path = ROOT / mutant.file
+    assert path.is_file(), f"{mutant.id}: no such file {mutant.file}"
+    assert mutant.file.startswith("tokenizer/"), "mutants plant bugs in the product only"
+    source = path.read_text(encoding="utf-8")
+    mutated = mutant.apply_to(source)  # MutantError unless each search occurs exactly once
+    assert mutated != source
+    compile(mutated, mutant.file, "exec")
+    assert mutant.description and "\n" not in mutant.description
+
+
+def test_apply_refuses_a_missing_or_repeated_anchor():
+    twice = Mutant("x", "spm", "f.py", "d", (Edit("a", "b"),))
+    with pytest.raises(MutantError, match="occurs 2 times"):
+        twice.apply_to("a a")
+    with pytest.raises(MutantError, match="occurs 0 times"):
+        twice.apply_to("zzz")
+
+
+def test_select_names_unknown_ids():
+    with pytest.raises(MutantError, match="no-such-mutant"):
+        mutants_mod.select(ALL, ["no-such-mutant"])
+
+
+def _tree_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*.py")):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.mark.vocab
+def test_selftest_kills_a_mutant_in_a_scratch_copy(tmp_path):
+    """One cheap mutant through the vectors detector: killed, and tokenizer/ is untouched."""
+    try:
+        resolve("llama-spm")
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    before = _tree_digest(ROOT / "tokenizer")
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "selftest", "--mutant", "spm-no-byte-fallback",
+         "--detector", "vectors", "--no-baseline", "--report", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "vectors killed (llama-spm)" in proc.stdout
+    assert (tmp_path / "selftest.json").is_file() and (tmp_path / "selftest.html").is_file()
+    assert _tree_digest(ROOT / "tokenizer") == before
+
+
+@pytest.mark.nightly
+def test_no_mutant_survives_every_detector(tmp_path):
+    """Nightly: every shipped mutant is killed by some detector over the nightly vocabularies."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "selftest", "--scope", "nightly", "--jobs", "2",
+         "--report", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
