@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .. import bounds
 from .. import golden as goldens
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             skipped += 1
             continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
-        faults: list[dict] = []
+        faults: list[dict[str, Any]] = []
         new = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
         print_faults(file.name, faults)
         lines = goldens.diff_goldens(old, new)
@@ -79,12 +80,12 @@ def _wanted(file: Path, names: list[str] | None) -> bool:
     return any(Path(n).name.removesuffix(".gguf") in (stem, short_name(stem)) for n in names)
 
 
-def _report_build(name: str, old: dict, new: dict) -> None:
+def _report_build(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
     if old != new:
         print(f"{name}: recorded with {old}, replayed with {new}")
 
 
-def find_gguf(info: dict, folders: list[Path]) -> Path:
+def find_gguf(info: dict[str, Any], folders: list[Path]) -> Path:
     """The GGUF file a golden was recorded from, checked by sha256 (`SetupError` if absent or different)."""
     candidates = [Path(folder) / info["file"] for folder in folders]
     path = next((p for p in candidates if p.is_file()), None)
