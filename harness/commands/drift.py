@@ -5,8 +5,8 @@ in --models-dir folders, the shipped-vocabulary cache, the synthetic-vocabulary
 cache and the golden folder, or resolved by name (`harness synth` names).
 Every recorded case is run again in crash-isolated workers, the vocabulary
 record is re-read, and each difference is printed on one line.  Exit status 1
-if anything changed; 2 if nothing changed but a GGUF was missing or differed
-(those goldens are skipped, each with a one-line reason).  A worker death that
+if anything changed; 2 if nothing changed but a golden could not be read or its
+GGUF was missing or differed (those goldens are skipped, each with a one-line reason).  A worker death that
 a fresh worker does not repeat is a harness fault, printed as such and never
 reported as a change (harness.workers).
 
@@ -48,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
     search = list(args.models_dir or []) + [models_dir(), synthetic_dir(), args.golden]
     changed = skipped = 0
     for file in files:
-        old = goldens.load_golden(file)
         try:
+            old = goldens.load_golden(file)
             path = find_gguf(old["gguf"], search)
-        except SetupError as exc:
+        except (SetupError, goldens.GoldenError) as exc:
             print(f"{file.name}: skipped: {exc}")
             skipped += 1
             continue
