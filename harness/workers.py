@@ -83,7 +83,7 @@ class Worker:
                  load_timeout: float = LOAD_TIMEOUT, memory_limit: int | None = None) -> None:
         self.model = Path(model)
         self.load_timeout = load_timeout
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker; close() closes it
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
         argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model),
@@ -479,7 +479,7 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
         request = json.loads(line)
         try:
             result = ops[request["op"]](oracle, traced, *request["args"])
-        except Exception as exc:  # reported per case; the worker lives on
+        except Exception as exc:  # noqa: BLE001 - reported per case; the worker lives on
             send({"error": f"{type(exc).__name__}: {exc}"})
             continue
         send({"result": result})

@@ -26,7 +26,7 @@ from harness.workers import Worker
 pytestmark = [pytest.mark.oracle, pytest.mark.vocab]
 
 CASES = [{"id": f"c{i}", "text": text} for i, text in
-         enumerate(["Hello", "Hello  world", "a b", "x = 1", "naïve café", "日本語"])]
+         enumerate(["Hello", "Hello  world", "a b", "x = 1", "naive cafe", "He said: well"])]
 
 
 class Killer:

@@ -58,3 +58,14 @@ def test_drift_with_a_worker_without_llama_cpp_is_a_setup_error(vocab, tmp_path,
     monkeypatch.setenv("PYTHONPATH", str(no_llama.parent))
     assert main(["drift", "--golden", str(golden), "--models-dir", str(vocab.parent)]) == 2
     assert "cannot import llama-cpp-python" in one_line(capsys)
+
+
+@pytest.mark.parametrize("content", [b'{"version": 1', b"\x1f\x8b not gzip", b"[]"], ids=["cut", "bad-gzip", "list"])
+def test_drift_skips_a_bad_golden_with_one_line_and_exit_2(content, tmp_path, capsys):
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "bad.json").write_bytes(content)
+    assert main(["drift", "--golden", str(golden)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("bad.json: skipped: ") and str(golden / "bad.json") in out[0], out
+    assert out[1] == "drift: no change in 0 golden file(s); 1 skipped"

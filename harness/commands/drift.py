@@ -5,8 +5,8 @@ in --models-dir folders, the shipped-vocabulary cache, the synthetic-vocabulary
 cache and the golden folder, or resolved by name (`harness synth` names).
 Every recorded case is run again in crash-isolated workers, the vocabulary
 record is re-read, and each difference is printed on one line.  Exit status 1
-if anything changed; 2 if nothing changed but a GGUF was missing or differed
-(those goldens are skipped, each with a one-line reason).  A worker death that
+if anything changed; 2 if nothing changed but a golden could not be read or its
+GGUF was missing or differed (those goldens are skipped, each with a one-line reason).  A worker death that
 a fresh worker does not repeat is a harness fault, printed as such and never
 reported as a change (harness.workers).
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .. import golden as goldens
 from .. import worker_limits
@@ -49,15 +50,15 @@ def run(args: argparse.Namespace) -> int:
     search = list(args.models_dir or []) + [models_dir(), synthetic_dir(), args.golden]
     changed = skipped = 0
     for file in files:
-        old = goldens.load_golden(file)
         try:
+            old = goldens.load_golden(file)
             path = find_gguf(old["gguf"], search)
-        except SetupError as exc:
+        except (SetupError, goldens.GoldenError) as exc:
             print(f"{file.name}: skipped: {exc}")
             skipped += 1
             continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
-        faults: list[dict] = []
+        faults: list[dict[str, Any]] = []
         new = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
         print_faults(file.name, faults)
         lines = goldens.diff_goldens(old, new)
@@ -81,12 +82,12 @@ def _wanted(file: Path, names: list[str] | None) -> bool:
     return any(Path(n).name.removesuffix(".gguf") in (stem, short_name(stem)) for n in names)
 
 
-def _report_build(name: str, old: dict, new: dict) -> None:
+def _report_build(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
     if old != new:
         print(f"{name}: recorded with {old}, replayed with {new}")
 
 
-def find_gguf(info: dict, folders: list[Path]) -> Path:
+def find_gguf(info: dict[str, Any], folders: list[Path]) -> Path:
     """The GGUF file a golden was recorded from, checked by sha256 (`SetupError` if absent or different)."""
     candidates = [Path(folder) / info["file"] for folder in folders]
     path = next((p for p in candidates if p.is_file()), None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .. import golden as goldens
 from .. import worker_limits
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     paths = [resolve(m) for m in (args.model or SHIPPED)]
     extra = _load_corpora(args.corpus) if args.corpus else None
     crashes = 0
-    faults: list[dict] = []
+    faults: list[dict[str, Any]] = []
     for path in paths:
         cases = unique_ids(extra + vocab_cases(path)) if extra is not None else default_corpora(path)
         golden = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_corpora(files: list[Path]) -> list[dict]:
+def _load_corpora(files: list[Path]) -> list[dict[str, Any]]:
     cases = []
     for file in files:
         try:
@@ -79,13 +80,13 @@ def _load_corpora(files: list[Path]) -> list[dict]:
     return cases
 
 
-def print_faults(model: str, faults: list[dict]) -> None:
+def print_faults(model: str, faults: list[dict[str, Any]]) -> None:
     """One line per harness fault: a worker death that a fresh worker did not repeat."""
     for fault in faults:
         print(f"  harness fault (not in the golden): {model} case {fault['case_id']}: {fault['reason']}")
 
 
-def describe_crash(model: str, case: dict) -> str:
+def describe_crash(model: str, case: dict[str, Any]) -> str:
     """One line naming the vocabulary, the input, the signal or exit status, and llama.cpp's message."""
     crash = case["crash"]
     shown = repr(case["text"][:60]) if "text" in case else f"bytes {case['bytes'][:60]}"
@@ -94,13 +95,13 @@ def describe_crash(model: str, case: dict) -> str:
     return f"{model} case {case['id']} ({shown}): {crash['kind']} {status} in {crash['call']}: {message}"
 
 
-def count_crashes(golden: dict) -> int:
+def count_crashes(golden: dict[str, Any]) -> int:
     """Oracle-crash findings in a golden: crashed cases, plus a crashed load or vocabulary read."""
     return sum("crash" in c for c in golden["cases"]) + bool((golden.get("load_error") or {}).get("crash"))
 
 
-def record_model(path: Path, cases: list[dict], *, limits: worker_limits.Limits | None = None,
-                 verbose: bool = False, faults: list[dict] | None = None) -> dict:
+def record_model(path: Path, cases: list[dict[str, Any]], *, limits: worker_limits.Limits | None = None,
+                 verbose: bool = False, faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The golden dict for one GGUF file: header, vocabulary record and case records.
 
     Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
@@ -124,13 +125,13 @@ def record_model(path: Path, cases: list[dict], *, limits: worker_limits.Limits 
                               cases=results, load_error=load_error)
 
 
-def _build_info() -> dict:
+def _build_info() -> dict[str, Any]:
     from ..oracle import build_info
 
     return build_info()
 
 
-def file_info(path: Path) -> dict:
+def file_info(path: Path) -> dict[str, Any]:
     """Name, size and sha256 of a GGUF file's bytes before the tensor data (`harness.file_identity`)."""
     from ..file_identity import identity
     return identity(path)
