@@ -130,16 +130,18 @@ def _bogus_vocab(tmp_path) -> Path:
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize(("engine", "code", "loads"), [
-    pytest.param("tokenizer:Tokenizer.from_gguf", 2, False, id="both-refuse"),  # not checked: exit 2
-    pytest.param("tests.broken_engine:load_stub", 1, True, id="engine-accepts"),
+@pytest.mark.parametrize(("engine", "extra", "code", "loads"), [
+    # both refusing is "not checked" (exit 2) unless the run expects refusals (issue 10, item 2)
+    pytest.param("tokenizer:Tokenizer.from_gguf", [], 2, False, id="both-refuse"),
+    pytest.param("tokenizer:Tokenizer.from_gguf", ["--expect-refusal"], 0, False, id="both-refuse-expected"),
+    pytest.param("tests.broken_engine:load_stub", [], 1, True, id="engine-accepts"),
 ])
-def test_a_file_llama_cpp_refuses(tmp_path, engine, code, loads):
+def test_a_file_llama_cpp_refuses(tmp_path, engine, extra, code, loads):
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
     path = _bogus_vocab(tmp_path)
     corpus = write_corpus(tmp_path / "c.jsonl", CORPUS[:1])
     done = harness("run", "--model", str(path), "--corpus", str(corpus), "--no-default-corpora",
-                   "--engine", engine, "--report", str(tmp_path / "r"), "--quiet")
+                   "--engine", engine, "--report", str(tmp_path / "r"), "--quiet", *extra)
     assert done.returncode == code, done.stdout + done.stderr
     report = report_of(tmp_path / "r")
     assert [v["field"] for v in report["vocab_mismatches"]] == (["load"] if loads else [])
