@@ -156,4 +156,5 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     write_report(summary, report_dir)
     for line in summary.lines():
         log(line)
+    log(f"messages: {report_dir / 'messages.html'}")
     return summary.ok

@@ -52,6 +52,9 @@ def test_recursion_is_a_clear_error():
     "{{ messages.__class__ }}",
     "{{ raise_exception.__globals__ }}",
     "{{ cycler.__init__.__globals__.os }}",
+    "{{ ''.upper.__globals__ }}",
+    "{{ x.items.__globals__ }}",
+    "{{ (none).items.__closure__ }}",
 ])
 def test_sandbox_blocks_attribute_escapes(src):
     try:
