@@ -144,8 +144,7 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     from . import chat_helper_build
     from .chat_cases import gguf_targets
     from .models import short_name
-    names = {short_name(m) for m in models}
-    targets = [t for t in gguf_targets() if t.model in names]
+    targets = gguf_targets({short_name(m) for m in models})
     if not targets:
         return None
     if not explicit and not chat_helper_build.helper_path().is_file():
