@@ -101,9 +101,12 @@ def _assigned() -> dict[str, Any]:
     return data
 
 
-def gguf_targets() -> list[Target]:
+def gguf_targets(models: set[str] | None = None) -> list[Target]:
+    """The shipped vocabularies' own templates (of `models` only, when given: nothing else is loaded)."""
     out = []
     for name, variants in _assigned()["gguf"].items():
+        if models is not None and name not in models:
+            continue
         meta = tokenizer_for(name).vocab.metadata
         for variant in variants:
             key = f"tokenizer.chat_template.{variant}" if variant else "tokenizer.chat_template"

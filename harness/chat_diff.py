@@ -89,13 +89,14 @@ def first_token_difference(expected: list[int] | None, actual: list[int] | None)
     return None if len(expected) == len(actual) else min(len(expected), len(actual))
 
 
-def describe(target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer) -> dict[str, Any]:
+def describe(target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer,
+             reproduce: str | None = None) -> dict[str, Any]:
     """A finding as plain data, for the JSON report and the text/HTML renderers."""
     finding: dict[str, Any] = {
         "target": target.name, "model": target.model, "case": case.key, "verdict": verdict(expected, actual),
         "expected_status": expected.status, "actual_status": actual.status,
         "expected_error": expected.error, "actual_error": actual.error,
-        "reproduce": f"python -m harness run --messages --chat-target {target.name} --conversation {case.conversation}",
+        "reproduce": reproduce or f"python -m harness chat --target {target.name} --conversation {case.conversation}",
     }
     if expected.text is not None and actual.text is not None:
         finding["diff"] = char_diff(expected.text, actual.text)

@@ -34,15 +34,16 @@ class ChatSummary:
     legacy_differs: int = 0
     seconds: float = 0.0
 
-    def add(self, target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer) -> None:
+    def add(self, target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer,
+            reproduce: str | None = None) -> None:
         self.cases += 1
         v = verdict(expected, actual)
         if v == ORACLE:
-            self.oracle_crashes.append(describe(target, case, expected, actual))
+            self.oracle_crashes.append(describe(target, case, expected, actual, reproduce))
         elif v == MATCH:
             self.matched += 1
         else:
-            self.findings.append(describe(target, case, expected, actual))
+            self.findings.append(describe(target, case, expected, actual, reproduce))
         if expected.status == "error":
             self.oracle_errors += 1
         if expected.legacy is not None and expected.status == "ok":
@@ -75,17 +76,19 @@ def select(names: Iterable[str] | None) -> list[Target]:
 
 
 def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None = None, fuzz: int = 0,
-         seed: int = 0, log: Callable[[str], None] = print) -> ChatSummary:
+         seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print) -> ChatSummary:
     start = time.monotonic()
-    convs = [c for c in load_conversations() if conversation is None or c["id"] == conversation]
+    convs = [c for c in load_conversations() if corpus and (conversation is None or c["id"] == conversation)]
     fuzzed = sample(fuzz, seed) if fuzz else []
     summary = ChatSummary(targets=len(targets))
     for target in targets:
         tok = tokenizer_for(target.model)
         before = len(summary.findings)
+        fuzz_repro = f"python -m harness chat --target {target.name} --no-corpus --fuzz {fuzz} --seed {seed}"
         for case in [*cases(target, convs), *fuzzed]:
             expected = oracle.ask(chat_golden.oracle_request(target, case))
-            summary.add(target, case, expected, product_answer(tok, target, case))
+            repro = fuzz_repro if case.conversation.startswith("fuzz-") else None
+            summary.add(target, case, expected, product_answer(tok, target, case), repro)
         log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
     summary.seconds = time.monotonic() - start
     return summary
@@ -141,8 +144,7 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     from . import chat_helper_build
     from .chat_cases import gguf_targets
     from .models import short_name
-    names = {short_name(m) for m in models}
-    targets = [t for t in gguf_targets() if t.model in names]
+    targets = gguf_targets({short_name(m) for m in models})
     if not targets:
         return None
     if not explicit and not chat_helper_build.helper_path().is_file():
@@ -153,4 +155,5 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     write_report(summary, report_dir)
     for line in summary.lines():
         log(line)
+    log(f"messages: {report_dir / 'messages.html'}")
     return summary.ok

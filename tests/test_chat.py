@@ -52,6 +52,9 @@ def test_recursion_is_a_clear_error():
     "{{ messages.__class__ }}",
     "{{ raise_exception.__globals__ }}",
     "{{ cycler.__init__.__globals__.os }}",
+    "{{ ''.upper.__globals__ }}",
+    "{{ x.items.__globals__ }}",
+    "{{ (none).items.__closure__ }}",
 ])
 def test_sandbox_blocks_attribute_escapes(src):
     try:
@@ -116,3 +119,13 @@ def test_add_generation_prompt_is_undefined_when_false():
     src = "{{ add_generation_prompt is defined }}"
     assert run(src, add_generation_prompt=False) == "False"
     assert run(src, add_generation_prompt=True) == "True"
+
+
+def test_default_replaces_none_too():
+    # value.cpp default_value: undefined or none takes the default (jinja2: undefined only)
+    assert render("{{ none | default('u') }}|{{ {}.get('a') | default('z') }}", {}, now=0) == "u|z"
+
+
+def test_indent_splits_on_newline_only():
+    # value.cpp indent: std::getline on '\n' (jinja2's splitlines also splits on U+0085 and others)
+    assert render("{{ 'a\nb\x85c\n' | indent(2) }}", {}, now=0) == "a\n  b\x85c\n"

@@ -254,7 +254,8 @@ def _gemma4_tool_responses(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(m)
             i += 1
             continue
-        calls, responses = list(m["tool_calls"]), []
+        calls = list(m["tool_calls"])
+        responses: list[dict[str, Any]] = []
         reasoning = m.get("reasoning_content")
         i += 1
         while i < len(msgs) and msgs[i]["role"] == "tool":

@@ -285,7 +285,39 @@ STRING_METHODS: dict[str, Callable[..., Any]] = {
     "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "strip": s_strip,
     "lstrip": s_lstrip, "rstrip": s_rstrip, "split": s_split, "rsplit": s_rsplit,
 }
+def f_default(value: Any, default_value: Any = "", boolean: bool = False) -> Any:
+    """`default`: in llama.cpp a None value takes the default too, not only an undefined one."""
+    if boolean:
+        return value if value else default_value
+    return default_value if _is_null(value) else value
+
+
+def f_indent(s: str, width: Any = 4, first: bool = False, blank: bool = False) -> str:
+    """`indent`, as llama.cpp writes it: lines split on '\\n' only (jinja2 also splits on NEL, FS, ...),
+    and its emptiness checks, quirks included."""
+    if isinstance(width, int) and not isinstance(width, bool):
+        pad = " " * width
+    else:
+        pad = width if isinstance(width, str) else "    "
+    lines = s.split("\n")
+    if s.endswith("\n"):
+        lines.pop()
+    out = ""
+    for line in lines if s else []:
+        started = bool(out)
+        if started:
+            out += "\n"
+        if (blank or bool(line)) if started else first:
+            out += pad
+        out += line
+    if s.endswith("\n"):
+        out += "\n" + (pad if blank else "")
+    return out
+
+
 STRING_FILTERS: dict[str, Callable[..., Any]] = {
+    "indent": f_indent,
+    "default": f_default, "d": f_default,
     "upper": s_upper, "lower": s_lower, "capitalize": s_capitalize, "title": s_title, "trim": s_strip,
     "strip": s_strip, "length": s_length, "count": s_length,
     "string": lambda v: v if isinstance(v, str) else to_text(v),

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", "--chat-target", action="append", dest="target", metavar="NAME",
                         help="a chat target (tmpl-<stem>, <model> or <model>.<variant>; repeatable)")
     parser.add_argument("--conversation", metavar="ID", help="only this conversation of the corpus")
+    parser.add_argument("--no-corpus", dest="corpus", action="store_false",
+                        help="only the fuzzed conversations, not corpora/conversations.jsonl")
     parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="N fuzzed conversations per target")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fuzzed conversations")
     parser.add_argument("--record", action="store_true", help="record golden/chat/ from llama.cpp")
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         with ChatOracle(timeout=args.timeout) as oracle:
             summary = chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz,
-                                    seed=args.seed)
+                                    seed=args.seed, corpus=args.corpus)
     for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
         print(diff_text(finding))
     for line in summary.lines():
