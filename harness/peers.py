@@ -249,5 +249,5 @@ def one_line(matrix: dict[str, Any]) -> str:
         ids = total["checks"].get("ids", {})
         figure = f"ids {ids.get('agree', 0)}/{ids.get('checked', 0)}" if ids.get("status") == "checked" else "ids -"
         parts.append(f"{label}: {total['loaded']}/{total['vocabularies']} loaded, "
-                     f"{total['all_checked_agree']} all agree, {figure}")
+                     f"{total['all_checked_agree']} agree on every check made, {figure}")
     return "; ".join(parts)
