@@ -59,12 +59,15 @@ def test_size_is_checked_first_and_named(tmp_path, require_vocab):
     assert "size" in mismatch(header, path)
 
 
-def test_a_golden_recorded_with_a_whole_file_hash_is_still_checked(require_vocab):
-    from harness.golden import load_golden
-    header = load_golden(GOLDEN)["gguf"]
-    if header.get("hashed") == "metadata":
-        pytest.skip("the committed golden already uses the metadata hash")
-    assert mismatch(header, require_vocab("llama-spm")) is None
+def test_a_golden_recorded_with_a_whole_file_hash_is_still_checked(tmp_path, require_vocab):
+    import hashlib
+    path = tmp_path / "x.gguf"
+    shutil.copyfile(require_vocab("phi-3"), path)
+    data = path.read_bytes()
+    legacy = {"file": path.name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}  # no "hashed"
+    assert mismatch(legacy, path) is None
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # the tail counts in a whole-file hash
+    assert "content differ" in mismatch(legacy, path)
 
 
 def _compare(tmp_path, capsys, *args: str) -> tuple[int, str]:
