@@ -197,7 +197,8 @@ def peers(session: nox.Session) -> None:
     """ours, transformers and llama.cpp@PEER_RELEASE on the 19 shipped vocabularies -> reports/peers/peers.html."""
     install(session, "transformers")
     session.run("python", "-m", "harness", "peers", "--engine", "ours", "--engine", "transformers",
-                "--engine", f"llama.cpp@{PEER_RELEASE}", "--report", "reports/peers", *session.posargs)
+                "--engine", f"llama.cpp@{PEER_RELEASE}", "--report", "reports/peers",
+                "--timeout", "600", "--engine-timeout", "150", *session.posargs)
 
 
 @nox.session

@@ -146,8 +146,10 @@ def read_cell(label: str, model: str, out: Path, *, exit_code: int, stderr: str 
 
 
 def _first_line(text: str, limit: int = 240) -> str:
-    lines = [line for line in str(text).splitlines() if line.strip()]
-    return (lines[0] if lines else "")[:limit]
+    """The telling line of a load error: the last one naming an error (llama.cpp logs first), else the first."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    telling = [line for line in lines[1:] if "error" in line.lower()]
+    return (telling[-1] if telling else lines[0] if lines else "")[:limit]
 
 
 def run_matrix(names: list[str], models: list[str], root: Path, options: Options, *,
@@ -247,5 +249,5 @@ def one_line(matrix: dict[str, Any]) -> str:
         ids = total["checks"].get("ids", {})
         figure = f"ids {ids.get('agree', 0)}/{ids.get('checked', 0)}" if ids.get("status") == "checked" else "ids -"
         parts.append(f"{label}: {total['loaded']}/{total['vocabularies']} loaded, "
-                     f"{total['all_checked_agree']} all agree, {figure}")
+                     f"{total['all_checked_agree']} agree on every check made, {figure}")
     return "; ".join(parts)

@@ -164,3 +164,14 @@ def test_reuse_reads_a_pair_already_run_without_running_it(tmp_path, monkeypatch
     cell = peers.run_pair("ours", "llama-spm", tmp_path, peers.Options(reuse=True))
     assert (cell.status, cell.seconds) == ("ran", 1.5)
     assert cell.checks["ids"]["agree"] == 3
+
+
+def test_a_load_error_with_llama_cpp_log_shows_the_line_naming_the_error(tmp_path):
+    log = ("OracleError: llama.cpp cannot load x.gguf: llama_model_loader: - kv   7: gemma4.feed_forward_length\n"
+           "print_info: file type   = F16\n"
+           "llama_model_load: error loading model: unknown model architecture: 'gemma4'\n"
+           "llama_model_load_from_file_impl: failed to load model\n")
+    _report(tmp_path, capabilities=_tally({"tokenize"}, ids=(0, 3)),
+            engine_errors=[{"case_id": "<load>", "error": log}])
+    cell = peers.read_cell("llama.cpp@0.3.16", "gemma-4", tmp_path, exit_code=1)
+    assert cell.reason == "llama_model_load: error loading model: unknown model architecture: 'gemma4'"

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import peers
+from .. import llama_release, peers
 from ..families import FAMILIES, models_of
 from ..model_paths import resolve
 from ..models import SHIPPED, SetupError
@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("--fuzz must be 0 or more, --jobs and --parallel at least 1")
     names = list(dict.fromkeys(args.engine or DEFAULT_IMPLEMENTATIONS))
     models = selection(args)
+    for name in names:  # build an older llama.cpp once here, not in several pairs at once
+        if llama_release.is_release_spec(name):
+            llama_release.ensure(llama_release.version_of(name))
     for corpus in args.corpus:
         if not corpus.is_file():
             raise SetupError(f"no such corpus file: {corpus}")
