@@ -54,7 +54,7 @@ def vocab_times(model: str) -> None:
     """Load and vocabulary-record time of our engine in-process and through the Python child."""
     sys.path.insert(0, str(ROOT))
     from harness.engine_spec import load_engine
-    from harness.models import resolve
+    from harness.model_paths import resolve
     path = resolve(model)
     for name, spec in (("in-process", None), ("python child (cmd:)", VARIANTS["python child (cmd:)"][1])):
         start = time.perf_counter()

@@ -92,7 +92,8 @@ def scope_vocabs(scope: str) -> list[str]:
 def detector_vocabs(detector: str, vocabs: list[str], root: Path) -> list[str]:
     """The vocabularies a detector runs on: present, with an .inp/.out pair (vectors) or a golden file."""
     from .golden import golden_files
-    from .models import SetupError, resolve, short_name
+    from .model_paths import resolve
+    from .models import SetupError, short_name
 
     goldens: set[str] = set()
     if detector == "golden" and (root / "golden").is_dir():

@@ -17,7 +17,7 @@ def check(name: str) -> str | None:
     from tokenizer import Tokenizer
 
     from .corpus import case_input, inp_expected
-    from .models import resolve
+    from .model_paths import resolve
 
     path = resolve(name)
     try:

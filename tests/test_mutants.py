@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness import mutants as mutants_mod
-from harness.models import SetupError, project_root, resolve
+from harness.model_paths import resolve
+from harness.models import SetupError, project_root
 from harness.mutants import AREAS, Edit, Mutant, MutantError
 
 ROOT = project_root()
