@@ -147,8 +147,8 @@ def test_hostile_metadata_is_refused_clearly(tmp_path, changes, error, words):
 
 
 def test_model_without_engine_is_refused(tmp_path, monkeypatch):
-    from tokenizer.engines import base
-    monkeypatch.delitem(base.ENGINES, "spm")
+    from tokenizer import engines
+    monkeypatch.delitem(engines.ENGINES, "spm")
     with pytest.raises(UnsupportedVocab, match="'llama'.*no engine for vocabulary type 'spm'"):
         load(tmp_path)
 

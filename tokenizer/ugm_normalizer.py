@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from .cache import BoundedCache
 from .charsmap import REPLACEMENT, Charsmap, is_llama_valid, llama_utf8_fix, unit_at
 
 __all__ = ["PrefixNormalizer"]
@@ -50,7 +51,8 @@ class PrefixNormalizer:
         self.trusted_replacements = cm is None or cm.valid_replacements
         self.followers: frozenset[str] = frozenset()
         self.candidates = self._candidate_regex()
-        self.table, self.marker, self.memo = None, b"", {}
+        self.table, self.marker = None, b""
+        self.memo: BoundedCache[str, str] = BoundedCache()
         if self.candidates and not self.user_defined and cm.strict_replacements:
             self.marker = _marker(cm)
             if self.marker is not None:
@@ -115,9 +117,7 @@ class PrefixNormalizer:
             return self.table[found]
         done = self.memo.get(found)
         if done is None:
-            if len(self.memo) > 1 << 16:
-                self.memo.clear()
-            done = self.memo[found] = self.normalize_run(found)
+            done = self.memo.put(found, self.normalize_run(found))
         return done
 
     def normalize_run(self, run: str) -> str:

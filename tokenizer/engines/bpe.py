@@ -18,22 +18,25 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, chain
+from typing import TYPE_CHECKING
 
 import regex
 
 from .. import pretokenizers, unicode
 from ..attrs import Attr
+from ..cache import BoundedCache
 from ..errors import UnsupportedVocab
-from ..pieces import hex_byte_piece
+from ..pieces import ESCAPED_SPACE, hex_byte_piece
 from ..splitter import Splitter
 from ..vocab_rules import DNA_MARKER
-from .base import Engine, register
+from .base import BosEosEngine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 _SHOWN_AS_TEXT = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
-ESCAPED_SPACE = "\u2581".encode()
-_CACHE_LIMIT = 1 << 17
 
 
 class Merger:
@@ -98,21 +101,20 @@ class WordCutter:
         return [word[a:b] for a, b in zip([0, *points], [*points, len(word)])]
 
 
-@register
-class BPEEngine(Engine):
+class BPEEngine(BosEosEngine):
     """Byte-pair encoding as llama.cpp does it; see the module docstring."""
 
     vocab_type = "bpe"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         self.pre = pretokenizers.get(vocab.pre_type)
         self.splitter = Splitter.for_pretokenizer(self.pre)
         self.merger = Merger(vocab.merges)
         self.ids = vocab.token_to_id
         self.byte_ids = self._byte_fallback_ids()
-        self._cache: dict[str, tuple[int, ...]] = {}
-        self._part_cache: dict[bytes, tuple[int, ...]] = {}
+        self._cache: BoundedCache[str, tuple[int, ...]] = BoundedCache()
+        self._part_cache: BoundedCache[bytes, tuple[int, ...]] = BoundedCache()
         raw_spm = not self.pre.byte_encode and vocab.escape_whitespaces
         self.cutter = WordCutter(vocab.merges) if raw_spm else None
         self._session = _SESSIONS.get(vocab.model, _plain_session)
@@ -124,30 +126,10 @@ class BPEEngine(Engine):
         return tuple(self.ids.get(spell(b)) for b in range(256))
 
     # -- tokenize -------------------------------------------------------------------
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        v = self.vocab
-        out: list[int] = []
-        if add_special and v.add_bos:
-            out.append(self._required("bos"))
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-                continue
-            if v.escape_whitespaces:
-                fragment = fragment.replace(b" ", ESCAPED_SPACE)
-            self._session(self, fragment, out)
-        if add_special and v.add_eos:
-            out.append(self._required("eos"))
-        return out
-
-    def _required(self, role: str) -> int:
-        token = self.vocab.special[role]
-        if token < 0:
-            raise UnsupportedVocab(
-                f"the vocabulary adds {role.upper()} but has no {role.upper()} token "
-                "(llama.cpp aborts on a GGML_ASSERT here)"
-            )
-        return token
+    def encode_into(self, fragment: bytes, out: list[int]) -> None:
+        if self.vocab.escape_whitespaces:
+            fragment = fragment.replace(b" ", ESCAPED_SPACE)
+        self._session(self, fragment, out)
 
     def encode_text(self, text: bytes, out: list[int]) -> None:
         """`llm_tokenizer_bpe_session::tokenize` for one raw text."""
@@ -163,9 +145,7 @@ class BPEEngine(Engine):
                 word = words[i]
                 ids = cache.get(word)
                 if ids is None:
-                    if len(cache) > _CACHE_LIMIT:
-                        cache.clear()
-                    ids = cache[word] = tuple(self._encode_word(word))
+                    ids = cache.put(word, tuple(self._encode_word(word)))
                 found[i] = ids
         out.extend(chain.from_iterable(found))
 
@@ -182,19 +162,17 @@ class BPEEngine(Engine):
                 f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
             )
         if self.cutter is None:
-            return self._merge_part(key, symbols)
+            return self._merge_part(symbols)
         out: list[int] = []
         cache = self._part_cache
         for part in self.cutter.cut(key):
             ids = cache.get(part)
             if ids is None:
-                if len(cache) > _CACHE_LIMIT:
-                    cache.clear()
-                ids = cache[part] = tuple(self._merge_part(part, unicode.utf8_chars(part)))
+                ids = cache.put(part, tuple(self._merge_part(unicode.utf8_chars(part))))
             out.extend(ids)
         return out
 
-    def _merge_part(self, key: bytes, symbols: list[bytes]) -> list[int]:
+    def _merge_part(self, symbols: list[bytes]) -> list[int]:
         out: list[int] = []
         for symbol in self.merger.merge(symbols):
             token = self.ids.get(symbol)
@@ -246,7 +224,7 @@ def decode_byte_level(text: bytes) -> bytes:
 _ABOVE_10FFFF = regex.compile(rb"[\xf5-\xf7][\x80-\xbf]{3}|\xf4[\x90-\xbf][\x80-\xbf]{2}")
 
 
-def _refuse_undecodable_pieces(vocab) -> None:
+def _refuse_undecodable_pieces(vocab: Vocab) -> None:
     """llama.cpp builds every piece while loading; a NORMAL byte-level token whose
     text decodes above U+10FFFF throws there, and the load fails ("invalid codepoint")."""
     joined = b"\x00".join(vocab.texts)

@@ -28,9 +28,13 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedVocab
-from .base import Engine, register
+from .base import Engine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 _ESCAPES = {ord("t"): 0x09, ord("n"): 0x0A, ord("r"): 0x0D}
 _VALUE = -1  # key of a trie node's token id (byte keys are 0..255)
@@ -89,13 +93,12 @@ def _build_trie(pieces: Sequence[bytes], tokens: Sequence[int]) -> dict:
     return root
 
 
-@register
 class RwkvEngine(Engine):
     """Longest-match tokenizer over unescaped RWKV token bytes."""
 
     vocab_type = "rwkv"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         self._pieces = [unescape(text) for text in vocab.texts]
         self._unk = vocab.special.get("unk", -1)
