@@ -16,7 +16,7 @@ in `stderr`).  `stderr` keeps only llama.cpp's assert/abort/exception lines
 with build paths cut to file names, so a crash record is deterministic.
 
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
-`record_vocab(model)` / `inspect_model(model)` for batches; `Worker.ask(op,
+`inspect_model(model)` for batches; `Worker.ask(op,
 *args, timeout=...)` for one request at a time (`harness.oracle_session.OracleSession`
 wraps it).  A model llama.cpp refuses to load raises `LoadFailure` (with
 `.crash` set when loading itself crashed).
@@ -311,11 +311,6 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
         return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
     finally:
         worker.close()
-
-
-def record_vocab(model: str | os.PathLike, **options) -> dict | None:
-    """`harness.records.vocab_record` of llama.cpp for `model`, isolated in a worker."""
-    return inspect_model(model, **options)["vocab"]
 
 
 # -- the worker side ------------------------------------------------------------

@@ -22,6 +22,7 @@ import pytest
 from harness.records import evaluate_case, vocab_record
 from tests.bpe_inputs import inputs
 from tokenizer import Tokenizer
+from tokenizer.attrs import Attr
 from tokenizer.unicode import LlamaCppAbort
 
 BPE_SHIPPED = ("aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
@@ -38,7 +39,7 @@ def _pair(path):
 
 def _specials(tok: Tokenizer) -> list[bytes]:
     """Texts of CONTROL and USER_DEFINED tokens, for the generator to mix in."""
-    wanted = (1 << 3) | (1 << 4)
+    wanted = Attr.CONTROL | Attr.USER_DEFINED
     return [tok.token_text(t) for t in range(tok.n_tokens) if tok.token_attr(t) & wanted][:64]
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from tests.llama_sources import llama_source
 from tokenizer import unicode as uni
+from tokenizer.attrs import Attr
 
 BATCH = 2048
 
@@ -121,7 +122,7 @@ def _vocab_path(name: str, require_vocab) -> Path:
 
 
 def _separator(tok) -> bytes:
-    control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & (1 << 3)]
+    control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & Attr.CONTROL]
     if not control:
         pytest.skip("no CONTROL token to separate probes with")
     return max((tok.token_text(t) for t in control), key=len)
