@@ -34,6 +34,8 @@ from pathlib import Path
 import llama_cpp
 from llama_cpp import llama_cpp as _capi
 
+from .records import SPECIALS
+
 VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
 
 # Tokenizer attribute name -> C getter (each returns LLAMA_TOKEN_NULL, -1, when unset).
@@ -44,8 +46,6 @@ SPECIAL_GETTERS = {
     "fim_mid": "llama_vocab_fim_mid", "fim_pad": "llama_vocab_fim_pad",
     "fim_rep": "llama_vocab_fim_rep", "fim_sep": "llama_vocab_fim_sep",
 }
-SPECIALS = ("bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad", "mask",
-            "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
 
 # Boolean members of llama_vocab that load() settles; mangled names of the pinned build.
 FLAG_SYMBOLS = {

@@ -28,12 +28,14 @@ import zlib
 
 import numpy as np
 
+from tokenizer.vocab import ROLES
+
 from .corpus import case_input
 
 FLAGS = ((False, False), (False, True), (True, False), (True, True))
 BLOCK = 1024
-SPECIALS = ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
-            "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+# every special id llama.cpp reports: the roles of `tokenizer.vocab.ROLES` (unk included) and the newline
+SPECIALS = (*ROLES, "nl")
 # token field -> how to read it from the API
 TOKEN_FIELDS = {
     "text": lambda api, t: api.token_text(t),
