@@ -16,9 +16,11 @@ comparisons are on exact ids and bytes;
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tokenizer.attrs import Attr
 
@@ -135,7 +137,7 @@ def _char_class(ch: str) -> str:
 def _crosses_class(piece: bytes) -> bool:
     text = piece.decode("utf-8", "replace").replace("▁", " ").replace("Ġ", " ")
     classes = [_char_class(ch) for ch in text]
-    return any(a != b for a, b in zip(classes, classes[1:]))
+    return any(a != b for a, b in itertools.pairwise(classes))
 
 
 def _region(expected: Sequence[int], got: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -143,10 +145,11 @@ def _region(expected: Sequence[int], got: Sequence[int]) -> tuple[list[int], lis
     return list(expected[start:end_e]), list(got[start:end_g])
 
 
-CLASSIFIERS = []
+Classifier = Callable[[Sequence[int], Sequence[int], TokenTable], str | None]
+CLASSIFIERS: list[Classifier] = []
 
 
-def _classifier(fn):
+def _classifier(fn: Classifier) -> Classifier:
     CLASSIFIERS.append(fn)
     return fn
 
@@ -222,7 +225,7 @@ def diff_encoding(expected_ids: Sequence[int], got_ids: Sequence[int], table: To
     index = first_diff(expected_ids, got_ids)
     if index is None and not detok:
         return None
-    out = {"expected": expected_ids, "got": got_ids, "first_diff": index, "detokenize": detok}
+    out: dict[str, Any] = {"expected": expected_ids, "got": got_ids, "first_diff": index, "detokenize": detok}
     if index is None:
         out["category"] = "detokenize"
         return out

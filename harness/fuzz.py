@@ -47,12 +47,12 @@ def example_database() -> DirectoryBasedExampleDatabase:
 
 
 def _register_profiles() -> None:
-    common = dict(deadline=None, print_blob=True,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                         HealthCheck.filter_too_much])
-    settings.register_profile("ci", max_examples=25, **common)
-    settings.register_profile("dev", max_examples=200, **common)
-    settings.register_profile("nightly", max_examples=3000, **common)
+    common = settings(deadline=None, print_blob=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                             HealthCheck.filter_too_much])
+    settings.register_profile("ci", common, max_examples=25)
+    settings.register_profile("dev", common, max_examples=200)
+    settings.register_profile("nightly", common, max_examples=3000)
 
 
 _register_profiles()

@@ -152,10 +152,10 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
         return None
     except OracleRefusal as refused:
         if engine is None:
-            result.notes.append(f"both refuse the file: llama.cpp ({last_line(refused)}); "
+            result.notes.append(f"both refuse the file: llama.cpp ({last_line(str(refused))}); "
                                 f"engine ({last_line(engine_error)})")
         else:
-            refusal_mismatch(result, last_line(refused))
+            refusal_mismatch(result, last_line(str(refused)))
         return None
     if engine is None:  # nothing to compare: every case counts as failed, not as passed
         engine_load_error(result, engine_error)
@@ -223,7 +223,8 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
-    budget, ignore_crashes, known_seen = config.fuzz, False, {}
+    budget, ignore_crashes = config.fuzz, False
+    known_seen: dict[str, set[str]] = {}
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)

@@ -111,8 +111,8 @@ def _opt_int(value) -> int | None:
 
 def token_digests(api, n: int) -> dict:
     """Per-block hashes of each token field, and a 4-bit digest per token over all fields."""
-    blocks = {name: [] for name in TOKEN_FIELDS}
-    per_token = []
+    blocks: dict[str, list[str]] = {name: [] for name in TOKEN_FIELDS}
+    per_token: list[int] = []
     for start in range(0, n, BLOCK):
         hashers = {name: hashlib.sha256() for name in TOKEN_FIELDS}
         for t in range(start, min(start + BLOCK, n)):
@@ -141,7 +141,7 @@ def pack_nibbles(values: list[int]) -> str:
 
 def unpack_nibbles(text: str, n: int) -> list[int]:
     """Inverse of `pack_nibbles` for `n` values."""
-    out = []
+    out: list[int] = []
     for byte in base64.b64decode(text):
         out += (byte & 0x0F, byte >> 4)
     return out[:n]

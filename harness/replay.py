@@ -143,7 +143,7 @@ def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, confi
         for case in cases:
             result.cases += 1
             crash = case.get("crash")
-            got = None if crash else run_engine(subject.engine, case)
+            got = None if crash else run_engine(subject.engine, case)  # findings() reads no got with a crash
             for kind, entry in findings(subject, case, case, got, crash=crash):
                 result.add(kind, entry)
             bar.advance(note=f"{len(result.failing)} failing")

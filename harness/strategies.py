@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass
+from typing import cast
 
 from hypothesis import strategies as st
 
@@ -293,7 +294,7 @@ def _text_if_valid(data: bytes) -> str | bytes:
 
 def _join(values: list[str | bytes]) -> str | bytes:
     if all(isinstance(v, str) for v in values):
-        return "".join(values)
+        return "".join(cast("list[str]", values))
     return _text_if_valid(b"".join(v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
                                    for v in values))
 

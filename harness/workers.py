@@ -36,6 +36,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any, cast
 
 DEFAULT_TIMEOUT = 60.0
 LOAD_TIMEOUT = 300.0
@@ -66,7 +67,7 @@ class Worker:
                  load_timeout: float = LOAD_TIMEOUT) -> None:
         self.model = Path(model)
         self.load_timeout = load_timeout
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker; close() closes it
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
         argv = [sys.executable, "-m", "harness.workers", "--serve", str(self.model)]
@@ -103,14 +104,14 @@ class Worker:
         self.step = None
         self.deadline = time.monotonic() + timeout
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
+            _pipe(self.proc.stdin).write((json.dumps(request) + "\n").encode())
+            _pipe(self.proc.stdin).flush()
         except OSError:  # died since its last answer: the caller sees eof and records why
             self.eof = True
 
     @property
     def fd(self) -> int:
-        return self.proc.stdout.fileno()
+        return _pipe(self.proc.stdout).fileno()
 
     def pump(self, timeout: float = 0.0) -> None:
         """Read what the worker has sent, waiting up to `timeout` for the first bytes."""
@@ -156,7 +157,9 @@ class Worker:
     def ask(self, op: str, *args, timeout: float) -> tuple[object, dict | None]:
         """`op(*args)` in the worker, waited for: (result, None) or (None, crash record)."""
         self.send(op, *args, timeout=timeout)
-        return self.outcome(timeout=timeout)
+        found = self.outcome(timeout=timeout)
+        assert found is not None  # a blocking wait always ends with an answer or a crash
+        return found
 
     def crash_record(self, *, timeout: float) -> dict:
         """Why the worker stopped answering: a signal, an exit status or a timeout; its stderr."""
@@ -169,7 +172,7 @@ class Worker:
             self.kill()
             code = self.proc.wait()
         kind = "timeout" if timed_out else ("signal" if code < 0 else "exit")
-        record = {"kind": kind, "signal": _signal_name(code), "exit": code,
+        record: dict[str, Any] = {"kind": kind, "signal": _signal_name(code), "exit": code,
                   "stderr": self._stderr_tail(), "call": self.step}
         if timed_out:
             record["timeout"] = float(timeout)
@@ -195,15 +198,22 @@ class Worker:
         """Stop the worker (EOF on its stdin, then kill if it lingers)."""
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                _pipe(self.proc.stdin).close()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
         for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """The worker's stdin or stdout: pipes, so never None once the process started."""
+    assert stream is not None
+    return stream
 
 
 def _signal_name(code: int) -> str | None:
@@ -250,7 +260,7 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
     """
     if not cases:
         return []
-    results: list[dict | None] = [None] * len(cases)
+    results: list[dict[str, Any]] = [{} for _ in cases]
     pending = deque(enumerate(cases))
     workers = [started(model, verbose=verbose) for _ in range(max(1, min(jobs, len(cases))))]
     done = 0
@@ -262,11 +272,11 @@ def run_cases(model: str | os.PathLike, cases: list[dict], *, jobs: int = 1,
                     w.send("evaluate", w.task[1], timeout=timeout)
             _await_any([w for w in workers if w.task])
             for i, w in enumerate(workers):
-                outcome = w.outcome(timeout=timeout, block=False) if w.task else None
-                if outcome is None:
+                task, outcome = w.task, (w.outcome(timeout=timeout, block=False) if w.task else None)
+                if task is None or outcome is None:
                     continue
-                (index, case), (result, crash) = w.task, outcome
-                results[index] = result if crash is None else crash_case(case, crash)
+                (index, case), (result, crash) = task, outcome
+                results[index] = crash_case(case, crash) if crash is not None else cast(dict[str, Any], result)
                 w.task = None
                 if crash is not None and crash["kind"] != "error":
                     w.close()
@@ -307,7 +317,7 @@ def inspect_model(model: str | os.PathLike, *, timeout: float = VOCAB_TIMEOUT,
     try:
         result, crash = worker.ask("inspect", timeout=timeout)
         if crash is None:
-            return result
+            return cast(dict[str, Any], result)
         return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
     finally:
         worker.close()
@@ -379,7 +389,7 @@ def serve(model: str, *, verbose: bool = False) -> int:
         request = json.loads(line)
         try:
             result = ops[request["op"]](oracle, traced, *request["args"])
-        except Exception as exc:  # reported per case; the worker lives on
+        except Exception as exc:  # noqa: BLE001 - reported per case; the worker lives on
             send({"error": f"{type(exc).__name__}: {exc}"})
             continue
         send({"result": result})

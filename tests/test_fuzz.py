@@ -49,7 +49,7 @@ def test_repr_shows_the_call(name):
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in STRATEGIES])
 def test_docstring_names_the_trap(name):
-    doc = getattr(fuzz, name).__doc__ or ""
+    doc = getattr(strategies, name).__doc__ or ""
     assert len(doc.strip()) > 20
 
 

@@ -136,8 +136,8 @@ def test_flags_only_reach_detokenize(tmp_path, flags):
 
 
 REFUSED = {
-    "missing-byte-token": dict(pieces=[("a", -1.0)], drop_byte=0x41),
-    "byte-token-at-id-0": dict(pieces=[("a", -1.0)], head=[]),
+    "missing-byte-token": {"pieces": [("a", -1.0)], "drop_byte": 0x41},
+    "byte-token-at-id-0": {"pieces": [("a", -1.0)], "head": []},
 }
 
 

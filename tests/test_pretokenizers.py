@@ -132,7 +132,7 @@ def test_non_bpe_models_ignore_pre():
 def test_registry_refuses_duplicates_and_lists_known_names():
     with pytest.raises(ValueError, match="registered twice"):
         pt.register("gpt2", "x")
-    with pytest.raises(UnsupportedVocab, match="known: .*qwen2"):
+    with pytest.raises(UnsupportedVocab, match=r"known: .*qwen2"):
         pt.get("qwen3")
 
 

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +47,7 @@ def llama_flags() -> np.ndarray:
     t = llama_tables()
     ranges = t["unicode_ranges_flags"].reshape(-1, 2)
     flags = np.zeros(uni.MAX_CODEPOINTS, dtype=np.int64)
-    for (start, value), (end, _) in zip(ranges[:-1], ranges[1:]):
+    for (start, value), (end, _) in itertools.pairwise(ranges):
         flags[start:end] = value
     flags[t["unicode_set_whitespace"]] |= 0x0100
     flags[t["unicode_map_lowercase"].reshape(-1, 2)[:, 1]] |= 0x0200

@@ -109,7 +109,8 @@ class Text:
     def _from_parent(self, view: str) -> str | None:
         if self._parent is None:
             return None
-        return getattr(self._parent, view)[self._offset:self._offset + len(self.cps)]
+        whole: str = getattr(self._parent, view)
+        return whole[self._offset:self._offset + len(self.cps)]
 
     @cached_property
     def collapsed(self) -> str:

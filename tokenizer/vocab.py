@@ -275,7 +275,8 @@ class _Draft:
         for k, v in TYPE_TO_ATTR.items():
             table[int(k)] = int(v)
         known = (types >= 0) & (types < len(table))
-        return np.where(known, table[np.where(known, types, 0)], 0).tolist()
+        attrs: list[int] = np.where(known, table[np.where(known, types, 0)], 0).tolist()
+        return attrs
 
     def _same_length(self, key: str, have: int, n: int) -> None:
         if have != n:
@@ -284,6 +285,7 @@ class _Draft:
 
     def compute_linefeed(self) -> None:
         self.default_pad = self.special["pad"]
+        self.linefeed: int | None
         if self.vocab_type == "spm":
             found = self.token_to_id.get(b"<0x0A>", self.token_to_id.get(b"\n"))
             self.linefeed = found if found is not None else self.default_pad
@@ -362,13 +364,13 @@ class _Draft:
         )
 
 
-def _type_name(t: tuple) -> str:
+def _type_name(t: tuple[ValueType | None, ValueType | None]) -> str:
     vtype, elem = t
     if vtype is None:
         return "?"
     if vtype == ValueType.ARRAY:
         return f"array of {elem.name if elem is not None else '?'}"
-    return vtype.name
+    return str(vtype.name)
 
 
 # one merge per NUL-separated record: first part (at least one byte), space, second part
@@ -382,7 +384,7 @@ def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
         pairs = _MERGE_RECORD.findall(joined.encode("utf-8", "surrogateescape"))
         if len(pairs) == len(merges):  # every record had its space: the fast path is exact
             return tuple(pairs)
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     append = out.append
     for m in merges:
         if m[:1] == " ":
@@ -425,4 +427,4 @@ def _is_hex_byte(text: bytes) -> bool:
     return hex_byte(text) is not None
 
 
-__all__ = ["Vocab", "load_vocab", "MODELS", "ROLES", "NULL", "Attr"]
+__all__ = ["MODELS", "NULL", "ROLES", "Attr", "Vocab", "load_vocab"]

@@ -77,7 +77,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
     if os.environ.get(PROFILE_ENV):
         from hypothesis import settings
         load_profile()
-        return settings.default.max_examples
+        return settings().max_examples
     return 0
 
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "fuzz": config.fuzz,
             "seed": config.seed, "known_crashes": config.known_crashes.source, **reporting.versions()}
     report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
-    json_path, html_path = reporting.write(report, config.report_dir)
+    _, html_path = reporting.write(report, config.report_dir)
     print(reporting.one_line(report))
     print(f"report: {html_path}")
     return EXIT_FOUND if reporting.found_anything(report) else EXIT_OK

@@ -16,8 +16,8 @@ Two model names get a session of their own, as in llama.cpp:
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
-from itertools import accumulate, chain
+from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, pairwise
 from typing import TYPE_CHECKING
 
 import regex
@@ -25,7 +25,7 @@ import regex
 from .. import pretokenizers, unicode
 from ..attrs import Attr
 from ..cache import BoundedCache
-from ..errors import UnsupportedVocab
+from ..errors import LlamaCppAbort, UnsupportedVocab
 from ..pieces import ESCAPED_SPACE, hex_byte_piece
 from ..splitter import Splitter
 from ..vocab_rules import DNA_MARKER
@@ -53,7 +53,7 @@ class Merger:
 
     def merge(self, symbols: list[bytes]) -> list[bytes]:
         get = self.ranks.get
-        ranks = [get(p) for p in zip(symbols, symbols[1:])]
+        ranks = [get(p) for p in pairwise(symbols)]
         while True:
             best, at = None, -1
             for i, r in enumerate(ranks):
@@ -122,8 +122,9 @@ class BPEEngine(BosEosEngine):
             _refuse_undecodable_pieces(vocab)
 
     def _byte_fallback_ids(self) -> tuple[int | None, ...]:
-        spell = (lambda b: bytes((b,))) if self.pre.byte_encode else (lambda b: b"<0x%02X>" % b)
-        return tuple(self.ids.get(spell(b)) for b in range(256))
+        if self.pre.byte_encode:
+            return tuple(self.ids.get(bytes((b,))) for b in range(256))
+        return tuple(self.ids.get(b"<0x%02X>" % b) for b in range(256))
 
     # -- tokenize -------------------------------------------------------------------
     def encode_into(self, fragment: bytes, out: list[int]) -> None:
@@ -147,7 +148,7 @@ class BPEEngine(BosEosEngine):
                 if ids is None:
                     ids = cache.put(word, tuple(self._encode_word(word)))
                 found[i] = ids
-        out.extend(chain.from_iterable(found))
+        out.extend(chain.from_iterable(found))  # type: ignore[arg-type]  # no None is left
 
     def _encode_word(self, word: str) -> list[int]:
         raw = unicode.encode(word)
@@ -157,7 +158,7 @@ class BPEEngine(BosEosEngine):
             return [whole]
         symbols = unicode.utf8_chars(key)
         if len(symbols) > 1 and b" " in key:
-            raise unicode.LlamaCppAbort(
+            raise LlamaCppAbort(
                 f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
                 f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
             )
@@ -290,7 +291,7 @@ def _hybriddna_session(engine: BPEEngine, text: bytes, out: list[int]) -> None:
         pos = end + len(_DNA_CLOSE)
 
 
-def _dna_kmers(ids, raw: bytes, oov: int, out: list[int]) -> None:
+def _dna_kmers(ids: Mapping[bytes, int], raw: bytes, oov: int, out: list[int]) -> None:
     seq = bytes(c - 32 if 0x61 <= c <= 0x7A else c for c in raw)
     for i in range(0, len(seq), _KMER):
         kmer = seq[i:i + _KMER].ljust(_KMER, b"A")

@@ -151,7 +151,8 @@ class Plamo2Engine(Engine):
         return table
 
     @staticmethod
-    def _pieces(texts, scores, attrs) -> tuple[dict[str, int], dict[str, int]]:
+    def _pieces(texts: Sequence[bytes], scores: Sequence[float],
+                attrs: Sequence[int]) -> tuple[dict[str, int], dict[str, int]]:
         """Score of every piece and every suffix of one (INVALID for bare suffixes), and ids."""
         table: dict[str, int] = {}
         ids: dict[str, int] = {}
@@ -231,9 +232,10 @@ class Plamo2Engine(Engine):
         suffix = ""
         for i in range(n - 1, -1, -1):
             key = (cps[i], suffix)
-            suffix = steps.get(key)
-            if suffix is None:
-                suffix = steps[key] = self._next_suffix(*key)
+            step = steps.get(key)
+            if step is None:
+                step = steps[key] = self._next_suffix(*key)
+            suffix = step
             rows = candidates.get(suffix)
             if rows is None:
                 rows = candidates[suffix] = self._candidates_for(suffix)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..vocab import Vocab
 
 _SEGMENT = regex.compile("\u2581*[^\u2581]+|\u2581+")
+_Pair = tuple[float, int, int, int]  # (-score, left, right, merged length): heapq pops the best
 
 
 class SpmEngine(BosEosEngine):
@@ -88,7 +89,7 @@ class SpmEngine(BosEosEngine):
         nxt = list(range(1, n + 1))
         nxt[-1] = -1
         prev = list(range(-1, n - 1))
-        heap = []
+        heap: list[_Pair] = []
         for i in range(n - 1):
             tid = ids.get(syms[i] + syms[i + 1])
             if tid is not None:
@@ -111,7 +112,7 @@ class SpmEngine(BosEosEngine):
                 self._push(heap, left, after, merged + syms[after])
         return self._emit(syms, nxt)
 
-    def _push(self, heap: list, left: int, right: int, text: bytes) -> None:
+    def _push(self, heap: list[_Pair], left: int, right: int, text: bytes) -> None:
         tid = self._ids.get(text)
         if tid is not None:
             heapq.heappush(heap, (-self._scores[tid], left, right, len(text)))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import sys
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -261,7 +262,8 @@ def _collapse(ids: list[int], unk: int) -> list[int]:
     return np.delete(arr, again).tolist() if len(again) else ids
 
 
-def _try_short(data, i, n, step, here, short, score, token, start) -> bool:
+def _try_short(data: bytes, i: int, n: int, step: int, here: float, short: dict[bytes, tuple[int, float]],
+               score: list[float], token: list[int], start: list[int]) -> bool:
     """Candidates among tokens shorter than their lead byte claims (rare, hostile vocabularies)."""
     single = False
     for length in range(1, 4):
@@ -296,7 +298,7 @@ def _backtrack(token: list[int], start: list[int], n: int, unk: int) -> list[int
     return ids
 
 
-def _splittable(texts, space: bytes) -> bool:
+def _splittable(texts: Sequence[bytes], space: bytes) -> bool:
     """Whether no token can cover part of a space symbol after its own start.
 
     Then every space symbol at a code point start is a point that every path

@@ -117,7 +117,7 @@ class WordSplitter:
         # the stand-ins (private use, so never left in the text) play astral characters
         single_bmp = single[:_BMP].copy()
         single_bmp[ord(_STAND_IN_SINGLE)] = True
-        self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges((ws[:_BMP] | single_bmp))}]+")
+        self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges(ws[:_BMP] | single_bmp)}]+")
         self.single, self.ws = single, ws
         self.table = table
 
@@ -148,7 +148,7 @@ class WordSplitter:
         # NUL was dropped with the other controls, so it can join and re-split the words
         return _STAND_IN_RE.sub(lambda m: next(found), "\0".join(words)).split("\0")
 
-    def stand_in(self, m: re.Match) -> str:
+    def stand_in(self, m: re.Match[str]) -> str:
         return _STAND_IN_SINGLE if self.single[ord(m.group())] else _STAND_IN_OTHER
 
     def normalize(self, word: str) -> str:
@@ -160,7 +160,8 @@ def word_splitter(*, lowercase: bool, strip_accents: bool) -> WordSplitter:
     return WordSplitter(lowercase=lowercase, strip_accents=strip_accents)
 
 
-def _classes(*, lowercase: bool, strip_accents: bool):
+def _classes(*, lowercase: bool,
+             strip_accents: bool) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """Translation {code point: output code point} and masks whitespace / dropped / one-char word.
 
     The masks are over the input code point `c` but computed from the flags of
