@@ -3,6 +3,11 @@
 - `nightly` tests (long fuzzing, full sweeps) run only with `--nightly` or `-m nightly`.
 - `require_vocab(name)` gives a shipped vocabulary's path, or skips naming the
   command that fetches it.
+- `pair_for(name_or_path)` gives (our `Tokenizer`, llama.cpp's `LlamaOracle`) on
+  one vocabulary: the one way tests hold both. The two most recent pairs are
+  kept, so a module that runs its checks vocabulary by vocabulary loads each
+  once and never holds all 19; an evicted oracle is closed, and so is every
+  one left at the end of the session.
 - `oracle` tests skip when llama-cpp-python is not importable.
 - Hypothesis profiles `ci`, `dev` and `nightly` (registered by `harness.fuzz`)
   apply suite-wide with `--hypothesis-profile=NAME` or
@@ -13,12 +18,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 
 from harness import fuzz
 from harness.model_paths import resolve
 from harness.models import FETCH_COMMAND, SetupError
+from tokenizer import Tokenizer, UnsupportedVocab
 
 if os.environ.get(fuzz.PROFILE_ENV):
     fuzz.load_profile()
@@ -53,3 +61,41 @@ def require_vocab():
     """`require_vocab("llama-spm")` -> Path, or skip with the fetch command."""
     return _require_vocab
 
+
+
+class PairCache:
+    """(ours, oracle) per GGUF file, the `size` most recently used kept open."""
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._pairs: OrderedDict[Path, tuple] = OrderedDict()
+
+    def __call__(self, vocab) -> tuple:
+        """`vocab` is a shipped name (skips when not fetched) or a path; skips when we have no engine."""
+        path = Path(vocab) if isinstance(vocab, Path) or str(vocab).endswith(".gguf") else _require_vocab(vocab)
+        if path in self._pairs:
+            self._pairs.move_to_end(path)
+            return self._pairs[path]
+        oracle_mod = pytest.importorskip("harness.oracle")
+        try:
+            ours = Tokenizer.from_gguf(path)
+        except UnsupportedVocab as e:
+            pytest.skip(f"engine not available: {e}")
+        self._pairs[path] = (ours, oracle_mod.LlamaOracle(path))
+        while len(self._pairs) > self.size:
+            _, (_, evicted) = self._pairs.popitem(last=False)
+            evicted.close()
+        return self._pairs[path]
+
+    def close(self) -> None:
+        while self._pairs:
+            _, (_, oracle) = self._pairs.popitem()
+            oracle.close()
+
+
+@pytest.fixture(scope="session")
+def pair_for():
+    """`pair_for("llama-spm")` or `pair_for(path)` -> (ours, llama.cpp), cached; see the module docstring."""
+    cache = PairCache()
+    yield cache
+    cache.close()

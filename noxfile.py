@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests` (the test suite) and `nox -s parity` (the main job).
+"""nox sessions: `nox -s tests` (the test suite), `nox -s parity` (the main job), `nox -s lint`.
 
 llama-cpp-python is compiled from source once, portable (GGML_NATIVE=OFF, so a
 cached wheel never hits an illegal instruction on another CPU), and the wheel is
@@ -47,11 +47,17 @@ def llama_wheel(session: nox.Session) -> Path:
     return found[-1]
 
 
-def install(session: nox.Session, *extras: str) -> None:
+def install(session: nox.Session, *extras: str, vocabularies: bool = True) -> None:
+    """The project with its `harness` extra (and `extras`), llama-cpp-python from the cached wheel.
+
+    `pip install .` alone is the tokenizer (numpy, regex); every session here
+    runs the harness, so it always adds `[harness]`. `vocabularies` fetches the
+    19 shipped vocabularies into the cache.
+    """
     session.install(str(llama_wheel(session)))
-    spec = f".[{','.join(extras)}]" if extras else "."
-    session.install("-e", spec)
-    session.run("python", "-m", "harness", "fetch")
+    session.install("-e", f".[{','.join(('harness', *extras))}]")
+    if vocabularies:
+        session.run("python", "-m", "harness", "fetch")
 
 
 def ensure_chromium(session: nox.Session) -> None:
@@ -70,6 +76,14 @@ def tests(session: nox.Session) -> None:
     install(session, "test")
     ensure_chromium(session)
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and import order) over the repository, then mypy (config in pyproject.toml)."""
+    install(session, "test", "lint", vocabularies=False)
+    session.run("ruff", "check", ".")
+    session.run("mypy")
 
 
 # --- parity sessions (the differential harness) ------------------------------------------

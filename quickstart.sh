@@ -2,6 +2,7 @@
 # Set everything up on a fresh machine, then run one nox session:
 #   ./quickstart.sh parity   the main job: parity run over the shipped vocabularies -> reports/parity/
 #   ./quickstart.sh tests    the test suite
+#   ./quickstart.sh lint     ruff and mypy (.ci/run runs it before the tests)
 # Extra arguments go to the session (after nox's `--`).
 # Needs only python3 (>= 3.11) with pip, and a C/C++ toolchain for the one-time llama-cpp-python build.
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")"
 
 session="${1:-}"
 if [ -z "$session" ] || [ "$session" = "-h" ] || [ "$session" = "--help" ]; then
-    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 shift

@@ -187,7 +187,7 @@ def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
     if types is None or not tokens:
         return []
     types = np.asarray(types)
-    chosen = []
+    chosen: list[tuple[int, str]] = []
     for kind in (CONTROL, USER_DEFINED):
         ids = [int(i) for i in np.nonzero(types == kind)[0]
                if 0 < len(gguf.as_bytes(tokens[i])) <= MAX_TOKEN_BYTES]

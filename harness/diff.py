@@ -16,19 +16,15 @@ comparisons are on exact ids and bytes;
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-ATTR_CONTROL = 1 << 3
-ATTR_USER_DEFINED = 1 << 4
-ATTR_BYTE = 1 << 5
+from tokenizer.attrs import Attr
+
 CONTEXT = 4  # tokens shown either side of the first difference
-
-CATEGORIES = (
-    "engine error", "oracle crash", "special-token partition", "BOS/EOS", "byte fallback",
-    "normalisation", "pre-tokenizer split", "merge order", "detokenize", "vocabulary",
-)
 
 VISIBLE = {" ": "␣", "\n": "↵", "\r": "␍", "\t": "⇥", "\u00a0": "⍽"}
 
@@ -69,7 +65,7 @@ class TokenTable:
         return self.pieces[token] if 0 <= token < len(self.pieces) else self.text(token)
 
     def is_special(self, token: int) -> bool:
-        return bool(self.attr(token) & (ATTR_CONTROL | ATTR_USER_DEFINED))
+        return bool(self.attr(token) & (Attr.CONTROL | Attr.USER_DEFINED))
 
 
 def first_diff(expected: Sequence[int], got: Sequence[int]) -> int | None:
@@ -141,18 +137,19 @@ def _char_class(ch: str) -> str:
 def _crosses_class(piece: bytes) -> bool:
     text = piece.decode("utf-8", "replace").replace("▁", " ").replace("Ġ", " ")
     classes = [_char_class(ch) for ch in text]
-    return any(a != b for a, b in zip(classes, classes[1:]))
+    return any(a != b for a, b in itertools.pairwise(classes))
 
 
-def _region(expected, got, table):
+def _region(expected: Sequence[int], got: Sequence[int]) -> tuple[list[int], list[int]]:
     start, end_e, end_g = differing_span(expected, got)
     return list(expected[start:end_e]), list(got[start:end_g])
 
 
-CLASSIFIERS = []
+Classifier = Callable[[Sequence[int], Sequence[int], TokenTable], str | None]
+CLASSIFIERS: list[Classifier] = []
 
 
-def _classifier(fn):
+def _classifier(fn: Classifier) -> Classifier:
     CLASSIFIERS.append(fn)
     return fn
 
@@ -164,26 +161,26 @@ def _bos_eos(expected, got, table):
 
 @_classifier
 def _special_partition(expected, got, table):
-    exp, gt = _region(expected, got, table)
+    exp, gt = _region(expected, got)
     specials = [table.is_special(t) for t in exp + gt]
     return "special-token partition" if any(specials) else None
 
 
 @_classifier
 def _byte_fallback(expected, got, table):
-    exp, gt = _region(expected, got, table)
-    return "byte fallback" if any(table.attr(t) & ATTR_BYTE for t in exp + gt) else None
+    exp, gt = _region(expected, got)
+    return "byte fallback" if any(table.attr(t) & Attr.BYTE for t in exp + gt) else None
 
 
 @_classifier
 def _normalisation(expected, got, table):
-    exp, gt = _region(expected, got, table)
+    exp, gt = _region(expected, got)
     return "normalisation" if spelled(exp, table) != spelled(gt, table) else None
 
 
 @_classifier
 def _split_or_merge(expected, got, table):
-    exp, gt = _region(expected, got, table)
+    exp, gt = _region(expected, got)
     crosses = [_crosses_class(table.text(t)) for t in exp], [_crosses_class(table.text(t)) for t in gt]
     return "pre-tokenizer split" if any(crosses[0]) != any(crosses[1]) else "merge order"
 
@@ -228,7 +225,7 @@ def diff_encoding(expected_ids: Sequence[int], got_ids: Sequence[int], table: To
     index = first_diff(expected_ids, got_ids)
     if index is None and not detok:
         return None
-    out = {"expected": expected_ids, "got": got_ids, "first_diff": index, "detokenize": detok}
+    out: dict[str, Any] = {"expected": expected_ids, "got": got_ids, "first_diff": index, "detokenize": detok}
     if index is None:
         out["category"] = "detokenize"
         return out

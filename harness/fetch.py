@@ -94,6 +94,8 @@ def _extract(archive: Path, target: Path, progress: Callable[[str], None]) -> li
             out = target / dest
             out.parent.mkdir(parents=True, exist_ok=True)
             src = tar.extractfile(member)
+            if src is None:  # not a regular file after all (isfile() said it was)
+                continue
             tmp = out.with_suffix(out.suffix + ".part")
             with open(tmp, "wb") as fh:
                 fh.write(src.read())

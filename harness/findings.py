@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import shlex
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .diff import TokenTable, diff_encoding
 from .known_crashes import NONE, KnownCrashes
@@ -70,7 +70,7 @@ def crash_info(crash: dict) -> dict:
     kind, timeout = crash.get("kind"), crash.get("timeout")
     timeout = f"{timeout:g}" if isinstance(timeout, (int, float)) else timeout
     reason = {"signal": f"killed by {crash.get('signal')}", "exit": f"exit status {crash.get('exit')}",
-              "timeout": f"timeout after {timeout}s", "error": "llama.cpp error"}.get(kind, str(kind))
+              "timeout": f"timeout after {timeout}s", "error": "llama.cpp error"}.get(str(kind), str(kind))
     return {**crash, "reason": reason}
 
 
@@ -88,9 +88,13 @@ def detok_map(encoding: dict) -> dict[tuple[bool, bool], bytes]:
             for d in encoding.get("detokenize", [])}
 
 
-def findings(subject: Subject, case: dict, expected: dict | None, got: dict | EngineError,
+def findings(subject: Subject, case: dict, expected: dict | None, got: dict | EngineError | None,
              *, crash: dict | None = None) -> list[tuple[str, dict]]:
-    """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`."""
+    """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`.
+
+    With a `crash` (llama.cpp's), the case is that crash alone: `expected` and
+    `got` are not read, and the engine need not have run (`got` None).
+    """
     base = case_fields(case, subject)
     if crash is not None:
         return [crash_finding(subject.known, subject.name, base, crash)]
@@ -99,6 +103,8 @@ def findings(subject: Subject, case: dict, expected: dict | None, got: dict | En
                                    "capability": got.capability})]
     if not isinstance(got, dict):  # not applicable: counted apart, neither passed nor failed
         return []
+    if expected is None:
+        raise ValueError("findings() needs both outcomes unless llama.cpp crashed")
     out = []
     for exp, eng in zip(expected["encode"], got["encode"], strict=True):
         offered = "detokenize" in eng  # an engine without detokenize is compared on ids only
@@ -134,19 +140,20 @@ class _PerToken:
     """A read-only sequence whose items are computed on first use (for display of a few ids)."""
 
     def __init__(self, n: int, read: Callable[[int], Any]) -> None:
-        self._n, self._read, self._cache = n, read, {}
+        self._n, self._read = n, read
+        self._cache: dict[int, Any] = {}
 
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, token: int):
+    def __getitem__(self, token: int) -> Any:
         if token not in self._cache:
             self._cache[token] = self._read(token)
         return self._cache[token]
 
 
 def _safe(read: Callable[[int], Any], fallback: Callable[[int], Any]) -> Callable[[int], Any]:
-    def get(token: int):
+    def get(token: int) -> Any:
         try:
             return read(token)
         except Exception:  # noqa: BLE001 - display only; the vocabulary diff reports the real problem
@@ -163,9 +170,10 @@ def engine_table(engine, fallback: TokenTable) -> TokenTable:
     except Exception:  # noqa: BLE001
         return fallback
     return TokenTable(
-        texts=_PerToken(n, _safe(lambda t: bytes(engine.token_text(t)), fallback.text)),
-        attrs=_PerToken(n, _safe(lambda t: int(engine.token_attr(t)), fallback.attr)),
-        pieces=_PerToken(n, _safe(lambda t: bytes(engine.token_to_piece(t, special=True)), fallback.piece)),
+        texts=cast("Sequence[bytes]", _PerToken(n, _safe(lambda t: bytes(engine.token_text(t)), fallback.text))),
+        attrs=cast("Sequence[int]", _PerToken(n, _safe(lambda t: int(engine.token_attr(t)), fallback.attr))),
+        pieces=cast("Sequence[bytes]", _PerToken(
+            n, _safe(lambda t: bytes(engine.token_to_piece(t, special=True)), fallback.piece))),
         edge_ids=fallback.edge_ids)
 
 

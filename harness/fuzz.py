@@ -24,11 +24,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from random import Random
+from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
+from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import HypothesisException
+from hypothesis.errors import HypothesisException, NoSuchExample
+from hypothesis.strategies import SearchStrategy
 
 from . import models, strategies
 
@@ -47,12 +49,12 @@ def example_database() -> DirectoryBasedExampleDatabase:
 
 
 def _register_profiles() -> None:
-    common = dict(deadline=None, print_blob=True,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                         HealthCheck.filter_too_much])
-    settings.register_profile("ci", max_examples=25, **common)
-    settings.register_profile("dev", max_examples=200, **common)
-    settings.register_profile("nightly", max_examples=3000, **common)
+    common = settings(deadline=None, print_blob=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                             HealthCheck.filter_too_much])
+    settings.register_profile("ci", common, max_examples=25)
+    settings.register_profile("dev", common, max_examples=200)
+    settings.register_profile("nightly", common, max_examples=3000)
 
 
 _register_profiles()
@@ -74,23 +76,21 @@ class Hunt:
     findings: list
 
 
-class _Failure(Exception):
-    def __init__(self, case: dict) -> None:
-        super().__init__(case["id"])
-        self.case = case
-
-
-def hunt(strategy, judge: Callable[[dict], list], *, n: int, seed: int | None, key: str,
+def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int, seed: int | None, key: str,
          shrink_budget: int = 150, on_example: Callable[[], None] | None = None) -> Hunt:
-    """Run the hunt; see the module docstring."""
+    """Run the hunt; see the module docstring.
+
+    Hypothesis' public `find` does the search and the shrinking; `database_key`
+    names this model's entries in the example database.
+    """
     memo: dict[str, list] = {}
     state = {"generated": 0, "failed": False}
 
-    def failing(value) -> dict | None:
+    def fails(value: Any) -> bool:
         case = strategies.as_case(value)
         if case["id"] not in memo:
             if state["failed"] and len(memo) >= n + shrink_budget:
-                return None  # budget spent: unseen shrink candidates count as passing
+                return False  # budget spent: unseen shrink candidates count as passing
             memo[case["id"]] = judge(case)
             if not state["failed"]:
                 state["generated"] += 1
@@ -98,29 +98,23 @@ def hunt(strategy, judge: Callable[[dict], list], *, n: int, seed: int | None, k
                     on_example()
         if memo[case["id"]]:
             state["failed"] = True
-            return case
-        return None
+        return bool(memo[case["id"]])
 
-    def probe(value) -> None:
-        case = failing(value)
-        if case is not None:
-            raise _Failure(case)
-
-    test = _wrap(probe, strategy, n=n, seed=seed, key=key)
     try:
-        test()
-    except _Failure as failure:
-        return Hunt(state["generated"], failure.case, memo[failure.case["id"]])
+        value = find(strategy, fails, settings=_settings(n, seed),
+                     random=None if seed is None else Random(seed),
+                     database_key=None if seed is not None else f"gguf-parity:{key}".encode())
+    except NoSuchExample:
+        return Hunt(state["generated"], None, [])
     except HypothesisException as exc:  # e.g. Unsatisfiable: report nothing found, say why
         return Hunt(state["generated"], None, [("note", str(exc))])
-    return Hunt(state["generated"], None, [])
+    case = strategies.as_case(value)
+    return Hunt(state["generated"], case, memo[case["id"]])
 
 
-def _wrap(probe, strategy, *, n: int, seed: int | None, key: str):
+def _settings(n: int, seed: int | None) -> settings:
+    """Up to `n` examples, quiet, no deadline; with a `seed`, no example database (it would change what runs)."""
     database = None if seed is not None else example_database()
     phases = [Phase.generate, Phase.shrink] if seed is not None else [Phase.reuse, Phase.generate, Phase.shrink]
-    test = settings(max_examples=max(n, 1), database=database, deadline=None, phases=phases,
-                    verbosity=Verbosity.quiet, report_multiple_bugs=False, derandomize=False,
-                    suppress_health_check=list(HealthCheck))(given(strategy)(probe))
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = f"gguf-parity:{key}".encode()
-    return hypothesis_seed(seed)(test) if seed is not None else test
+    return settings(max_examples=max(n, 1), database=database, deadline=None, phases=phases,
+                    verbosity=Verbosity.quiet, derandomize=False)

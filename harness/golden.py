@@ -76,7 +76,7 @@ def pack_case(case: dict) -> dict:
         raise GoldenError(f"case {case['id']!r}: encode items are not in (add_special, parse_special) order")
     input_field = _value(case)
     seen: dict[tuple, list[int]] = {}
-    encode = []
+    encode: list[dict] = []
     for i, item in enumerate(case["encode"]):
         earlier = _same_encode(case["encode"][:i], item)
         if earlier is not None:
@@ -119,7 +119,7 @@ def _pack_ids(ids: list[int], previous: list[dict]):
     """`ids`, or `{"of": k, "pre": [...], "post": [...]}` when they wrap encode k's ids."""
     for k, other in enumerate(previous):
         inner = other["ids"]
-        for start in range(0, min(MAX_WRAP, len(ids) - len(inner)) + 1):
+        for start in range(min(MAX_WRAP, len(ids) - len(inner)) + 1):
             tail = len(ids) - len(inner) - start
             if inner and tail <= MAX_WRAP and ids[start:start + len(inner)] == inner:
                 return {"of": k, "pre": ids[:start], "post": ids[len(ids) - tail:]}

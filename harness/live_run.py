@@ -206,7 +206,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
         if engine is None:
             both_refuse(result, last_line(refused), last_line(engine_error), expected=expect_refusal)
         else:
-            refusal_mismatch(result, last_line(refused))
+            refusal_mismatch(result, last_line(str(refused)))
         return None
     if before is not None:
         check_same(path, before, seen, "llama.cpp")
@@ -294,7 +294,8 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
-    budget, ignore_crashes, known_seen = config.fuzz, False, {}
+    budget, ignore_crashes = config.fuzz, False
+    known_seen: dict[str, set[str]] = {}
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)

@@ -28,11 +28,14 @@ import os
 import platform
 import sys
 from collections import deque
+from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
 
 import llama_cpp
 from llama_cpp import llama_cpp as _capi
+
+from .records import SPECIALS
 
 VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
 
@@ -44,8 +47,6 @@ SPECIAL_GETTERS = {
     "fim_mid": "llama_vocab_fim_mid", "fim_pad": "llama_vocab_fim_pad",
     "fim_rep": "llama_vocab_fim_rep", "fim_sep": "llama_vocab_fim_sep",
 }
-SPECIALS = ("bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad", "mask",
-            "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
 
 # Boolean members of llama_vocab that load() settles; mangled names of the pinned build.
 FLAG_SYMBOLS = {
@@ -200,7 +201,7 @@ class LlamaOracle:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # interpreter shutdown: the library may already be gone
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the library may already be gone
             pass
 
     def __repr__(self) -> str:
@@ -318,7 +319,7 @@ class LlamaOracle:
 
     def internals(self) -> dict:
         """What load() settled that the C API does not report: model name, pre type, flags."""
-        out = {"model": _cxx_string(STRING_SYMBOLS["model"], self._vocab)}
+        out: dict[str, object] = {"model": _cxx_string(STRING_SYMBOLS["model"], self._vocab)}
         pre_type = _cxx(PRE_TYPE_SYMBOL, ctypes.c_int)
         out["pre_type"] = pre_type(self._vocab) if pre_type else None
         for flag, symbol in FLAG_SYMBOLS.items():
@@ -329,8 +330,12 @@ class LlamaOracle:
 
 def _add_special_properties() -> None:
     for name in SPECIALS:
-        setattr(LlamaOracle, name, property(lambda self, _n=name: self._special(_n),
+        setattr(LlamaOracle, name, property(_special_getter(name),
                                             doc=f"llama.cpp's {name} token id, None when unset (-1)"))
+
+
+def _special_getter(name: str) -> Callable[[LlamaOracle], int | None]:
+    return lambda self: self._special(name)
 
 
 _add_special_properties()

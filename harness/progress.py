@@ -54,10 +54,6 @@ class Progress:
             self.note = note
         self._show()
 
-    def set_total(self, total: int) -> None:
-        self.total = max(int(total), 0)
-        self._show()
-
     def _fraction(self) -> float:
         return min(self.done / self.total, 1.0) if self.total else 1.0
 

@@ -28,12 +28,14 @@ import zlib
 
 import numpy as np
 
+from tokenizer.vocab import ROLES
+
 from .corpus import case_input
 
 FLAGS = ((False, False), (False, True), (True, False), (True, True))
 BLOCK = 1024
-SPECIALS = ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
-            "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+# every special id llama.cpp reports: the roles of `tokenizer.vocab.ROLES` (unk included) and the newline
+SPECIALS = (*ROLES, "nl")
 # token field -> how to read it from the API
 TOKEN_FIELDS = {
     "text": lambda api, t: api.token_text(t),
@@ -109,8 +111,8 @@ def _opt_int(value) -> int | None:
 
 def token_digests(api, n: int) -> dict:
     """Per-block hashes of each token field, and a 4-bit digest per token over all fields."""
-    blocks = {name: [] for name in TOKEN_FIELDS}
-    per_token = []
+    blocks: dict[str, list[str]] = {name: [] for name in TOKEN_FIELDS}
+    per_token: list[int] = []
     for start in range(0, n, BLOCK):
         hashers = {name: hashlib.sha256() for name in TOKEN_FIELDS}
         for t in range(start, min(start + BLOCK, n)):
@@ -139,7 +141,7 @@ def pack_nibbles(values: list[int]) -> str:
 
 def unpack_nibbles(text: str, n: int) -> list[int]:
     """Inverse of `pack_nibbles` for `n` values."""
-    out = []
+    out: list[int] = []
     for byte in base64.b64decode(text):
         out += (byte & 0x0F, byte >> 4)
     return out[:n]

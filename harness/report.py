@@ -30,6 +30,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import pandas as pd
@@ -197,7 +198,7 @@ def load(path: Path) -> dict:
 def merge(reports: Iterable[dict], *, meta: dict) -> dict:
     """One report from several; a model seen in more than one adds its counts up."""
     per_model: dict[str, dict] = {}
-    merged: dict[str, list] = {kind: [] for kind in LISTS + SIDE_LISTS}
+    merged: dict[str, list[dict]] = {kind: [] for kind in LISTS + SIDE_LISTS}
     known: dict[str, dict] = {}
     sources = []
     for report in reports:
@@ -219,7 +220,8 @@ def reclassify(report: dict, known) -> dict:
     as failing only while it has a new crash or another finding.
     """
     crashes = report.get("oracle_crashes", []) + report.get("known_oracle_crashes", [])
-    new, old = {"oracle_crashes": [], "known_oracle_crashes": []}, _crash_ids(report)
+    new: dict[str, list[dict]] = {"oracle_crashes": [], "known_oracle_crashes": []}
+    old = _crash_ids(report)
     for entry in crashes:
         entry = {k: v for k, v in entry.items() if k != "known_crash"}
         match = known.match(entry.get("model", ""), entry.get("crash") or {})
@@ -364,7 +366,7 @@ def _entries(report: dict) -> list[dict]:
     return out
 
 
-ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "aligned": None,
+ENTRY_DEFAULTS: dict[str, Any] = {"case_id": None, "text": "", "bytes": None, "command": None, "aligned": None,
                   "detokenize": [], "crash": {}, "error": None, "add_special": None,
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
@@ -372,7 +374,7 @@ ENTRY_DEFAULTS = {"case_id": None, "text": "", "bytes": None, "command": None, "
                   "traceback": "", "capability": None}
 
 
-def _display(entry: dict, *, kind: str, category: str) -> dict:
+def _display(entry: dict, *, kind: str, category: str | None) -> dict:
     """An entry with every field the template reads, and its input made visible."""
     out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
     if out["bytes"]:

@@ -16,15 +16,14 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass
+from typing import cast
 
 from hypothesis import strategies as st
 
+from tokenizer.attrs import Attr
+
 MAX_CODEPOINT = 0x10FFFF
 
-# llama_token_attr bits (llama.h) used to pick special and user-defined tokens.
-ATTR_CONTROL = 1 << 3
-ATTR_USER_DEFINED = 1 << 4
-ATTR_BYTE = 1 << 5
 
 WHITESPACE = (
     " ", "  ", "\t", "\n", "\n\n", "\r\n", "\r", "\x0b", "\x0c", "\x85", "\xa0",
@@ -189,10 +188,10 @@ def vocab_view(*, name: str, texts, attrs, pieces, max_pieces: int = 4000) -> Vo
     kept, specials, has_bytes = [], [], False
     stride = max(len(texts) // max_pieces, 1)
     for token, (text, attr) in enumerate(zip(texts, attrs)):
-        if attr & (ATTR_CONTROL | ATTR_USER_DEFINED):
+        if attr & (Attr.CONTROL | Attr.USER_DEFINED):
             if text:
                 specials.append(text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else text)
-        elif attr & ATTR_BYTE:
+        elif attr & Attr.BYTE:
             has_bytes = True
         elif token % stride == 0 and token < len(pieces) and pieces[token]:
             kept.append(bytes(pieces[token]))
@@ -295,7 +294,7 @@ def _text_if_valid(data: bytes) -> str | bytes:
 
 def _join(values: list[str | bytes]) -> str | bytes:
     if all(isinstance(v, str) for v in values):
-        return "".join(values)
+        return "".join(cast("list[str]", values))
     return _text_if_valid(b"".join(v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
                                    for v in values))
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from .models import cache_dir, shipped_path
 SYNTH_COMMAND = "python -m harness synth"
 PRE_SWEEP_TOKENS = 8192   # ordinary tokens kept in each pre-<name> vocabulary
 PRE_SWEEP_CHARS = 1024    # ... plus this many single-character tokens beyond them
-Meta = dict[str, object]
+Meta = dict[str, Any]  # GGUF metadata: key -> value as tokenizer.gguf reads it
 Types = dict[str, tuple[ValueType, ValueType | None]]
 
 _STR_ARRAY = (ValueType.ARRAY, ValueType.STRING)
@@ -272,9 +273,10 @@ def cut_bpe(src: gguf.GGUFFile, keep: int) -> Meta:
     """The source's tokenizer keys with only its first `keep` ordinary tokens.
 
     SentencePiece-style vocabularies list single characters last, so the most
-    frequent `PRE_SWEEP_CHARS` of those stay as well. Special (non-NORMAL) tokens all stay, renumbered after the ordinary ones;
-    a merge stays when both halves and the result stay. Special-id keys follow
-    their token; one whose token is dropped is dropped too.
+    frequent `PRE_SWEEP_CHARS` of those stay as well. Special (non-NORMAL) tokens all
+    stay, renumbered after the ordinary ones; a merge stays when both halves and the
+    result stay. Special-id keys follow their token; one whose token is dropped is
+    dropped too.
     """
     meta = _tokenizer_keys(src)
     texts = src.metadata[Keys.TOKENS]

@@ -29,7 +29,7 @@ and it kills itself when its parent process dies (a watchdog thread that sees
 the parent go), so no worker outlives a SIGKILLed run.
 
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
-`record_vocab(model)` / `inspect_model(model)` for batches; `Worker.ask(op,
+`inspect_model(model)` for batches; `Worker.ask(op,
 *args, timeout=...)` for one request at a time (`harness.oracle_session.OracleSession`
 wraps it).  A model llama.cpp refuses to load raises `LoadFailure` (with
 `.crash` set when loading itself crashed).
@@ -49,7 +49,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from .models import SetupError
 from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
@@ -124,14 +124,14 @@ class Worker:
         self.step = None
         self.deadline = time.monotonic() + timeout
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
+            _pipe(self.proc.stdin).write((json.dumps(request) + "\n").encode())
+            _pipe(self.proc.stdin).flush()
         except OSError:  # died since its last answer: the caller sees eof and records why
             self.eof = True
 
     @property
     def fd(self) -> int:
-        return self.proc.stdout.fileno()
+        return _pipe(self.proc.stdout).fileno()
 
     def pump(self, timeout: float = 0.0) -> None:
         """Read what the worker has sent, waiting up to `timeout` for the first bytes."""
@@ -178,7 +178,9 @@ class Worker:
     def ask(self, op: str, *args, timeout: float) -> tuple[object, dict | None]:
         """`op(*args)` in the worker, waited for: (result, None) or (None, crash record)."""
         self.send(op, *args, timeout=timeout)
-        return self.outcome(timeout=timeout)
+        found = self.outcome(timeout=timeout)
+        assert found is not None  # a blocking wait always ends with an answer or a crash
+        return found
 
     def crash_record(self, *, timeout: float) -> dict:
         """Why the worker stopped answering: a signal, an exit status or a timeout; its stderr."""
@@ -191,7 +193,7 @@ class Worker:
             self.kill()
             code = self.proc.wait()
         kind = "timeout" if timed_out else ("signal" if code < 0 else "exit")
-        record = {"kind": kind, "signal": _signal_name(code), "exit": code,
+        record: dict[str, Any] = {"kind": kind, "signal": _signal_name(code), "exit": code,
                   "stderr": self._stderr_tail(), "call": self.step}
         if timed_out:
             record["timeout"] = float(timeout)
@@ -217,15 +219,22 @@ class Worker:
         """Stop the worker (EOF on its stdin, then kill if it lingers)."""
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                _pipe(self.proc.stdin).close()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
         for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """The worker's stdin or stdout: pipes, so never None once the process started."""
+    assert stream is not None
+    return stream
 
 
 def _signal_name(code: int) -> str | None:
@@ -390,11 +399,6 @@ def inspect_model(model: str | os.PathLike[str], *, timeout: float = VOCAB_TIMEO
             break
         first = crash
     return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
-
-
-def record_vocab(model: str | os.PathLike, **options) -> dict | None:
-    """`harness.records.vocab_record` of llama.cpp for `model`, isolated in a worker."""
-    return inspect_model(model, **options)["vocab"]
 
 
 # -- the worker side ------------------------------------------------------------

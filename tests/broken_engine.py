@@ -63,7 +63,7 @@ class StubEngine:
     def __getattr__(self, name):
         if name in ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask", "fim_pre", "fim_suf",
                     "fim_mid", "fim_pad", "fim_rep", "fim_sep"):
-            return None
+            return
         raise AttributeError(name)
 
     def tokenize(self, text, *, add_special: bool, parse_special: bool) -> list[int]:

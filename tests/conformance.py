@@ -13,7 +13,7 @@ with them names its cell: `test_tokenize[add_special=True-parse_special=False]`.
         assert_same_tokens(*pair, CORPUS, add_special=add_special, parse_special=parse_special)
 
 The end of this module holds that matrix as ready-made tests (`test_tokenize`, ...,
-`test_differential_small`) for a test module with a `pair` fixture, a `CORPUS` and a
+`test_differential`) for a test module with a `pair` fixture, a `CORPUS` and a
 `random_inputs(seed, count)`: it imports them, and pytest runs them as its own.
 """
 
@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from contextlib import contextmanager
 
 import pytest
 
 from harness import synth
 from harness.model_paths import resolve
 from harness.models import FETCH_COMMAND, SetupError
-from tokenizer import Tokenizer
 
 # (False, False), (False, True), (True, False), (True, True): tokenize's
 # (add_special, parse_special) and detokenize's (remove_special, unparse_special).
@@ -74,24 +72,14 @@ def synthetic_or_skip(name: str):
     return _or_skip(synth.ensure, name)
 
 
-@contextmanager
-def oracle_pair(path):
-    """(ours, llama) on one GGUF file; the oracle is closed on leaving the block."""
-    from harness.oracle import LlamaOracle  # only oracle tests get here
-    ours = Tokenizer.from_gguf(path)
-    with LlamaOracle(path) as llama:
-        yield ours, llama
-
-
 def synthetic_pair(name: str):
-    """A module-scoped `pair` fixture: (ours, llama) on synthetic vocabulary `name`.
+    """A `pair` fixture: (ours, llama) on synthetic vocabulary `name`, from conftest's `pair_for`.
 
         pair = synthetic_pair("rwkv-world")
     """
-    @pytest.fixture(scope="module")
-    def pair():
-        with oracle_pair(synthetic_or_skip(name)) as both:
-            yield both
+    @pytest.fixture
+    def pair(pair_for):
+        return pair_for(synthetic_or_skip(name))
     return pair
 
 
@@ -314,10 +302,11 @@ def _assert_no_differences(failures: list) -> None:
     assert failures == [], f"{len(failures)} differences (at most 10 kept), first {_show(failures[0])}"
 
 
-def test_differential_small(pair, request):
-    _assert_no_differences(_flag_matched_differential(pair, request, seed=1, count=150))
+# inputs per differential run: the default run, and the nightly one (each with its own seed)
+BUDGETS = [150, pytest.param(2000, marks=pytest.mark.nightly)]
+SEEDS = {150: 1, 2000: 2}
 
 
-@pytest.mark.nightly
-def test_differential_2000(pair, request):
-    _assert_no_differences(_flag_matched_differential(pair, request, seed=2, count=2000))
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_differential(pair, request, budget):
+    _assert_no_differences(_flag_matched_differential(pair, request, seed=SEEDS[budget], count=budget))

@@ -144,7 +144,7 @@ def tensors(draw) -> list[tuple[str, tuple[int, ...], int]]:
         block = GGML_TYPES[tid][1]
         dims = draw(st.lists(st.integers(0, 3), max_size=3))
         first = block * draw(st.integers(0, 2))
-        shape = tuple([first, *dims]) if draw(st.booleans()) else ()
+        shape = (first, *dims) if draw(st.booleans()) else ()
         out.append((name, shape, tid))
     return out
 

@@ -12,7 +12,6 @@ outside the vocabulary (where llama.cpp would throw out_of_range).
 from __future__ import annotations
 
 import pytest
-from oracle_pairs import pair
 
 from harness.models import SHIPPED
 from tokenizer import InvalidToken, Tokenizer
@@ -81,9 +80,9 @@ CELLS = (
 @pytest.mark.vocab
 @pytest.mark.parametrize(("check", "flag_a", "flag_b"), CELLS)
 @pytest.mark.parametrize("name", VOCABS)
-def test_edges(name, check, flag_a, flag_b):
+def test_edges(pair_for, name, check, flag_a, flag_b):
     """One cell per vocabulary and per tokenize/detokenize flag combination (and lstrip)."""
-    ours, oracle = pair(name)
+    ours, oracle = pair_for(name)
     check(ours, oracle, flag_a, flag_b)
 
 
@@ -94,8 +93,8 @@ CLEAN_CASES = ["a ' b", "a ' ' b ' c", "x ?", "x !y .z ,", "he 's", "we 're", "t
 @pytest.mark.oracle
 @pytest.mark.vocab
 @pytest.mark.parametrize("text", [pytest.param(t, id=f"case{i}") for i, t in enumerate(CLEAN_CASES)])
-def test_clean_spaces_like_llama_cpp(text):
-    ours, oracle = pair("gpt-2")  # a clean_spaces vocabulary with one token per byte available
+def test_clean_spaces_like_llama_cpp(pair_for, text):
+    ours, oracle = pair_for("gpt-2")  # a clean_spaces vocabulary with one token per byte available
     assert ours.vocab.clean_spaces
     ids = oracle.tokenize(text, add_special=False, parse_special=False)
     assert clean_spaces(text.encode()) == oracle.detokenize(ids, remove_special=False,
@@ -104,8 +103,8 @@ def test_clean_spaces_like_llama_cpp(text):
 
 @pytest.mark.vocab
 @pytest.mark.parametrize("bad", [-1, 32000, 10**9])
-def test_ids_outside_the_vocabulary_raise(bad):
-    ours, _ = pair("llama-spm")
+def test_ids_outside_the_vocabulary_raise(pair_for, bad):
+    ours, _ = pair_for("llama-spm")
     with pytest.raises(InvalidToken, match="outside the vocabulary"):
         ours.token_to_piece(bad, special=True)
     with pytest.raises(InvalidToken):
@@ -116,8 +115,8 @@ def test_ids_outside_the_vocabulary_raise(bad):
 
 @pytest.mark.oracle
 @pytest.mark.vocab
-def test_str_and_bytes_input_agree():
-    ours, oracle = pair("llama-spm")
+def test_str_and_bytes_input_agree(pair_for):
+    ours, oracle = pair_for("llama-spm")
     text = "Grüße, 世界 🦙"
     kw = {"add_special": True, "parse_special": False}
     assert ours.tokenize(text, **kw) == ours.tokenize(text.encode(), **kw) == oracle.tokenize(text, **kw)
@@ -130,11 +129,11 @@ LONG_SPECIAL_VOCABS = [pytest.param(n, id=n) for n in ("command-r", "deepseek-ll
 @pytest.mark.vocab
 @pytest.mark.parametrize("parse_special", [pytest.param(p, id=f"parse={p}") for p in (False, True)])
 @pytest.mark.parametrize("name", LONG_SPECIAL_VOCABS)
-def test_long_input_with_special_tokens(name, parse_special):
+def test_long_input_with_special_tokens(pair_for, name, parse_special):
     # Long enough for the partitioner's byte-pair prefilter to switch on
     # (input bytes x special tokens >= 2**20), with special texts at both ends,
     # glued to words, and split across what the prefilter looks at.
-    ours, oracle = pair(name)
+    ours, oracle = pair_for(name)
     specials = [ours.vocab.texts[i] for i in ours.vocab.special_tokens[:40]]
     body = "Prose with ünïcödé, digits 12345 and  spaces.\n".encode() * 40
     text = specials[0] + body + b"x".join(specials) + body + specials[-1][:1] + specials[-1]

@@ -15,36 +15,30 @@ are checked by tests/test_vectors.py for every engine.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 
 from harness.records import evaluate_case, vocab_record
 from tests.bpe_inputs import inputs
 from tokenizer import Tokenizer
+from tokenizer.attrs import Attr
 from tokenizer.unicode import LlamaCppAbort
 
 BPE_SHIPPED = ("aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
                "gpt-2", "gpt-neox", "llama-bpe", "mpt", "qwen2", "qwen35", "refact", "starcoder")
-DEFAULT_INPUTS = 100
-NIGHTLY_INPUTS = 2000
-
-
-@lru_cache(maxsize=2)
-def _pair(path):
-    from harness.oracle import LlamaOracle
-    return Tokenizer.from_gguf(path), LlamaOracle(path)
+# inputs per vocabulary: the default run, and the nightly one
+BUDGETS = [100, pytest.param(2000, marks=pytest.mark.nightly)]
+_SEED_TAG = {100: "default", 2000: "nightly"}  # the input seeds the runs have always used
 
 
 def _specials(tok: Tokenizer) -> list[bytes]:
     """Texts of CONTROL and USER_DEFINED tokens, for the generator to mix in."""
-    wanted = (1 << 3) | (1 << 4)
+    wanted = Attr.CONTROL | Attr.USER_DEFINED
     return [tok.token_text(t) for t in range(tok.n_tokens) if tok.token_attr(t) & wanted][:64]
 
 
-def differential(path, seed: str, n: int) -> list[str]:
-    """Readable descriptions of the inputs where our records differ from llama.cpp's."""
-    ours, oracle = _pair(path)
+def differential(pair, seed: str, n: int) -> list[str]:
+    """Readable descriptions of the inputs where our records differ from llama.cpp's, for (ours, oracle)."""
+    ours, oracle = pair
     failures = []
     for i, data in enumerate(inputs(seed, n, _specials(ours))):
         case = {"id": f"{seed}-{i}", "bytes": data.hex()}
@@ -59,18 +53,11 @@ def differential(path, seed: str, n: int) -> list[str]:
 
 
 @pytest.mark.oracle
+@pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
-def test_differential(name, require_vocab):
-    failures = differential(require_vocab(name), f"{name}:default", DEFAULT_INPUTS)
-    assert not failures, f"{len(failures)} of {DEFAULT_INPUTS} inputs differ: {failures[:5]}"
-
-
-@pytest.mark.oracle
-@pytest.mark.nightly
-@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
-def test_differential_nightly(name, require_vocab):
-    failures = differential(require_vocab(name), f"{name}:nightly", NIGHTLY_INPUTS)
-    assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} inputs differ: {failures[:5]}"
+def test_differential(pair_for, name, budget):
+    failures = differential(pair_for(name), f"{name}:{_SEED_TAG[budget]}", budget)
+    assert not failures, f"{len(failures)} of {budget} inputs differ: {failures[:5]}"
 
 
 # The model names with sessions or loaders of their own, on synthetic vocabularies.
@@ -86,18 +73,11 @@ def _synthetic(name: str):
 
 
 @pytest.mark.oracle
+@pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SYNTHETIC_MODELS])
-def test_synthetic_model_differential(name):
-    failures = differential(_synthetic(name), f"{name}:default", DEFAULT_INPUTS)
-    assert not failures, f"{len(failures)} of {DEFAULT_INPUTS} inputs differ: {failures[:5]}"
-
-
-@pytest.mark.oracle
-@pytest.mark.nightly
-@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SYNTHETIC_MODELS])
-def test_synthetic_model_differential_nightly(name):
-    failures = differential(_synthetic(name), f"{name}:nightly", NIGHTLY_INPUTS)
-    assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} inputs differ: {failures[:5]}"
+def test_synthetic_model_differential(pair_for, name, budget):
+    failures = differential(pair_for(_synthetic(name)), f"{name}:{_SEED_TAG[budget]}", budget)
+    assert not failures, f"{len(failures)} of {budget} inputs differ: {failures[:5]}"
 
 
 def _token_fields(api, t: int) -> tuple:
@@ -108,9 +88,9 @@ def _token_fields(api, t: int) -> tuple:
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
-def test_token_fields_sample(name, require_vocab):
+def test_token_fields_sample(pair_for, name):
     """Text, score, attribute and pieces of every special token and every 16th other one."""
-    ours, oracle = _pair(require_vocab(name))
+    ours, oracle = pair_for(name)
     sample = sorted(set(range(0, ours.n_tokens, 16)) | set(range(ours.n_tokens - 300, ours.n_tokens))
                     | {t for t in range(ours.n_tokens) if ours.token_attr(t) & ~4})
     bad = [t for t in sample if _token_fields(ours, t) != _token_fields(oracle, t)]
@@ -120,9 +100,9 @@ def test_token_fields_sample(name, require_vocab):
 @pytest.mark.oracle
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in BPE_SHIPPED])
-def test_vocab_record(name, require_vocab):
+def test_vocab_record(pair_for, name):
     """Every token's text, score, attribute and both pieces, flags and special ids."""
-    ours, oracle = _pair(require_vocab(name))
+    ours, oracle = pair_for(name)
     assert vocab_record(ours) == vocab_record(oracle)
 
 
@@ -134,8 +114,8 @@ def test_vocab_record(name, require_vocab):
     pytest.param(b"> </" * 5, id="repeated"),
     pytest.param(b"<div> </div> <p> </p>", id="html"),
 ])
-def test_gemma4_cut_points(data, require_vocab):
-    ours, oracle = _pair(require_vocab("gemma-4"))
+def test_gemma4_cut_points(pair_for, data):
+    ours, oracle = pair_for("gemma-4")
     flags = {"add_special": False, "parse_special": False}
     assert ours.tokenize(data, **flags) == oracle.tokenize(data, **flags)
 

@@ -177,3 +177,31 @@ def test_nightly_fuzz_every_shipped_vocabulary(model, require_vocab):
     budget = settings.default.max_examples
     settings.load_profile("default")
     differential(model, require_vocab, n=budget)
+
+
+# --- the hunt: search, shrink, database (no llama.cpp: a planted judge) -------------------------
+
+def _tab_judge(case: dict) -> list:
+    """Fails every input that holds a tab, as tests/broken_engine.py:load_tab plants it."""
+    return [("mismatch", case["id"])] if "\t" in str(strategies.case_input(case)) else []
+
+
+def test_hunt_shrinks_the_first_failure_to_a_minimal_input():
+    found = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=200, seed=3, key="toy")
+    assert found.case == strategies.as_case("\t")
+    assert found.findings == _tab_judge(found.case)
+    assert 1 <= found.generated <= 200
+
+
+def test_hunt_with_a_seed_is_reproducible_and_reports_a_pass():
+    runs = [fuzz.hunt(strategies.whitespace_runs(), lambda case: [], n=30, seed=5, key="toy") for _ in range(2)]
+    assert runs[0] == runs[1] == fuzz.Hunt(30, None, [])
+
+
+def test_hunt_without_a_seed_saves_its_failure_under_the_model_key(tmp_path, monkeypatch):
+    monkeypatch.setenv(fuzz.DB_ENV, str(tmp_path))
+    found = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=200, seed=None, key="toy")
+    assert found.case == strategies.as_case("\t")
+    assert [p.name for p in tmp_path.iterdir()]  # the example database holds the minimal failure
+    again = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=1, seed=None, key="toy")
+    assert again.case == found.case and again.generated == 1  # replayed from the database first

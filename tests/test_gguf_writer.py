@@ -40,7 +40,7 @@ def assert_same(a, b, where: str = "value") -> None:
 
 def expected_value(vt: tuple, value):
     """What the reader returns for a value written with type `vt`."""
-    vtype, etype = vt
+    vtype, _ = vt
     if vtype == VT.FLOAT32:
         return struct.unpack("<f", struct.pack("<f", value))[0]
     if vtype in (VT.FLOAT64,):

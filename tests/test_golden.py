@@ -75,7 +75,7 @@ def test_encode_items_out_of_order_are_refused():
 def test_unreadable_golden_names_the_file(tmp_path: Path):
     path = tmp_path / "broken.json"
     path.write_text("{", encoding="utf-8")
-    with pytest.raises(goldens.GoldenError, match="broken.json"):
+    with pytest.raises(goldens.GoldenError, match=r"broken\.json"):
         goldens.load_golden(path)
 
 
@@ -187,13 +187,13 @@ def test_golden_has_not_drifted(path: Path):
     """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
     from harness.commands.drift import find_gguf
     from harness.commands.record import record_model
-    from harness.models import models_dir
+    from harness.models import SetupError, models_dir
     from harness.worker_limits import Limits
 
     old = goldens.load_golden(path)
     try:
         gguf = find_gguf(old["gguf"], [models_dir()])
-    except Exception as exc:  # SetupError: not fetched
+    except SetupError as exc:  # not fetched
         pytest.skip(f"{exc} (fetch with: python -m harness fetch)")
     new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], limits=Limits(jobs=2))
     assert goldens.diff_goldens(old, new) == []

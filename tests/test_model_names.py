@@ -82,7 +82,7 @@ def test_reproduced_vocabulary(name):
 @pytest.mark.parametrize("name", NO_VOCAB)
 def test_no_vocab_refused_at_load(name):
     path = _built(name)
-    with pytest.raises(UnsupportedVocab, match="none|no_vocab"):
+    with pytest.raises(UnsupportedVocab, match=r"none|no_vocab"):
         Tokenizer.from_gguf(path)
     with live.OracleSession(path, timeout=60) as oracle:
         assert oracle.call("ping") == 0  # llama.cpp loads it, with no tokens ...

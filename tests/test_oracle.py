@@ -120,7 +120,7 @@ def test_unloadable_file_raises_oracle_error(tmp_path: Path):
 
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 12)
-    with pytest.raises(OracleError, match="bad.gguf"):
+    with pytest.raises(OracleError, match=r"bad\.gguf"):
         LlamaOracle(bad)
 
 
@@ -209,5 +209,5 @@ def test_a_file_llama_cpp_refuses_is_a_load_failure(tmp_path: Path):
 
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 12)
-    with pytest.raises(LoadFailure, match="bad.gguf"):
+    with pytest.raises(LoadFailure, match=r"bad\.gguf"):
         run_cases(bad, CRASH_CASES[:1])

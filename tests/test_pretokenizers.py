@@ -25,8 +25,8 @@ from tokenizer import pretokenizers as pt
 from tokenizer.pre_names import PRE_NAMES, resolve
 
 SYNTH_COMMAND = "python -m harness synth"
-DEFAULT_INPUTS = 20
-NIGHTLY_INPUTS = 2000
+# inputs per pre-tokenizer name: the default run, and the nightly one
+BUDGETS = [20, pytest.param(2000, marks=pytest.mark.nightly)]
 
 
 # --- llama.cpp's source, parsed ----------------------------------------------------------
@@ -132,7 +132,7 @@ def test_non_bpe_models_ignore_pre():
 def test_registry_refuses_duplicates_and_lists_known_names():
     with pytest.raises(ValueError, match="registered twice"):
         pt.register("gpt2", "x")
-    with pytest.raises(UnsupportedVocab, match="known: .*qwen2"):
+    with pytest.raises(UnsupportedVocab, match=r"known: .*qwen2"):
         pt.get("qwen3")
 
 
@@ -172,18 +172,11 @@ SAFE_NAMES = [pytest.param(p, id=p) for p in sorted(PRE_NAMES) if p != "whitespa
 
 
 @pytest.mark.oracle
+@pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("pre", SAFE_NAMES)
-def test_pre_name_differential(pre):
-    failures = _differential(pre, DEFAULT_INPUTS)
-    assert not failures, f"{len(failures)} of {DEFAULT_INPUTS} differ: {failures[:5]}"
-
-
-@pytest.mark.oracle
-@pytest.mark.nightly
-@pytest.mark.parametrize("pre", SAFE_NAMES)
-def test_pre_name_differential_nightly(pre):
-    failures = _differential(pre, NIGHTLY_INPUTS)
-    assert not failures, f"{len(failures)} of {NIGHTLY_INPUTS} differ: {failures[:5]}"
+def test_pre_name_differential(pre, budget):
+    failures = _differential(pre, budget)
+    assert not failures, f"{len(failures)} of {budget} differ: {failures[:5]}"
 
 
 WHITESPACE_CASES = [

@@ -6,9 +6,9 @@ prefix at the start and after special tokens, runs of spaces, byte fallback
 (rare scripts, emoji, lone surrogates' bytes, invalid UTF-8), special-token
 texts glued to words (phi-3 sets RSTRIP on them), long unspaced CJK runs.
 
-The default run uses `DEFAULT_N` inputs per vocabulary; the nightly run
-(`--nightly`) uses `NIGHTLY_N`. One test per output field and flag
-combination, so a failure names its cell.
+The default run uses `DEFAULT_N` inputs per vocabulary; the tokenize and
+detokenize cells also run with 2,000 under `--nightly` (`BUDGETS`). One test
+per output field and flag combination, so a failure names its cell.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from conformance import (
     flag_table,
     mixed_inputs,
     one_code_point,
-    oracle_pair,
 )
 
 from harness.models import vocab_path
@@ -41,8 +40,10 @@ oracle_mod = pytest.importorskip("harness.oracle")
 pytestmark = [pytest.mark.oracle, pytest.mark.vocab]
 
 SPM_VOCABS = ("llama-spm", "phi-3", "baichuan")
-DEFAULT_N = 200
-NIGHTLY_N = 2000
+DEFAULT_N = 200  # inputs per vocabulary; the pieces, fields and getters use these pairs
+# the tokenize and detokenize runs: DEFAULT_N inputs, and 2,000 in the nightly run
+BUDGETS = [DEFAULT_N, pytest.param(2000, marks=pytest.mark.nightly)]
+BY_BUDGET = pytest.mark.parametrize("budget", BUDGETS)
 SEED = 20240604
 FLAGS = flag_table(lambda a, b: f"{'add' if a else 'noadd'}-{'parse' if b else 'noparse'}")
 DETOK_FLAGS = flag_table(lambda a, b: f"{'rm' if a else 'keep'}-{'unparse' if b else 'plain'}")
@@ -81,29 +82,26 @@ def _part_kinds(texts: list[bytes], specials: list[bytes]) -> list:
 
 
 class Pair:
-    """Our tokenizer and llama.cpp's on the same vocabulary, plus the seeded inputs."""
+    """Our tokenizer and llama.cpp's on the same vocabulary (conftest's `pair_for`), plus the seeded inputs."""
 
-    def __init__(self, name: str, n: int) -> None:
-        path = vocab_path(name)
-        if not path.is_file():
-            pytest.skip(f"{name} is not fetched: run python -m harness fetch")
+    def __init__(self, pair_for, name: str, n: int) -> None:
         self.name = name
-        self.ours = Tokenizer.from_gguf(path)
-        self.oracle = oracle_mod.LlamaOracle(path)
-        v = self.ours.vocab
-        texts = [t for t in v.texts if len(t) < 40]
-        specials = [v.texts[i] for i in v.special_tokens]
-        self.inputs = spm_inputs(texts, specials, n, seed=SEED + len(name))
+        self.ours, self.oracle = pair_for(name)
+        if (name, n) not in _INPUTS:
+            v = self.ours.vocab
+            texts = [t for t in v.texts if len(t) < 40]
+            specials = [v.texts[i] for i in v.special_tokens]
+            _INPUTS[name, n] = spm_inputs(texts, specials, n, seed=SEED + len(name))
+        self.inputs = _INPUTS[name, n]
 
 
-_PAIRS: dict[tuple[str, int], Pair] = {}
+_INPUTS: dict[tuple[str, int], list[bytes]] = {}
 
 
-def pair(name: str, n: int) -> Pair:
-    key = (name, n)
-    if key not in _PAIRS:
-        _PAIRS[key] = Pair(name, n)
-    return _PAIRS[key]
+@pytest.fixture
+def pair(pair_for):
+    """`pair(name, n)` -> a `Pair` on that shipped vocabulary with `n` seeded inputs."""
+    return lambda name, n: Pair(pair_for, name, n)
 
 
 def check_tokenize(p: Pair, add_special: bool, parse_special: bool) -> None:
@@ -123,21 +121,23 @@ def check_detokenize(p: Pair, remove_special: bool, unparse_special: bool) -> No
 
 # -- default run -----------------------------------------------------------------------
 
+@BY_BUDGET
 @BY_FLAGS
 @BY_VOCAB
-def test_tokenize_matches_oracle(name, add_special, parse_special):
-    check_tokenize(pair(name, DEFAULT_N), add_special, parse_special)
+def test_tokenize_matches_oracle(pair, name, add_special, parse_special, budget):
+    check_tokenize(pair(name, budget), add_special, parse_special)
 
 
+@BY_BUDGET
 @BY_DETOK_FLAGS
 @BY_VOCAB
-def test_detokenize_matches_oracle(name, remove_special, unparse_special):
-    check_detokenize(pair(name, DEFAULT_N), remove_special, unparse_special)
+def test_detokenize_matches_oracle(pair, name, remove_special, unparse_special, budget):
+    check_detokenize(pair(name, budget), remove_special, unparse_special)
 
 
 @pytest.mark.parametrize("special", [pytest.param(False, id="plain"), pytest.param(True, id="special")])
 @BY_VOCAB
-def test_every_piece_matches_oracle(name, special):
+def test_every_piece_matches_oracle(pair, name, special):
     p = pair(name, DEFAULT_N)
     for lstrip in (0, 1):
         assert_same_pieces(p.ours, p.oracle, special=special, lstrip=lstrip,
@@ -146,32 +146,16 @@ def test_every_piece_matches_oracle(name, special):
 
 @pytest.mark.parametrize("field", TOKEN_FIELDS)
 @BY_VOCAB
-def test_every_token_field_matches_oracle(name, field):
+def test_every_token_field_matches_oracle(pair, name, field):
     p = pair(name, DEFAULT_N)
     assert_same_field(p.ours, p.oracle, field, ids=range(p.ours.n_tokens), label=f"{name}: ")
 
 
 @pytest.mark.parametrize("getter", GETTERS)
 @BY_VOCAB
-def test_getter_matches_oracle(name, getter):
+def test_getter_matches_oracle(pair, name, getter):
     p = pair(name, DEFAULT_N)
     assert_same_getter(p.ours, p.oracle, getter)
-
-
-# -- nightly: the 2,000-input run ------------------------------------------------------------
-
-@pytest.mark.nightly
-@BY_FLAGS
-@BY_VOCAB
-def test_tokenize_matches_oracle_nightly(name, add_special, parse_special):
-    check_tokenize(pair(name, NIGHTLY_N), add_special, parse_special)
-
-
-@pytest.mark.nightly
-@BY_DETOK_FLAGS
-@BY_VOCAB
-def test_detokenize_matches_oracle_nightly(name, remove_special, unparse_special):
-    check_detokenize(pair(name, NIGHTLY_N), remove_special, unparse_special)
 
 
 # -- Hypothesis: the shared fuzz strategies (profile from $GGUF_PARITY_HYPOTHESIS_PROFILE) ----
@@ -185,7 +169,7 @@ fuzz.load_profile()
 
 
 @BY_VOCAB
-def test_fuzz_inputs_match_oracle(name):
+def test_fuzz_inputs_match_oracle(pair, name):
     p = pair(name, DEFAULT_N)
     view = strategies.vocab_view_of(p.ours, name=name)
 
@@ -239,7 +223,7 @@ def variant_pairs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_synthetic_variant_matches_oracle(variant_pairs, variant):
+def test_synthetic_variant_matches_oracle(pair_for, variant_pairs, variant):
     path = variant_pairs[variant]
     if variant == "phi3-named":  # the phi-3 rules need "<|endoftext|>": llama.cpp fails to load
         with pytest.raises(UnsupportedVocab, match="endoftext"):
@@ -247,12 +231,12 @@ def test_synthetic_variant_matches_oracle(variant_pairs, variant):
         with pytest.raises(oracle_mod.OracleError):
             oracle_mod.LlamaOracle(path)
         return
-    with oracle_pair(path) as (ours, oracle):
-        texts = [t for t in ours.vocab.texts if len(t) < 40]
-        inputs = spm_inputs(texts, [ours.vocab.texts[i] for i in ours.vocab.special_tokens], 150, seed=SEED)
-        inputs += [b"the test set. o world", b"e t s a", " ".join(["the"] * 30).encode()]
-        assert_same_round_trip(ours, oracle, inputs, flags=FLAG_PAIRS)
-        for getter in GETTERS:
-            assert_same_getter(ours, oracle, getter)
-        assert_same_field(ours, oracle, "token_attr", ids=range(ours.n_tokens))
-        assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))
+    ours, oracle = pair_for(path)
+    texts = [t for t in ours.vocab.texts if len(t) < 40]
+    inputs = spm_inputs(texts, [ours.vocab.texts[i] for i in ours.vocab.special_tokens], 150, seed=SEED)
+    inputs += [b"the test set. o world", b"e t s a", " ".join(["the"] * 30).encode()]
+    assert_same_round_trip(ours, oracle, inputs, flags=FLAG_PAIRS)
+    for getter in GETTERS:
+        assert_same_getter(ours, oracle, getter)
+    assert_same_field(ours, oracle, "token_attr", ids=range(ours.n_tokens))
+    assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))

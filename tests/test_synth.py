@@ -182,7 +182,7 @@ def test_unknown_pre_refused_by_both(tmp_path):
     meta = gguf.parse(synth.build("pre-qwen2"))
     path = tmp_path / "pre-qwen3.gguf"
     gguf_writer.write(path, meta.metadata | {Keys.PRE: "qwen3"}, types=meta.types)
-    with pytest.raises(UnsupportedVocab, match="qwen3.*qwen2"):
+    with pytest.raises(UnsupportedVocab, match=r"qwen3.*qwen2"):
         Tokenizer.from_gguf(path)
     with live.OracleSession(path, timeout=60) as oracle, pytest.raises(live.OracleRefusal):
         oracle.call("ping")

@@ -34,7 +34,6 @@ from conformance import (
     code_points,
     differential,
     mixed_inputs,
-    oracle_pair,
     random_bytes,
     sample_pieces,
     shipped_or_skip,
@@ -89,10 +88,9 @@ def random_inputs(seed: int, count: int, pieces: list[bytes]):
 
 # --- nomic-bert-moe --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def nomic():
-    with oracle_pair(_nomic()) as both:
-        yield both
+@pytest.fixture
+def nomic(pair_for):
+    return pair_for(_nomic())
 
 
 @pytest.mark.parametrize("add_special, parse_special", FLAGS)
@@ -122,15 +120,16 @@ def test_getters(nomic, name):
     assert_same_getter(*nomic, name)
 
 
-def test_differential_100(nomic):
-    ours, llama = nomic
-    assert differential(ours, llama, random_inputs(1, 100, sample_pieces(ours))) == []
+# inputs per differential run (default, nightly) and their (input, piece) seeds
+BUDGETS = [100, pytest.param(2000, marks=pytest.mark.nightly)]
+SEEDS = {100: (1, 0), 2000: (2, 2)}
 
 
-@pytest.mark.nightly
-def test_differential_2000(nomic):
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_differential(nomic, budget):
     ours, llama = nomic
-    assert differential(ours, llama, random_inputs(2, 2000, sample_pieces(ours, seed=2))) == []
+    input_seed, piece_seed = SEEDS[budget]
+    assert differential(ours, llama, random_inputs(input_seed, budget, sample_pieces(ours, seed=piece_seed))) == []
 
 
 def test_long_input_uses_word_cache_exactly(nomic):
@@ -190,19 +189,19 @@ def variants(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
-def test_variant_differential(variants, name):
-    with oracle_pair(variants[name]) as (ours, llama):
-        pieces = sample_pieces(ours, 500) + [t.encode() for t in EXTRA_USER]
-        inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, pieces)))
-        assert differential(ours, llama, inputs) == []
+def test_variant_differential(pair_for, variants, name):
+    ours, llama = pair_for(variants[name])
+    pieces = sample_pieces(ours, 500) + [t.encode() for t in EXTRA_USER]
+    inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, pieces)))
+    assert differential(ours, llama, inputs) == []
 
 
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
-def test_variant_differential_500(variants, name):
-    with oracle_pair(variants[name]) as (ours, llama):
-        pieces = sample_pieces(ours, 2000, seed=5) + [t.encode() for t in EXTRA_USER]
-        assert differential(ours, llama, random_inputs(5, 500, pieces)) == []
+def test_variant_differential_500(pair_for, variants, name):
+    ours, llama = pair_for(variants[name])
+    pieces = sample_pieces(ours, 2000, seed=5) + [t.encode() for t in EXTRA_USER]
+    assert differential(ours, llama, random_inputs(5, 500, pieces)) == []
 
 
 def test_variant_shortcuts_are_where_expected(variants):

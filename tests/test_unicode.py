@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 
 from tests.llama_sources import llama_source
 from tokenizer import unicode as uni
+from tokenizer.attrs import Attr
 
 BATCH = 2048
 
@@ -45,7 +47,7 @@ def llama_flags() -> np.ndarray:
     t = llama_tables()
     ranges = t["unicode_ranges_flags"].reshape(-1, 2)
     flags = np.zeros(uni.MAX_CODEPOINTS, dtype=np.int64)
-    for (start, value), (end, _) in zip(ranges[:-1], ranges[1:]):
+    for (start, value), (end, _) in itertools.pairwise(ranges):
         flags[start:end] = value
     flags[t["unicode_set_whitespace"]] |= 0x0100
     flags[t["unicode_map_lowercase"].reshape(-1, 2)[:, 1]] |= 0x0200
@@ -121,7 +123,7 @@ def _vocab_path(name: str, require_vocab) -> Path:
 
 
 def _separator(tok) -> bytes:
-    control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & (1 << 3)]
+    control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & Attr.CONTROL]
     if not control:
         pytest.skip("no CONTROL token to separate probes with")
     return max((tok.token_text(t) for t in control), key=len)

@@ -9,7 +9,7 @@ yet skips, naming the missing engine. The files are never edited by hand.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -44,12 +44,12 @@ def _cases() -> list:
     return params
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tokenizer(name: str) -> Tokenizer:
     return Tokenizer.from_gguf(vocab_path(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _vocab_type(name: str) -> str:
     model = gguf.read(vocab_path(name)).metadata["tokenizer.ggml.model"]
     return MODELS.get(model, ("?",))[0]

@@ -17,7 +17,6 @@ import struct
 import subprocess
 
 import pytest
-from oracle_pairs import pair
 
 from harness.models import SHIPPED
 from tokenizer import cpp_map_order
@@ -65,9 +64,9 @@ CHECKS = ([("getter", g, _getter) for g in GETTERS] + [("flag", f, _flag) for f 
 @pytest.mark.parametrize(("kind", "what", "check"),
                          [pytest.param(k, w, c, id=f"{k}-{w}") for k, w, c in CHECKS])
 @pytest.mark.parametrize("name", VOCABS)
-def test_matches_llama_cpp(name, kind, what, check):
+def test_matches_llama_cpp(pair_for, name, kind, what, check):
     """One cell per vocabulary and per getter, flag, per-token field or piece mode."""
-    ours, oracle = pair(name)
+    ours, oracle = pair_for(name)
     check(ours, oracle, what)
 
 

@@ -33,7 +33,6 @@ from conformance import (
     code_points,
     differential,
     mixed_inputs,
-    oracle_pair,
     random_bytes,
     sample_pieces,
     shipped_or_skip,
@@ -98,10 +97,9 @@ def test_codepoint_beyond_unicode_is_refused(bge):
 oracle = pytest.importorskip("harness.oracle")
 
 
-@pytest.fixture(scope="module")
-def pair(bge):
-    with oracle.LlamaOracle(_bge()) as llama:
-        yield bge, llama
+@pytest.fixture
+def pair(pair_for):
+    return pair_for(_bge())
 
 
 @pytest.mark.oracle
@@ -168,17 +166,17 @@ def random_inputs(seed: int, count: int, pieces: list[bytes]):
     ])
 
 
-@pytest.mark.oracle
-def test_differential_100(pair):
-    ours, llama = pair
-    assert differential(ours, llama, random_inputs(1, 100, sample_pieces(ours))) == []
+# inputs per differential run (default, nightly) and their (input, piece) seeds
+BUDGETS = [100, pytest.param(2000, marks=pytest.mark.nightly)]
+SEEDS = {100: (1, 0), 2000: (2, 2)}
 
 
 @pytest.mark.oracle
-@pytest.mark.nightly
-def test_differential_2000(pair):
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_differential(pair, budget):
     ours, llama = pair
-    assert differential(ours, llama, random_inputs(2, 2000, sample_pieces(ours, seed=2))) == []
+    input_seed, piece_seed = SEEDS[budget]
+    assert differential(ours, llama, random_inputs(input_seed, budget, sample_pieces(ours, seed=piece_seed))) == []
 
 
 # --- variants --------------------------------------------------------------------------------
@@ -211,18 +209,18 @@ def variants(tmp_path_factory):
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
-def test_variant_differential(variants, name):
-    with oracle_pair(variants[name]) as (ours, llama):
-        inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, sample_pieces(ours, 500))))
-        assert differential(ours, llama, inputs) == []
+def test_variant_differential(pair_for, variants, name):
+    ours, llama = pair_for(variants[name])
+    inputs = list(itertools.chain(CORPUS, random_inputs(4, 60, sample_pieces(ours, 500))))
+    assert differential(ours, llama, inputs) == []
 
 
 @pytest.mark.oracle
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANTS])
-def test_variant_differential_500(variants, name):
-    with oracle_pair(variants[name]) as (ours, llama):
-        assert differential(ours, llama, random_inputs(5, 500, sample_pieces(ours, 2000, 5))) == []
+def test_variant_differential_500(pair_for, variants, name):
+    ours, llama = pair_for(variants[name])
+    assert differential(ours, llama, random_inputs(5, 500, sample_pieces(ours, 2000, 5))) == []
 
 
 @pytest.mark.oracle

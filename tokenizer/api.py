@@ -28,11 +28,9 @@ from typing import Any, ClassVar
 from . import gguf, pieces
 from .attrs import Attr
 from .engines import Engine, engine_for
+from .errors import UnsupportedVocab
 from .special import partition
-from .vocab import Vocab, load_vocab
-
-_ROLE_GETTERS = ("bos", "eos", "eot", "eom", "sep", "pad", "mask", "unk",
-                 "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+from .vocab import MODELS, ROLES, Vocab, load_vocab, model_name
 
 
 class Tokenizer:
@@ -51,10 +49,21 @@ class Tokenizer:
         self._nl = vocab.linefeed if vocab.linefeed is not None else engine.linefeed()
 
     @classmethod
-    def from_gguf(cls, path: str | os.PathLike) -> Tokenizer:
-        """Load a vocabulary: `GGUFError` for a bad file, `UnsupportedVocab` for what we refuse."""
-        vocab = load_vocab(gguf.read(path))
-        return cls(vocab, engine_for(vocab.vocab_type)(vocab))
+    def from_gguf(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load a vocabulary: `GGUFError` for a bad file, `UnsupportedVocab` for what we refuse.
+
+        The one place an engine is looked up: by the type the model name gives,
+        before anything else is read, so a type we have no engine for is
+        refused as such.
+        """
+        f = gguf.read(path)
+        model = model_name(f)
+        try:
+            engine = engine_for(MODELS[model][0])
+        except UnsupportedVocab as e:
+            raise UnsupportedVocab(f"tokenizer.ggml.model {model!r}: {e}") from None
+        vocab = load_vocab(f)
+        return cls(vocab, engine(vocab))
 
     # -- llama_tokenize / llama_detokenize / llama_token_to_piece ----------------
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
@@ -189,5 +198,5 @@ def _special_getter(role: str) -> property:
     return property(get)
 
 
-for _role in _ROLE_GETTERS:
+for _role in ROLES:
     setattr(Tokenizer, _role, _special_getter(_role))

@@ -32,13 +32,24 @@ import numpy as np
 
 from .errors import GGUFError
 
-__all__ = ["Charsmap", "parse", "lead_len", "lead_table", "llama_utf8_fix", "is_llama_valid",
-           "unit_at", "REPLACEMENT"]
+__all__ = [
+    "REPLACEMENT",
+    "Charsmap",
+    "is_llama_valid",
+    "lead_len",
+    "lead_table",
+    "llama_utf8_fix",
+    "parse",
+    "unit_at",
+]
 
 _LABELS = np.arange(1, 256, dtype=np.uint32)  # a NUL byte ends the walk, so labels are 1..255
 _VALUE_MASK = (1 << 31) - 1
 _LCHECK_MASK = (1 << 31) | 0xFF
 _CHUNK = 4096           # frontier rows per (rows x 255) matrix
+# the exploration's per-row data: (first character done, partial character, example key)
+_Meta = tuple[bool, bytes, bytes]
+_State = tuple[int, bool, bytes]  # (trie node, first character done, partial character)
 _MAX_STATES = 1 << 20   # states visited before we stop exploring a (hostile) trie
 _MAX_LEVELS = 1 << 12   # levels (key length in bytes) likewise
 
@@ -66,7 +77,7 @@ class Charsmap:
     map is served by `longest_match` alone.
     """
 
-    units: array  # uint32 units, compact; indexed by the walk
+    units: array[int]  # uint32 units, compact; indexed by the walk
     replacements: bytes
     singles: dict[bytes, bytes]
     followers: frozenset[bytes]
@@ -189,7 +200,7 @@ class _Explorer:
         # frontier rows: node, and parallel Python lists (first_done, partial, example key)
         nodes = np.array([_base(int(self.units[0]))], dtype=np.int64)
         meta = [(False, b"", b"")]
-        seen: set = set()
+        seen: set[_State] = set()
         levels = 0
         while len(nodes):
             levels += 1
@@ -225,15 +236,16 @@ class _Explorer:
         self.found.valid_replacements = self.found.strict_replacements = False
         return self.found
 
-    def level(self, nodes, meta, seen):
-        out_nodes, out_meta = [], []
+    def level(self, nodes: np.ndarray, meta: list[_Meta], seen: set[_State]) -> tuple[np.ndarray, list[_Meta]]:
+        out_nodes: list[np.ndarray] = []
+        out_meta: list[_Meta] = []
         for lo in range(0, len(nodes), _CHUNK):
             more_nodes, more_meta = self.chunk(nodes[lo:lo + _CHUNK], meta[lo:lo + _CHUNK], seen)
             out_nodes.append(more_nodes)
             out_meta += more_meta
         return np.concatenate(out_nodes), out_meta
 
-    def chunk(self, nodes, meta, seen):
+    def chunk(self, nodes: np.ndarray, meta: list[_Meta], seen: set[_State]) -> tuple[np.ndarray, list[_Meta]]:
         idx = nodes[:, None] ^ _LABELS[None, :].astype(np.int64)
         bad = np.argwhere(idx >= self.n)
         if len(bad):
@@ -246,7 +258,8 @@ class _Explorer:
         nxt = idx[rows, cols] ^ ((child >> 10) << ((child & (1 << 9)) >> 6))
         leaf = ((child >> 8) & 1).astype(bool)
         offsets = self.check_leaves(nxt, leaf, rows, cols, meta)
-        out_nodes, out_meta = [], []
+        out_nodes: list[int] = []
+        out_meta: list[_Meta] = []
         for k, (r, c, node) in enumerate(zip(rows.tolist(), cols.tolist(), nxt.tolist())):
             first_done, partial, key = meta[r]
             state = self.step(first_done, partial + bytes([c + 1]), offsets.get(k))
@@ -257,7 +270,7 @@ class _Explorer:
             out_meta.append((state[0], state[1], key + bytes([c + 1])))
         return np.array(out_nodes, dtype=np.int64), out_meta
 
-    def step(self, first_done: bool, partial: bytes, value_off) -> tuple[bool, bytes]:
+    def step(self, first_done: bool, partial: bytes, value_off: int | None) -> tuple[bool, bytes]:
         """Record what this edge says about the keys; the (first_done, partial) it leads to."""
         need = _LEAD_LEN[partial[0]]
         complete = len(partial) == need
@@ -277,7 +290,8 @@ class _Explorer:
     def replacement(self, off: int) -> bytes:
         return self.repl[off:int(self.next_nul[off])]
 
-    def check_leaves(self, nxt, leaf, rows, cols, meta) -> dict[int, int]:
+    def check_leaves(self, nxt: np.ndarray, leaf: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                     meta: list[_Meta]) -> dict[int, int]:
         """Validate every leaf's value; {edge number: replacement offset}."""
         out = {}
         for k in np.flatnonzero(leaf).tolist():

@@ -175,5 +175,5 @@ KEY_TYPES: dict[str, ValueType | tuple[ValueType, ValueType]] = {
     Keys.REMOVE_EXTRA_WS: ValueType.BOOL,
     Keys.NORMALIZER_LOWERCASE: ValueType.BOOL,
     Keys.NORMALIZER_STRIP_ACCENTS: ValueType.BOOL,
-    **{key: ValueType.UINT32 for key in _token_id_keys()},
+    **dict.fromkeys(_token_id_keys(), ValueType.UINT32),
 }

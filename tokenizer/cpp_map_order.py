@@ -21,6 +21,7 @@ the results against llama.cpp's reported EOT/FIM ids.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -147,7 +148,7 @@ def map_order(hashes: np.ndarray) -> np.ndarray:
     n = len(hashes)
     order = np.zeros(0, dtype=np.int64)
     points = _rehash_points(n) + [(n, 0)]
-    for (start, buckets), (stop, _) in zip(points, points[1:]):
+    for (start, buckets), (stop, _) in itertools.pairwise(points):
         order = _rehash(order, hashes, buckets)
         order = _insert_batch(order, np.arange(start, stop, dtype=np.int64), hashes, buckets)
     return order
@@ -183,7 +184,10 @@ def _insert_batch(order: np.ndarray, new: np.ndarray, hashes: np.ndarray, bucket
     return nodes[np.lexsort((within_key, ~is_new, group_key, ~fresh_group))]
 
 
-def std_sort(items: list[Any], less: Callable[[Any, Any], bool]) -> list[Any]:
+_Less = Callable[[Any, Any], bool]
+
+
+def std_sort(items: list[Any], less: _Less) -> list[Any]:
     """libstdc++'s `std::sort(items, less)`: introsort, threshold 16, then insertion sort."""
     a = list(items)
     if len(a) > 1:
@@ -192,7 +196,7 @@ def std_sort(items: list[Any], less: Callable[[Any, Any], bool]) -> list[Any]:
     return a
 
 
-def _introsort(a: list, first: int, last: int, depth: int, less: Callable) -> None:
+def _introsort(a: list[Any], first: int, last: int, depth: int, less: _Less) -> None:
     while last - first > 16:
         if depth == 0:
             _heap_sort(a, first, last, less)
@@ -203,7 +207,7 @@ def _introsort(a: list, first: int, last: int, depth: int, less: Callable) -> No
         last = cut
 
 
-def _partition_pivot(a: list, first: int, last: int, less: Callable) -> int:
+def _partition_pivot(a: list[Any], first: int, last: int, less: _Less) -> int:
     mid = first + (last - first) // 2
     x, y, z = first + 1, mid, last - 1
     if less(a[x], a[y]):
@@ -226,7 +230,7 @@ def _partition_pivot(a: list, first: int, last: int, less: Callable) -> int:
         lo += 1
 
 
-def _final_insertion_sort(a: list, first: int, last: int, less: Callable) -> None:
+def _final_insertion_sort(a: list[Any], first: int, last: int, less: _Less) -> None:
     if last - first > 16:
         _insertion_sort(a, first, first + 16, less)
         for i in range(first + 16, last):
@@ -235,7 +239,7 @@ def _final_insertion_sort(a: list, first: int, last: int, less: Callable) -> Non
         _insertion_sort(a, first, last, less)
 
 
-def _insertion_sort(a: list, first: int, last: int, less: Callable) -> None:
+def _insertion_sort(a: list[Any], first: int, last: int, less: _Less) -> None:
     for i in range(first + 1, last):
         if less(a[i], a[first]):
             val = a[i]
@@ -245,7 +249,7 @@ def _insertion_sort(a: list, first: int, last: int, less: Callable) -> None:
             _linear_insert(a, i, less)
 
 
-def _linear_insert(a: list, last: int, less: Callable) -> None:
+def _linear_insert(a: list[Any], last: int, less: _Less) -> None:
     val = a[last]
     while less(val, a[last - 1]):
         a[last] = a[last - 1]
@@ -253,7 +257,7 @@ def _linear_insert(a: list, last: int, less: Callable) -> None:
     a[last] = val
 
 
-def _heap_sort(a: list, first: int, last: int, less: Callable) -> None:
+def _heap_sort(a: list[Any], first: int, last: int, less: _Less) -> None:
     n = last - first
     if n >= 2:
         parent = (n - 2) // 2
@@ -269,7 +273,7 @@ def _heap_sort(a: list, first: int, last: int, less: Callable) -> None:
         _adjust_heap(a, first, 0, last - first, val, less)
 
 
-def _adjust_heap(a: list, base: int, hole: int, n: int, val: Any, less: Callable) -> None:
+def _adjust_heap(a: list[Any], base: int, hole: int, n: int, val: Any, less: _Less) -> None:
     top = hole
     child = hole
     while child < (n - 1) // 2:

@@ -29,9 +29,11 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +53,7 @@ from .constants import (
 )
 from .errors import GGUFError
 
-__all__ = ["GGUFFile", "TensorInfo", "read", "parse", "as_bytes", "MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS"]
+__all__ = ["MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS", "GGUFFile", "TensorInfo", "as_bytes", "parse", "read"]
 
 MAX_ARRAY_DEPTH = 8  # arrays nested deeper than this are refused, not recursed into
 # Nested arrays in a whole file (llama.cpp refuses them all): each becomes a Python object of
@@ -98,12 +100,17 @@ class GGUFFile:
         return f"key {key!r}" + ("" if off is None else f" (offset {off:#x})")
 
 
+# a tensor as read, before its type and extent are checked: name, shape, ggml type, offset,
+# and where its record and its type field start
+_RawTensor = tuple[str, tuple[int, ...], int, int, int, int]
+
+
 def as_bytes(value: str) -> bytes:
     """The exact on-disk bytes of a string value returned by the reader."""
     return value.encode("utf-8", "surrogateescape")
 
 
-def read(path: str | os.PathLike) -> GGUFFile:
+def read(path: str | os.PathLike[str]) -> GGUFFile:
     """Parse the GGUF header of the file at `path` (memory-mapped, read-only).
 
     Only the pages the header spans are touched; tensor data is never read.
@@ -135,10 +142,13 @@ def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<byte
         ) from exc
 
 
+Buffer = bytes | bytearray | mmap.mmap
+
+
 class _Cursor:
     """The only thing that touches the bytes: every take is bounds-checked."""
 
-    def __init__(self, buf, name: str):
+    def __init__(self, buf: Buffer, name: str) -> None:
         self.buf = buf
         self.size = len(buf)
         self.pos = 0
@@ -163,7 +173,7 @@ class _Cursor:
         self.pos += n
         return bytes(self.buf[start:self.pos])
 
-    def scalar(self, vtype: ValueType, what: str):
+    def scalar(self, vtype: ValueType, what: str) -> Any:
         st = _SCALAR_STRUCTS[vtype]
         self.need(st.size, what)
         (value,) = st.unpack_from(self.buf, self.pos)
@@ -207,7 +217,7 @@ class _Cursor:
 
 
 class _Parser:
-    def __init__(self, buf, name: str):
+    def __init__(self, buf: Buffer | memoryview, name: str) -> None:
         if isinstance(buf, memoryview):  # its slices cannot .decode(); bytes can
             buf = buf.tobytes()
         self.cur = _Cursor(buf, name)
@@ -218,7 +228,7 @@ class _Parser:
     # -- primitives ---------------------------------------------------------
 
     def length(self, what: str) -> int:
-        return self.cur.scalar(self.len_type, what)
+        return int(self.cur.scalar(self.len_type, what))
 
     def string(self, what: str, *, strict: bool = False) -> str:
         at = self.cur.pos
@@ -241,7 +251,7 @@ class _Parser:
 
     # -- values -------------------------------------------------------------
 
-    def value(self, vtype: ValueType, key: str, depth: int = 0):
+    def value(self, vtype: ValueType, key: str, depth: int = 0) -> Any:
         if vtype == ValueType.STRING:
             return self.string(f"string value of key {key!r}")
         if vtype == ValueType.ARRAY:
@@ -254,7 +264,7 @@ class _Parser:
             return bool(value)
         return value
 
-    def array(self, key: str, depth: int):
+    def array(self, key: str, depth: int) -> Any:
         if depth >= MAX_ARRAY_DEPTH:
             raise self.cur.fail(f"key {key!r}: arrays nested deeper than {MAX_ARRAY_DEPTH}")
         etype = self.value_type(f"element type of array {key!r}")
@@ -310,7 +320,8 @@ class _Parser:
         n_kv = self.length("metadata count")
         return n_tensors, n_kv
 
-    def metadata(self, n_kv: int):
+    def metadata(self, n_kv: int) -> tuple[dict[str, Any], dict[str, tuple[ValueType, ValueType | None]],
+                                           dict[str, int]]:
         w = _len_width(self.len_type)
         # smallest possible KV: key length + 1-byte key + type + 1-byte value
         self.check_count(n_kv, w + 1 + 4 + 1, "metadata count", 8 + w)
@@ -326,7 +337,7 @@ class _Parser:
             types[key] = (vtype, etype)
         return values, types, offsets
 
-    def key(self, i: int, seen) -> str:
+    def key(self, i: int, seen: Mapping[str, Any]) -> str:
         at = self.cur.pos
         key = self.string(f"key of metadata entry {i}", strict=True)
         if not key:
@@ -341,11 +352,11 @@ class _Parser:
                 f"{what} is {count}, more than the {self.cur.remaining()} remaining "
                 f"bytes can hold", at)
 
-    def tensor_infos(self, n_tensors: int) -> list[tuple]:
+    def tensor_infos(self, n_tensors: int) -> list[_RawTensor]:
         w = _len_width(self.len_type)
         dim_w = 4 if self.version == 1 else 8
         self.check_count(n_tensors, w + 4 + 4 + 8, "tensor count", 8)
-        infos = []
+        infos: list[_RawTensor] = []
         names: set[str] = set()
         for i in range(n_tensors):
             at = self.cur.pos
@@ -378,7 +389,7 @@ class _Parser:
         names.add(name)
         return name
 
-    def tensors(self, raw, data_offset: int, alignment: int) -> list[TensorInfo]:
+    def tensors(self, raw: list[_RawTensor], data_offset: int, alignment: int) -> list[TensorInfo]:
         out = []
         for name, shape, ggml_type, offset, at, type_at in raw:
             if ggml_type not in GGML_TYPES:
@@ -444,7 +455,8 @@ def _peek_element_type(cur: _Cursor) -> ValueType | None:
     return ValueType(raw) if raw in ValueType._value2member_map_ else None
 
 
-def _alignment(cur: _Cursor, values, types, offsets) -> int:
+def _alignment(cur: _Cursor, values: Mapping[str, Any],
+               types: Mapping[str, tuple[ValueType, ValueType | None]], offsets: Mapping[str, int]) -> int:
     if Keys.ALIGNMENT not in values:
         return DEFAULT_ALIGNMENT
     at = offsets[Keys.ALIGNMENT]
@@ -454,10 +466,11 @@ def _alignment(cur: _Cursor, values, types, offsets) -> int:
         raise cur.fail(f"key {Keys.ALIGNMENT!r} has type {vtype.name}, expected UINT32", at)
     if value == 0 or value & (value - 1):
         raise cur.fail(f"key {Keys.ALIGNMENT!r} is {value}, not a power of two", at)
-    return value
+    return int(value)
 
 
-def _tensor_nbytes(cur: _Cursor, name: str, shape, block: int, type_size: int, at: int) -> int:
+def _tensor_nbytes(cur: _Cursor, name: str, shape: tuple[int, ...], block: int, type_size: int,
+                   at: int) -> int:
     elements = 1
     for d, n in enumerate(shape):
         if n < 0:
@@ -478,7 +491,7 @@ def _tensor_nbytes(cur: _Cursor, name: str, shape, block: int, type_size: int, a
 
 def _check_overlaps(cur: _Cursor, tensors: list[TensorInfo]) -> None:
     ordered = sorted((t for t in tensors if t.nbytes), key=lambda t: t.offset)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if a.offset + a.nbytes > b.offset:
             raise cur.fail(
                 f"tensors {a.name!r} [{a.offset:#x}, {a.offset + a.nbytes:#x}) and "

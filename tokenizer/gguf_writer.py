@@ -47,15 +47,16 @@ from .constants import (
 )
 from .gguf import MAX_ARRAY_DEPTH, read
 
-__all__ = ["GGUFWriteError", "build", "write", "rewrite", "infer_type"]
+__all__ = ["GGUFWriteError", "build", "infer_type", "rewrite", "write"]
 
 TypeSpec = ValueType | tuple[ValueType, ValueType | None]
 MAX_TENSOR_DATA = 1 << 30  # zero-filled tensor bytes build() will hold in memory
 _U32 = struct.Struct("<I")
 _SCALAR_STRUCTS = {vt: struct.Struct(fmt) for vt, fmt in SCALAR_FORMATS.items()}
 _GGML_BY_NAME = {name: tid for tid, (name, _, _) in GGML_TYPES.items()}
+_Entry = tuple[str, tuple[int, ...], int, int, int]  # name, shape, ggml type id, offset, nbytes
 # numpy dtype -> value type; bool before uint8 so numpy bool maps to BOOL
-_DTYPE_TYPES = {np.dtype(bool): ValueType.BOOL} | {
+_DTYPE_TYPES: dict[np.dtype[Any], ValueType] = {np.dtype(bool): ValueType.BOOL} | {
     np.dtype(dt): vt for vt, dt in SCALAR_DTYPES.items() if vt != ValueType.BOOL
 }
 # inferred Python int types, narrowest first
@@ -88,7 +89,7 @@ class _Layout:
         return cls(struct.Struct("<Q"), struct.Struct("<q"))
 
 
-def write(path: str | os.PathLike, metadata: Mapping[str, Any], **options) -> None:
+def write(path: str | os.PathLike[str], metadata: Mapping[str, Any], **options: Any) -> None:
     """Write `build(metadata, **options)` to `path` (atomically: temp file, then rename)."""
     data = build(metadata, **options)
     folder = os.path.dirname(os.path.abspath(path))
@@ -104,8 +105,8 @@ def write(path: str | os.PathLike, metadata: Mapping[str, Any], **options) -> No
 
 
 def rewrite(
-    src: str | os.PathLike,
-    dst: str | os.PathLike,
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
     changes: Mapping[str, Any] | None = None,
     *,
     drop: Iterable[str] = (),
@@ -135,7 +136,7 @@ def build(
     types: Mapping[str, TypeSpec] | None = None,
     version: int = 3,
     alignment: int | None = None,
-    tensors: Iterable = (),
+    tensors: Iterable[Any] = (),
 ) -> bytes:
     """The bytes of a GGUF file holding `metadata` and zero-filled `tensors`.
 
@@ -192,7 +193,7 @@ def infer_type(value: Any) -> tuple[ValueType, ValueType | None]:
 # -- types ------------------------------------------------------------------
 
 
-def _type_for(key: str, value, types) -> tuple[ValueType, ValueType | None]:
+def _type_for(key: str, value: Any, types: Mapping[str, TypeSpec] | None) -> tuple[ValueType, ValueType | None]:
     spec = types.get(key) if types else None
     if spec is None:
         spec = KEY_TYPES.get(key)
@@ -208,18 +209,18 @@ def _type_for(key: str, value, types) -> tuple[ValueType, ValueType | None]:
     return vtype, (None if etype is None else ValueType(etype))
 
 
-def _inner_type(key: str, value) -> ValueType:
+def _inner_type(key: str, value: Any) -> ValueType:
     """The element type of an array value whose type says only ARRAY."""
     try:
         vtype, etype = infer_type(value)
     except GGUFWriteError as exc:
         raise GGUFWriteError(f"key {key!r}: {exc}") from None
-    if vtype != ValueType.ARRAY:
+    if vtype != ValueType.ARRAY or etype is None:
         raise GGUFWriteError(f"key {key!r}: an ARRAY value must be a sequence, not {value!r}")
     return etype
 
 
-def _dtype_type(dtype: np.dtype) -> ValueType:
+def _dtype_type(dtype: np.dtype[Any]) -> ValueType:
     found = _DTYPE_TYPES.get(dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype)
     if found is None:
         raise GGUFWriteError(f"numpy dtype {dtype} has no GGUF value type")
@@ -233,7 +234,7 @@ def _int_type(lo: int, hi: int) -> ValueType:
     raise GGUFWriteError(f"integer range [{lo}, {hi}] fits no GGUF integer type")
 
 
-def _element_type(values) -> ValueType:
+def _element_type(values: Iterable[Any]) -> ValueType:
     items = list(values)
     if all(isinstance(v, (str, bytes, bytearray)) for v in items):
         return ValueType.STRING
@@ -251,7 +252,8 @@ def _element_type(values) -> ValueType:
 # -- values -----------------------------------------------------------------
 
 
-def _put_kv(out: bytearray, key, value, vt: tuple, layout: _Layout) -> None:
+def _put_kv(out: bytearray, key: object, value: Any, vt: tuple[ValueType, ValueType | None],
+            layout: _Layout) -> None:
     if not isinstance(key, str) or not key:
         raise GGUFWriteError(f"key {key!r}: keys must be non-empty str")
     try:
@@ -265,7 +267,8 @@ def _put_kv(out: bytearray, key, value, vt: tuple, layout: _Layout) -> None:
     _put_value(out, key, value, vtype, etype, layout, 0)
 
 
-def _put_value(out: bytearray, key, value, vtype, etype, layout, depth: int) -> None:
+def _put_value(out: bytearray, key: str, value: Any, vtype: ValueType, etype: ValueType | None,
+               layout: _Layout, depth: int) -> None:
     if vtype == ValueType.STRING:
         raw = _string_bytes(key, value)
         _pack(out, layout.length, len(raw), f"length of key {key!r}")
@@ -280,7 +283,7 @@ def _put_value(out: bytearray, key, value, vtype, etype, layout, depth: int) -> 
         _pack_scalar(out, key, value, vtype)
 
 
-def _pack_scalar(out: bytearray, key, value, vtype: ValueType) -> None:
+def _pack_scalar(out: bytearray, key: str, value: Any, vtype: ValueType) -> None:
     if isinstance(value, (float, np.floating)) and vtype not in (
             ValueType.FLOAT32, ValueType.FLOAT64):
         raise GGUFWriteError(f"key {key!r}: {value!r} is not an integer ({vtype.name})")
@@ -290,7 +293,8 @@ def _pack_scalar(out: bytearray, key, value, vtype: ValueType) -> None:
         raise GGUFWriteError(f"key {key!r}: cannot write {value!r} as {vtype.name} ({exc})") from None
 
 
-def _put_array(out: bytearray, key, value, etype, layout, depth: int) -> None:
+def _put_array(out: bytearray, key: str, value: Any, etype: ValueType | None, layout: _Layout,
+               depth: int) -> None:
     if etype is None:
         raise GGUFWriteError(f"key {key!r}: an array needs an element type")
     if depth >= MAX_ARRAY_DEPTH:
@@ -309,7 +313,7 @@ def _put_array(out: bytearray, key, value, etype, layout, depth: int) -> None:
         out += _numeric_bytes(key, value, etype)
 
 
-def _string_array_bytes(key: str, values, layout: _Layout) -> bytes:
+def _string_array_bytes(key: str, values: Any, layout: _Layout) -> bytes:
     """Length-prefixed strings; the fast path is one comprehension per step."""
     try:
         raws = [v.encode("utf-8", "surrogateescape") for v in values]
@@ -321,7 +325,7 @@ def _string_array_bytes(key: str, values, layout: _Layout) -> bytes:
     return b"".join([part for raw in raws for part in (pack(len(raw)), raw)])
 
 
-def _string_bytes(key: str, value) -> bytes:
+def _string_bytes(key: str, value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if not isinstance(value, str):
@@ -332,7 +336,7 @@ def _string_bytes(key: str, value) -> bytes:
         raise GGUFWriteError(f"key {key!r}: string cannot be encoded ({exc.reason})") from None
 
 
-def _numeric_bytes(key: str, value, etype: ValueType) -> bytes:
+def _numeric_bytes(key: str, value: Any, etype: ValueType) -> bytes:
     """Little-endian bytes of a numeric array, refusing values the type cannot hold."""
     target = np.dtype(SCALAR_DTYPES[etype])
     try:
@@ -348,13 +352,12 @@ def _numeric_bytes(key: str, value, etype: ValueType) -> bytes:
         raise GGUFWriteError(f"key {key!r}: cannot write as array of {etype.name}: {problem}")
     with np.errstate(over="ignore", invalid="ignore"):
         converted = src.astype(target)
-    if target.kind == "f" and src.dtype.kind == "f":
-        if (np.isinf(converted) & np.isfinite(src)).any():
-            raise GGUFWriteError(f"key {key!r}: values overflow {etype.name}")
+    if target.kind == "f" and src.dtype.kind == "f" and (np.isinf(converted) & np.isfinite(src)).any():
+        raise GGUFWriteError(f"key {key!r}: values overflow {etype.name}")
     return converted.tobytes()
 
 
-def _numeric_problem(src: np.ndarray, etype: ValueType, target: np.dtype) -> str | None:
+def _numeric_problem(src: np.ndarray, etype: ValueType, target: np.dtype[Any]) -> str | None:
     kind = src.dtype.kind
     if etype == ValueType.BOOL:
         if kind == "b" or (kind in "iu" and ((src == 0) | (src == 1)).all()):
@@ -374,7 +377,7 @@ def _numeric_problem(src: np.ndarray, etype: ValueType, target: np.dtype) -> str
 # -- layout -----------------------------------------------------------------
 
 
-def _alignment(meta: dict, alignment: int | None) -> int:
+def _alignment(meta: dict[str, Any], alignment: int | None) -> int:
     if Keys.ALIGNMENT in meta:
         value = meta[Keys.ALIGNMENT]
         if alignment is not None and alignment != value:
@@ -391,9 +394,11 @@ def _alignment(meta: dict, alignment: int | None) -> int:
     return int(alignment)
 
 
-def _tensor_entries(tensors: Iterable, align: int) -> list[tuple]:
+def _tensor_entries(tensors: Iterable[Any], align: int) -> list[_Entry]:
     """(name, shape, ggml type id, relative offset, nbytes) for each tensor."""
-    entries, names, offset = [], set(), 0
+    entries: list[_Entry] = []
+    names: set[str] = set()
+    offset = 0
     for t in tensors:
         name, shape, ggml_type = _tensor_fields(t)
         _check_tensor_name(name, names)
@@ -407,7 +412,7 @@ def _tensor_entries(tensors: Iterable, align: int) -> list[tuple]:
     return entries
 
 
-def _tensor_fields(t) -> tuple[str, tuple[int, ...], int | str]:
+def _tensor_fields(t: Any) -> tuple[str, tuple[int, ...], int | str]:
     if hasattr(t, "ggml_type"):
         return t.name, tuple(t.shape), t.ggml_type
     try:
@@ -417,7 +422,7 @@ def _tensor_fields(t) -> tuple[str, tuple[int, ...], int | str]:
         raise GGUFWriteError(f"tensor {t!r}: expected (name, shape, ggml_type)") from None
 
 
-def _check_tensor_name(name, seen: set) -> None:
+def _check_tensor_name(name: object, seen: set[str]) -> None:
     if not isinstance(name, str):
         raise GGUFWriteError(f"tensor name {name!r} is not a str")
     try:
@@ -431,7 +436,7 @@ def _check_tensor_name(name, seen: set) -> None:
     seen.add(name)
 
 
-def _ggml_type_id(name: str, ggml_type) -> int:
+def _ggml_type_id(name: str, ggml_type: int | str) -> int:
     tid = _GGML_BY_NAME.get(ggml_type, ggml_type) if isinstance(ggml_type, str) else ggml_type
     if tid not in GGML_TYPES:
         raise GGUFWriteError(f"tensor {name!r}: unknown ggml type {ggml_type!r}")
@@ -449,7 +454,8 @@ def _tensor_nbytes(name: str, shape: tuple[int, ...], tid: int) -> int:
     return int(np.prod(shape, dtype=object)) // block * type_size
 
 
-def _put_tensor_info(out: bytearray, name, shape, ggml_type, offset, layout) -> None:
+def _put_tensor_info(out: bytearray, name: str, shape: tuple[int, ...], ggml_type: int, offset: int,
+                     layout: _Layout) -> None:
     raw = name.encode("utf-8")
     _pack(out, layout.length, len(raw), f"length of tensor name {name!r}")
     out += raw

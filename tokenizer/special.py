@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .vocab import Vocab
 
 Fragment = bytes | int
+Span = tuple[int, int] | int  # a raw (start, end) byte range, or a special token id
 
 _SPACE = frozenset(b" \t\n\v\f\r")
 _HIDDEN_UNLESS_SPECIAL = int(Attr.CONTROL | Attr.UNKNOWN)
@@ -39,7 +41,7 @@ def partition(data: bytes, vocab: Vocab, *, parse_special: bool) -> list[Fragmen
     """`data` as raw byte fragments and special token ids, in order. Empty input gives []."""
     if not data:
         return []
-    spans: list[tuple[int, int] | int] = [(0, len(data))]
+    spans: list[Span] = [(0, len(data))]
     texts, attrs = vocab.texts, vocab.attrs
     may_occur = _pair_filter(data, len(vocab.special_tokens))
     for tid in vocab.special_tokens:
@@ -56,7 +58,7 @@ def partition(data: bytes, vocab: Vocab, *, parse_special: bool) -> list[Fragmen
 _FILTER_MIN_WORK = 1 << 20  # bytes x special tokens below which plain `in` is cheaper
 
 
-def _pair_filter(data: bytes, n_tokens: int):
+def _pair_filter(data: bytes, n_tokens: int) -> Callable[[bytes], bool]:
     """A cheap "may `text` occur in `data`?" test, exact in its "no".
 
     On long inputs with many special tokens (command-r has about 1,000) scanning
@@ -71,8 +73,8 @@ def _pair_filter(data: bytes, n_tokens: int):
     return lambda text: len(text) < 2 or bool(present[(text[0] << 8) | text[1]])
 
 
-def _split_all(data: bytes, spans: list, text: bytes, tid: int, attr: int) -> list:
-    out: list = []
+def _split_all(data: bytes, spans: list[Span], text: bytes, tid: int, attr: int) -> list[Span]:
+    out: list[Span] = []
     for span in spans:
         if isinstance(span, int):
             out.append(span)
@@ -81,7 +83,7 @@ def _split_all(data: bytes, spans: list, text: bytes, tid: int, attr: int) -> li
     return out
 
 
-def _split(data: bytes, start: int, end: int, text: bytes, tid: int, attr: int, out: list) -> None:
+def _split(data: bytes, start: int, end: int, text: bytes, tid: int, attr: int, out: list[Span]) -> None:
     while True:
         at = data.find(text, start, end)
         if at < 0:

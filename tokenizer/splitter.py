@@ -35,6 +35,7 @@ import regex
 
 from . import pretokenizers as pt
 from . import unicode as uni
+from .cache import BoundedCache
 
 Span = tuple[int, int]
 Stage = Callable[["Text", list[Span]], list[Span]]
@@ -108,7 +109,8 @@ class Text:
     def _from_parent(self, view: str) -> str | None:
         if self._parent is None:
             return None
-        return getattr(self._parent, view)[self._offset:self._offset + len(self.cps)]
+        whole: str = getattr(self._parent, view)
+        return whole[self._offset:self._offset + len(self.cps)]
 
     @cached_property
     def collapsed(self) -> str:
@@ -295,7 +297,6 @@ def compile_stage(expr: str) -> Stage:
 
 
 MEMO_MAX_LEN = 64
-MEMO_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -303,7 +304,8 @@ class Splitter:
     """A compiled pre-tokenizer: text in, list of code-point spans out."""
 
     stages: tuple[Stage, ...]
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    _memo: BoundedCache[tuple[int, str], tuple[str, ...]] = field(
+        default_factory=BoundedCache, compare=False, repr=False)
 
     @classmethod
     def for_pretokenizer(cls, pre: pt.PreTokenizer) -> Splitter:
@@ -347,11 +349,9 @@ class Splitter:
             piece = cps[a:b]
             words = memo.get((k, piece))
             if words is None:
-                if len(memo) > MEMO_LIMIT:
-                    memo.clear()
                 found: list[str] = []
                 self._descend(Text(piece, text, a), [(0, len(piece))], k, found)
-                words = memo[(k, piece)] = tuple(found)
+                words = memo.put((k, piece), tuple(found))
             out.extend(words)
         if pending:
             self._descend(text, pending, k, out)

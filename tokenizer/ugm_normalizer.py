@@ -15,7 +15,10 @@ differential runs) and are chosen per vocabulary at load.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any, Literal
 
+from .cache import BoundedCache
 from .charsmap import REPLACEMENT, Charsmap, is_llama_valid, llama_utf8_fix, unit_at
 
 __all__ = ["PrefixNormalizer"]
@@ -43,26 +46,30 @@ class PrefixNormalizer:
       characters.
     """
 
-    def __init__(self, cm: Charsmap | None, user_defined) -> None:
+    def __init__(self, cm: Charsmap | None, user_defined: Iterable[bytes]) -> None:
         self.cm = cm
         self.user_defined = [t for t in user_defined if t]
         self.ud_trie = _byte_trie(self.user_defined)
         self.trusted_replacements = cm is None or cm.valid_replacements
         self.followers: frozenset[str] = frozenset()
         self.candidates = self._candidate_regex()
-        self.table, self.marker, self.memo = None, b"", {}
-        if self.candidates and not self.user_defined and cm.strict_replacements:
-            self.marker = _marker(cm)
-            if self.marker is not None:
+        self.table: dict[str, str] | None = None
+        self.marker = b""
+        self.memo: BoundedCache[str, str] = BoundedCache()
+        # candidates without user-defined tokens come from the charsmap, so cm is set here
+        if self.candidates and not self.user_defined and cm is not None and cm.strict_replacements:
+            marker = _marker(cm)
+            if marker is not None:
+                self.marker = marker
                 self.table = {k.decode(): v.decode() for k, v in cm.singles.items()}
                 self.translate_re = self._translate_regex()
 
-    def _candidate_regex(self):
+    def _candidate_regex(self) -> re.Pattern[str] | Literal[False] | None:
         """The regex of candidate characters; False when there are none; None for the slow path."""
         cm = self.cm
         if cm is not None and not cm.plain:
             return None
-        chars = set()
+        chars: set[str] = set()
         for token in self.user_defined:
             head = token.decode("utf-8", "surrogateescape")[0]
             if _is_escape(head):
@@ -74,7 +81,7 @@ class PrefixNormalizer:
             chars |= self.followers
         return re.compile(_char_class(chars)) if chars else False
 
-    def _translate_regex(self) -> re.Pattern:
+    def _translate_regex(self) -> re.Pattern[str]:
         parts = []
         if self.followers:
             parts.append(f"(?P<run>.(?:{_char_class(self.followers)})+)")
@@ -109,30 +116,32 @@ class PrefixNormalizer:
         out = self.translate_re.sub(self.replace, text)
         return out.encode("utf-8", "surrogateescape").replace(marker, _REPLACEMENT)
 
-    def replace(self, m: re.Match) -> str:
+    def replace(self, m: re.Match[str]) -> str:
         found = m.group()
         if m.lastgroup != "run":
+            assert self.table is not None  # translate_re exists only with a table
             return self.table[found]
         done = self.memo.get(found)
         if done is None:
-            if len(self.memo) > 1 << 16:
-                self.memo.clear()
-            done = self.memo[found] = self.normalize_run(found)
+            done = self.memo.put(found, self.normalize_run(found))
         return done
 
     def normalize_run(self, run: str) -> str:
         """A character and the followers after it, walked position by position."""
         data = run.encode("utf-8", "surrogateescape")
-        out, i, pos = [], 0, 0
+        cm, table = self.cm, self.table
+        assert cm is not None and table is not None  # runs exist only on the translated path
+        out: list[str] = []
+        i, pos = 0, 0
         while i < len(run):
-            length, offset, _ = self.cm.walk(data, pos)
+            length, offset, _ = cm.walk(data, pos)
             if length:
                 used = data[pos:pos + length].decode("utf-8")  # keys are whole characters
-                out.append(self.cm.replacement(offset).decode("utf-8"))
+                out.append(cm.replacement(offset).decode("utf-8"))
                 i, pos = i + len(used), pos + length
             else:
                 ch = run[i]
-                out.append(self.table.get(ch, ch))
+                out.append(table.get(ch, ch))
                 i, pos = i + 1, pos + len(ch.encode("utf-8", "surrogateescape"))
         return "".join(out)
 
@@ -162,9 +171,10 @@ class PrefixNormalizer:
 
     def candidate_indices(self, text: str) -> list[int]:
         """Character indices where a walk may find something, ascending."""
-        followers = self.followers
+        followers, candidates = self.followers, self.candidates
+        assert candidates  # the fast path runs only with a candidate regex
         found = []
-        for m in self.candidates.finditer(text):
+        for m in candidates.finditer(text):
             i = m.start()
             if followers and i and text[i] in followers:
                 found.append(i - 1)
@@ -173,7 +183,7 @@ class PrefixNormalizer:
             found = sorted(set(found))
         return found
 
-    def match_at(self, data: bytes, x: int):
+    def match_at(self, data: bytes, x: int) -> tuple[bytes, int, bool] | None:
         """(piece, bytes consumed, copied raw?) at byte offset `x`, or None for a plain copy."""
         if self.user_defined:
             k = _longest_path(self.ud_trie, data, x)
@@ -236,7 +246,7 @@ def _is_escape(ch: str) -> bool:
     return "\udc80" <= ch <= "\udcff"
 
 
-def _char_class(chars) -> str:
+def _char_class(chars: Iterable[str]) -> str:
     """A regex (str) matching one of `chars`; the astral part behind a one-range guard."""
     cps = sorted(ord(c) for c in chars)
     bmp = _class_body([c for c in cps if c < 0x10000])
@@ -260,8 +270,8 @@ def _class_body(cps: list[int]) -> str:
     return "".join(parts)
 
 
-def _byte_trie(keys) -> dict:
-    root: dict = {}
+def _byte_trie(keys: Iterable[bytes]) -> dict[int, Any]:
+    root: dict[int, Any] = {}
     for key in keys:
         node = root
         for b in key:
@@ -269,11 +279,12 @@ def _byte_trie(keys) -> dict:
     return root
 
 
-def _longest_path(trie: dict, data: bytes, i: int) -> int:
+def _longest_path(trie: dict[int, Any], data: bytes, i: int) -> int:
     node, j, n = trie, i, len(data)
     while j < n:
-        node = node.get(data[j])
-        if node is None:
+        child = node.get(data[j])
+        if child is None:
             break
+        node = child
         j += 1
     return j - i

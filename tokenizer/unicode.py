@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
-from .errors import LlamaCppAbort, UnencodableCodepoint  # noqa: F401 - raised here, re-exported
+# raised here; LlamaCppAbort is re-exported for callers that catch it next to these functions
+from .errors import LlamaCppAbort as LlamaCppAbort
+from .errors import UnencodableCodepoint
 
 MAX_CODEPOINTS = 0x110000
 
@@ -63,10 +66,11 @@ HAN_RANGES = (
 
 
 @cache
-def tables() -> dict:
+def tables() -> dict[str, Any]:
     """The raw tables, as flat integer lists (see tools/gen_unicode.py)."""
     text = resources.files("tokenizer").joinpath("data", "unicode_data.json").read_text()
-    return json.loads(text)
+    found: dict[str, Any] = json.loads(text)
+    return found
 
 
 @cache
@@ -140,7 +144,7 @@ def collapse(text: str, *, han: bool = False) -> str:
         return text
     table = collapse_table_han() if han else collapse_table()
     cps = codepoints(text)
-    return table[np.minimum(cps, MAX_CODEPOINTS - 1)].tobytes().decode("latin-1")
+    return str(table[np.minimum(cps, MAX_CODEPOINTS - 1)].tobytes().decode("latin-1"))
 
 
 @cache
@@ -270,7 +274,7 @@ def char_to_byte() -> dict[str, int]:
 
 @cache
 def _byte_translation() -> dict[int, str]:
-    return {b: ch for b, ch in enumerate(byte_to_char())}
+    return dict(enumerate(byte_to_char()))
 
 
 def byte_encode(word: bytes) -> str:

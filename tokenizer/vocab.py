@@ -28,11 +28,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from . import cpp_map_order, vocab_rules
+from . import pre_names, vocab_rules
 from .attrs import TYPE_TO_ATTR, Attr
 from .constants import Keys, ValueType
 from .errors import GGUFError, UnsupportedVocab
@@ -94,6 +94,7 @@ class Vocab:
     base_attrs: tuple[int, ...]
     special: Mapping[str, int]
     default_pad: int
+    default_unk: int  # the type's default unk id, which llama.cpp uses while tokenizing "\n" at load
     linefeed: int | None
     eog: frozenset[int]
     special_tokens: tuple[int, ...]
@@ -126,6 +127,21 @@ class Vocab:
         return found if found is not None else self.token_to_id.get(bytes((byte,)))
 
 
+def model_name(gguf_file: GGUFFile) -> str:
+    """`tokenizer.ggml.model`, checked: missing is a `GGUFError`, a name llama.cpp refuses `UnsupportedVocab`."""
+    key = Keys.MODEL
+    have = gguf_file.types.get(key, (None, None))
+    if key not in gguf_file.metadata:
+        raise GGUFError(f"{key} is missing: llama.cpp cannot load a vocabulary without it")
+    if have[0] != ValueType.STRING:
+        raise GGUFError(f"{gguf_file.where(key)}: has type {_type_name(have)}, llama.cpp requires STRING")
+    model = gguf_file.metadata[key]
+    if model not in MODELS:
+        raise UnsupportedVocab(f"{gguf_file.where(key)} = {model!r}: llama.cpp refuses it "
+                               f"(\"unknown tokenizer\"); known: {', '.join(sorted(MODELS))}")
+    return str(model)
+
+
 def load_vocab(gguf_file: GGUFFile) -> Vocab:
     """The `Vocab` llama.cpp's loader builds from `gguf_file`, or a precise refusal."""
     d = _Draft(gguf_file)
@@ -134,11 +150,7 @@ def load_vocab(gguf_file: GGUFFile) -> Vocab:
     d.compute_linefeed()
     d.read_special_ids()
     d.read_late_flags()
-    vocab_rules.detect_by_text(d)
-    vocab_rules.mark_unused(d)
-    eog = vocab_rules.build_eog(d)
-    cache = vocab_rules.special_cache(d)
-    vocab_rules.strip_by_model(d, cache)
+    eog, cache = vocab_rules.apply(d.rule_input())
     d.check_byte_tokens()
     return d.finish(eog, cache)
 
@@ -154,10 +166,9 @@ class _Draft:
         self.charsmap: bytes | None = None
         self.lowercase = True
         self.strip_accents = True
-        self._rank: np.ndarray | None = None
 
     # -- typed metadata access -------------------------------------------------
-    def refuse(self, message: str) -> None:
+    def refuse(self, message: str) -> NoReturn:
         raise UnsupportedVocab(message)
 
     def bad(self, key: str, message: str) -> GGUFError:
@@ -180,21 +191,10 @@ class _Draft:
 
     # -- the steps of load(), in order -------------------------------------------
     def read_model(self) -> None:
-        from . import pre_names
-        from .engines import engine_for
-
-        model = self.get(Keys.MODEL, ValueType.STRING)
-        if model is None:
-            raise GGUFError(f"{Keys.MODEL} is missing: llama.cpp cannot load a vocabulary without it")
-        if model not in MODELS:
-            self.refuse(f"{self.f.where(Keys.MODEL)} = {model!r}: llama.cpp refuses it "
-                        f"(\"unknown tokenizer\"); known: {', '.join(sorted(MODELS))}")
+        model = model_name(self.f)
         self.model = model
         self.vocab_type, defaults = MODELS[model]
-        try:
-            engine_for(self.vocab_type)
-        except UnsupportedVocab as e:
-            raise UnsupportedVocab(f"tokenizer.ggml.model {model!r}: {e}") from None
+        self.default_unk = defaults.get("unk", NULL)
         self.special.update(defaults)
         pre = self.get(Keys.PRE, ValueType.STRING)
         spec = pre_names.resolve(pre, model=model)
@@ -275,7 +275,8 @@ class _Draft:
         for k, v in TYPE_TO_ATTR.items():
             table[int(k)] = int(v)
         known = (types >= 0) & (types < len(table))
-        return np.where(known, table[np.where(known, types, 0)], 0).tolist()
+        attrs: list[int] = np.where(known, table[np.where(known, types, 0)], 0).tolist()
+        return attrs
 
     def _same_length(self, key: str, have: int, n: int) -> None:
         if have != n:
@@ -284,6 +285,7 @@ class _Draft:
 
     def compute_linefeed(self) -> None:
         self.default_pad = self.special["pad"]
+        self.linefeed: int | None
         if self.vocab_type == "spm":
             found = self.token_to_id.get(b"<0x0A>", self.token_to_id.get(b"\n"))
             self.linefeed = found if found is not None else self.default_pad
@@ -323,13 +325,12 @@ class _Draft:
         ids = [] if suppress is None else np.asarray(suppress).tolist()
         self.suppress = tuple(i for i in ids if 0 <= i < len(self.texts))
 
-    def map_rank(self) -> np.ndarray:
-        """Position of each id in llama.cpp's `token_to_id` iteration order (computed once)."""
-        if self._rank is None:
-            order = cpp_map_order.map_order(cpp_map_order.hash_all(self.texts))
-            self._rank = np.empty(len(order), dtype=np.int64)
-            self._rank[order] = np.arange(len(order))
-        return self._rank
+    def rule_input(self) -> vocab_rules.RuleInput:
+        """The state the by-text rules read and change; `special` and `attrs` are shared, not copied."""
+        return vocab_rules.RuleInput(
+            texts=self.texts, token_to_id=self.token_to_id, special=self.special, attrs=self.attrs,
+            name=self.text_key("general.name"), pre=self.text_key(Keys.PRE),
+            arch=self.text_key("general.architecture"))
 
     def check_byte_tokens(self) -> None:
         """Byte tokens whose piece llama.cpp would parse (or abort on) must be `<0xXX>`."""
@@ -354,7 +355,7 @@ class _Draft:
             model=self.model, vocab_type=self.vocab_type, pre=self.pre, pre_type=self.pre_type,
             texts=self.final_texts(), token_to_id=self.token_to_id, scores=self.scores,
             attrs=tuple(self.attrs), base_attrs=self.base_attrs, special=dict(self.special),
-            default_pad=self.default_pad, linefeed=self.linefeed, eog=frozenset(eog),
+            default_pad=self.default_pad, default_unk=self.default_unk, linefeed=self.linefeed, eog=frozenset(eog),
             special_tokens=cache, merges=self.merges, precompiled_charsmap=self.charsmap,
             normalizer_lowercase=self.lowercase, normalizer_strip_accents=self.strip_accents,
             n_token_types=int(self.n_token_types), suppress_tokens=self.suppress,
@@ -363,13 +364,13 @@ class _Draft:
         )
 
 
-def _type_name(t: tuple) -> str:
+def _type_name(t: tuple[ValueType | None, ValueType | None]) -> str:
     vtype, elem = t
     if vtype is None:
         return "?"
     if vtype == ValueType.ARRAY:
         return f"array of {elem.name if elem is not None else '?'}"
-    return vtype.name
+    return str(vtype.name)
 
 
 # one merge per NUL-separated record: first part (at least one byte), space, second part
@@ -383,7 +384,7 @@ def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
         pairs = _MERGE_RECORD.findall(joined.encode("utf-8", "surrogateescape"))
         if len(pairs) == len(merges):  # every record had its space: the fast path is exact
             return tuple(pairs)
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     append = out.append
     for m in merges:
         if m[:1] == " ":
@@ -426,4 +427,4 @@ def _is_hex_byte(text: bytes) -> bool:
     return hex_byte(text) is not None
 
 
-__all__ = ["Vocab", "load_vocab", "MODELS", "ROLES", "NULL", "Attr"]
+__all__ = ["MODELS", "NULL", "ROLES", "Attr", "Vocab", "load_vocab"]

@@ -4,8 +4,9 @@ llama.cpp (src/llama-vocab.cpp, `llama_vocab::impl::load`) does not trust token
 types alone: it recognises end-of-turn, end-of-message and fill-in-the-middle
 tokens by their text, marks control tokens whose text says "unused", builds the
 end-of-generation set from another list of texts, and sets strip attributes by
-model name. This module holds those tables and applies them to a mutable
-`_Draft` (see `tokenizer.vocab`), in llama.cpp's order.
+model name. This module holds those tables and applies them, in llama.cpp's
+order, to a `RuleInput`: the few fields of the loader's state the rules read,
+and the special ids and attributes they change (`apply`).
 
 Where llama.cpp keeps the first match while walking its `unordered_map`, the
 walk follows `tokenizer.cpp_map_order.map_order`, so the same token wins.
@@ -13,15 +14,14 @@ walk follows `tokenizer.cpp_map_order.map_order`, so the same token wins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import cpp_map_order
 from .attrs import Attr
-
-if TYPE_CHECKING:
-    from .vocab import _Draft
+from .errors import UnsupportedVocab
 
 # role -> texts that make a token that role when its id is not set by metadata
 DETECT_BY_TEXT: dict[str, tuple[str, ...]] = {
@@ -61,11 +61,43 @@ FORCE_USER_DEFINED = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"
 _CONTROL = int(Attr.CONTROL)
 
 
+@dataclass
+class RuleInput:
+    """What the by-text rules read (texts, names) and change in place (`special`, `attrs`)."""
+
+    texts: tuple[bytes, ...]
+    token_to_id: Mapping[bytes, int]
+    special: dict[str, int]
+    attrs: list[int]
+    name: bytes  # general.name, exact bytes ("" when absent)
+    pre: bytes  # tokenizer.ggml.pre as the file spells it
+    arch: bytes  # general.architecture
+    _rank: np.ndarray | None = field(default=None, repr=False)
+
+    def map_rank(self) -> np.ndarray:
+        """Position of each id in llama.cpp's `token_to_id` iteration order (computed once)."""
+        if self._rank is None:
+            order = cpp_map_order.map_order(cpp_map_order.hash_all(self.texts))
+            self._rank = np.empty(len(order), dtype=np.int64)
+            self._rank[order] = np.arange(len(order))
+        return self._rank
+
+
+def apply(d: RuleInput) -> tuple[set[int], tuple[int, ...]]:
+    """Every rule in llama.cpp's order: (end-of-generation ids, special-token cache)."""
+    detect_by_text(d)
+    mark_unused(d)
+    eog = build_eog(d)
+    cache = special_cache(d)
+    strip_by_model(d, cache)
+    return eog, cache
+
+
 def _b(texts: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(t.encode("utf-8") for t in texts)
 
 
-def detect_by_text(d: _Draft) -> None:
+def detect_by_text(d: RuleInput) -> None:
     """EOT/EOM/FIM ids by text, first match in llama.cpp's map order; forces CONTROL."""
     for role, texts in DETECT_BY_TEXT.items():
         if d.special[role] != -1:
@@ -78,12 +110,12 @@ def detect_by_text(d: _Draft) -> None:
         d.attrs[chosen] |= _CONTROL
 
 
-def _first_in_map_order(d: _Draft, ids: list[int]) -> int:
+def _first_in_map_order(d: RuleInput, ids: list[int]) -> int:
     rank = d.map_rank()
     return min(ids, key=lambda i: rank[i])
 
 
-def mark_unused(d: _Draft) -> None:
+def mark_unused(d: RuleInput) -> None:
     """Control tokens whose text contains "unused" get the UNUSED bit."""
     for i in _with_any(d.attrs, _CONTROL):
         if b"unused" in d.texts[i].split(b"\0", 1)[0]:  # strstr stops at a NUL
@@ -95,7 +127,7 @@ def _with_any(attrs: list[int], mask: int) -> list[int]:
     return np.nonzero(np.asarray(attrs, dtype=np.int64) & mask)[0].tolist()
 
 
-def build_eog(d: _Draft) -> set[int]:
+def build_eog(d: RuleInput) -> set[int]:
     """The end-of-generation set, with llama.cpp's special cases."""
     eog = {d.special[r] for r in ("fim_pad", "fim_rep", "fim_sep") if d.special[r] != -1}
     for t in _b(EOG_TEXTS):
@@ -113,12 +145,12 @@ def build_eog(d: _Draft) -> set[int]:
     return eog
 
 
-def _texts_of(d: _Draft, eog: set[int]) -> dict[bytes, int]:
+def _texts_of(d: RuleInput, eog: set[int]) -> dict[bytes, int]:
     # std::set iterates ascending; later ids overwrite, as llama.cpp's loop does
     return {d.texts[i]: i for i in sorted(eog) if 0 <= i < len(d.texts)}
 
 
-def _drop_harmony_end(d: _Draft, eog: set[int]) -> None:
+def _drop_harmony_end(d: RuleInput, eog: set[int]) -> None:
     texts = _texts_of(d, eog)
     has_call = b"<|call|>" in texts or b"<|calls|>" in texts
     if b"<|end|>" in texts and has_call and (b"<|return|>" in texts or b"<|flush|>" in texts):
@@ -127,7 +159,7 @@ def _drop_harmony_end(d: _Draft, eog: set[int]) -> None:
         d.attrs[end] = int(Attr.USER_DEFINED)
 
 
-def _drop_normal_s(d: _Draft, eog: set[int]) -> None:
+def _drop_normal_s(d: RuleInput, eog: set[int]) -> None:
     texts = _texts_of(d, eog)
     if b"</s>" in texts and (b"<|tool_response>" in texts or b"<|plamo:eos|>" in texts):
         s = texts[b"</s>"]
@@ -135,7 +167,7 @@ def _drop_normal_s(d: _Draft, eog: set[int]) -> None:
         d.attrs[s] = int(Attr.NORMAL)
 
 
-def special_cache(d: _Draft) -> tuple[int, ...]:
+def special_cache(d: RuleInput) -> tuple[int, ...]:
     """Ids the partitioner splits out, in llama.cpp's order (std::sort by length, descending)."""
     mask = int(Attr.CONTROL | Attr.USER_DEFINED | Attr.UNKNOWN)
     ids = _with_any(d.attrs, mask)
@@ -143,11 +175,10 @@ def special_cache(d: _Draft) -> tuple[int, ...]:
     return tuple(cpp_map_order.std_sort(ids, lambda a, b: len(texts[a]) > len(texts[b])))
 
 
-def strip_by_model(d: _Draft, cache: tuple[int, ...]) -> None:
+def strip_by_model(d: RuleInput, cache: tuple[int, ...]) -> None:
     """LSTRIP/RSTRIP attributes llama.cpp sets by pre-tokenizer, architecture or model name."""
-    name = d.text_key("general.name").lower()  # std::tolower: ASCII only, as bytes.lower
-    pre = d.text_key("tokenizer.ggml.pre")
-    arch = d.text_key("general.architecture")
+    name = d.name.lower()  # std::tolower: ASCII only, as bytes.lower
+    pre, arch = d.pre, d.arch
     if _any_in(pre, (b"jina-v2-de", b"jina-v2-es", b"jina-v2-code")) or _any_in(
         arch, (b"nomic-bert-moe", b"jina-bert-v3")
     ):
@@ -166,12 +197,13 @@ def _any_in(text: bytes, parts: tuple[bytes, ...]) -> bool:
     return any(p in text for p in parts)
 
 
-def _set(d: _Draft, text: bytes, bit: Attr, *, on: bool, required: bool) -> None:
+def _set(d: RuleInput, text: bytes, bit: Attr, *, on: bool, required: bool) -> None:
     i = d.token_to_id.get(text)
     if i is None:
         if required:
-            d.refuse(f"general.name says phi-3, but token {text!r} is missing: llama.cpp fails to "
-                     "load (its phi-3 attribute rules look the token up with token_to_id.at)")
+            raise UnsupportedVocab(f"general.name says phi-3, but token {text!r} is missing: llama.cpp "
+                                   "fails to load (its phi-3 attribute rules look the token up with "
+                                   "token_to_id.at)")
         return
     d.attrs[i] = d.attrs[i] | int(bit) if on else d.attrs[i] & ~int(bit)
 
@@ -179,7 +211,7 @@ def _set(d: _Draft, text: bytes, bit: Attr, *, on: bool, required: bool) -> None
 DNA_MARKER = "\ue000".encode()  # hybriddna's suffix that keeps k-mer ids apart from plain text
 
 
-def bare_dna_kmers(texts: tuple[bytes, ...], token_to_id: dict[bytes, int]) -> tuple[bytes, ...]:
+def bare_dna_kmers(texts: tuple[bytes, ...], token_to_id: Mapping[bytes, int]) -> tuple[bytes, ...]:
     """Token texts as llama.cpp's hybriddna load leaves them: k-mers lose their marker.
 
     Only the texts change; lookups by text (`token_to_id`) keep the marked keys,

@@ -86,7 +86,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 
         from ..fuzz import load_profile
         load_profile()
-        return settings.default.max_examples
+        return settings().max_examples
     return 0
 
 

@@ -1,30 +1,34 @@
-"""One module per llama.cpp vocabulary type, registered by its type name.
+"""One module per llama.cpp vocabulary type, and the table that names them.
 
-`load_all()` imports every engine module that exists, so each registers
-itself; a module not written yet is skipped (only a ModuleNotFoundError for
-that exact module is ignored: a broken engine still fails loudly).
+`Tokenizer.from_gguf` looks an engine up here (`engine_for`), once per file;
+nothing else does.
 """
 
 from __future__ import annotations
 
-import importlib
+from ..errors import UnsupportedVocab
+from .base import BosEosEngine, Engine
+from .bpe import BPEEngine
+from .hashing import HashingEngine
+from .plamo2 import Plamo2Engine
+from .rwkv import RwkvEngine
+from .spm import SpmEngine
+from .ugm import UgmEngine
+from .wpm import WpmEngine
 
-from .base import ENGINES, Engine, engine_for, register
+__all__ = ["ENGINES", "BosEosEngine", "Engine", "engine_for"]
 
-__all__ = ["ENGINES", "Engine", "engine_for", "register", "ENGINE_MODULES", "load_all"]
-
-ENGINE_MODULES = ("spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "hashing")
-
-
-def load_all() -> None:
-    """Import each module of `ENGINE_MODULES` that exists."""
-    for name in ENGINE_MODULES:
-        full = f"{__name__}.{name}"
-        try:
-            importlib.import_module(full)
-        except ModuleNotFoundError as e:
-            if e.name != full:
-                raise
+# vocabulary type (`tokenizer.vocab.MODELS`) -> engine class
+ENGINES: dict[str, type[Engine]] = {
+    cls.vocab_type: cls
+    for cls in (SpmEngine, BPEEngine, WpmEngine, UgmEngine, RwkvEngine, Plamo2Engine, HashingEngine)
+}
 
 
-load_all()
+def engine_for(vocab_type: str) -> type[Engine]:
+    """The engine class for a vocabulary type, or `UnsupportedVocab` listing the known ones."""
+    try:
+        return ENGINES[vocab_type]
+    except KeyError:
+        known = ", ".join(sorted(ENGINES)) or "none"
+        raise UnsupportedVocab(f"no engine for vocabulary type {vocab_type!r} (known: {known})") from None

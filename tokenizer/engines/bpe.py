@@ -16,24 +16,27 @@ Two model names get a session of their own, as in llama.cpp:
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
-from itertools import accumulate, chain
+from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, pairwise
+from typing import TYPE_CHECKING
 
 import regex
 
 from .. import pretokenizers, unicode
 from ..attrs import Attr
-from ..errors import UnsupportedVocab
-from ..pieces import hex_byte_piece
+from ..cache import BoundedCache
+from ..errors import LlamaCppAbort, UnsupportedVocab
+from ..pieces import ESCAPED_SPACE, hex_byte_piece
 from ..splitter import Splitter
 from ..vocab_rules import DNA_MARKER
-from .base import Engine, register
+from .base import BosEosEngine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 _SHOWN_AS_TEXT = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
-ESCAPED_SPACE = "\u2581".encode()
-_CACHE_LIMIT = 1 << 17
 
 
 class Merger:
@@ -50,7 +53,7 @@ class Merger:
 
     def merge(self, symbols: list[bytes]) -> list[bytes]:
         get = self.ranks.get
-        ranks = [get(p) for p in zip(symbols, symbols[1:])]
+        ranks = [get(p) for p in pairwise(symbols)]
         while True:
             best, at = None, -1
             for i, r in enumerate(ranks):
@@ -98,21 +101,20 @@ class WordCutter:
         return [word[a:b] for a, b in zip([0, *points], [*points, len(word)])]
 
 
-@register
-class BPEEngine(Engine):
+class BPEEngine(BosEosEngine):
     """Byte-pair encoding as llama.cpp does it; see the module docstring."""
 
     vocab_type = "bpe"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         self.pre = pretokenizers.get(vocab.pre_type)
         self.splitter = Splitter.for_pretokenizer(self.pre)
         self.merger = Merger(vocab.merges)
         self.ids = vocab.token_to_id
         self.byte_ids = self._byte_fallback_ids()
-        self._cache: dict[str, tuple[int, ...]] = {}
-        self._part_cache: dict[bytes, tuple[int, ...]] = {}
+        self._cache: BoundedCache[str, tuple[int, ...]] = BoundedCache()
+        self._part_cache: BoundedCache[bytes, tuple[int, ...]] = BoundedCache()
         raw_spm = not self.pre.byte_encode and vocab.escape_whitespaces
         self.cutter = WordCutter(vocab.merges) if raw_spm else None
         self._session = _SESSIONS.get(vocab.model, _plain_session)
@@ -120,34 +122,15 @@ class BPEEngine(Engine):
             _refuse_undecodable_pieces(vocab)
 
     def _byte_fallback_ids(self) -> tuple[int | None, ...]:
-        spell = (lambda b: bytes((b,))) if self.pre.byte_encode else (lambda b: b"<0x%02X>" % b)
-        return tuple(self.ids.get(spell(b)) for b in range(256))
+        if self.pre.byte_encode:
+            return tuple(self.ids.get(bytes((b,))) for b in range(256))
+        return tuple(self.ids.get(b"<0x%02X>" % b) for b in range(256))
 
     # -- tokenize -------------------------------------------------------------------
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        v = self.vocab
-        out: list[int] = []
-        if add_special and v.add_bos:
-            out.append(self._required("bos"))
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-                continue
-            if v.escape_whitespaces:
-                fragment = fragment.replace(b" ", ESCAPED_SPACE)
-            self._session(self, fragment, out)
-        if add_special and v.add_eos:
-            out.append(self._required("eos"))
-        return out
-
-    def _required(self, role: str) -> int:
-        token = self.vocab.special[role]
-        if token < 0:
-            raise UnsupportedVocab(
-                f"the vocabulary adds {role.upper()} but has no {role.upper()} token "
-                "(llama.cpp aborts on a GGML_ASSERT here)"
-            )
-        return token
+    def encode_into(self, fragment: bytes, out: list[int]) -> None:
+        if self.vocab.escape_whitespaces:
+            fragment = fragment.replace(b" ", ESCAPED_SPACE)
+        self._session(self, fragment, out)
 
     def encode_text(self, text: bytes, out: list[int]) -> None:
         """`llm_tokenizer_bpe_session::tokenize` for one raw text."""
@@ -163,11 +146,9 @@ class BPEEngine(Engine):
                 word = words[i]
                 ids = cache.get(word)
                 if ids is None:
-                    if len(cache) > _CACHE_LIMIT:
-                        cache.clear()
-                    ids = cache[word] = tuple(self._encode_word(word))
+                    ids = cache.put(word, tuple(self._encode_word(word)))
                 found[i] = ids
-        out.extend(chain.from_iterable(found))
+        out.extend(chain.from_iterable(found))  # type: ignore[arg-type]  # no None is left
 
     def _encode_word(self, word: str) -> list[int]:
         raw = unicode.encode(word)
@@ -177,24 +158,22 @@ class BPEEngine(Engine):
             return [whole]
         symbols = unicode.utf8_chars(key)
         if len(symbols) > 1 and b" " in key:
-            raise unicode.LlamaCppAbort(
+            raise LlamaCppAbort(
                 f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
                 f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
             )
         if self.cutter is None:
-            return self._merge_part(key, symbols)
+            return self._merge_part(symbols)
         out: list[int] = []
         cache = self._part_cache
         for part in self.cutter.cut(key):
             ids = cache.get(part)
             if ids is None:
-                if len(cache) > _CACHE_LIMIT:
-                    cache.clear()
-                ids = cache[part] = tuple(self._merge_part(part, unicode.utf8_chars(part)))
+                ids = cache.put(part, tuple(self._merge_part(unicode.utf8_chars(part))))
             out.extend(ids)
         return out
 
-    def _merge_part(self, key: bytes, symbols: list[bytes]) -> list[int]:
+    def _merge_part(self, symbols: list[bytes]) -> list[int]:
         out: list[int] = []
         for symbol in self.merger.merge(symbols):
             token = self.ids.get(symbol)
@@ -246,7 +225,7 @@ def decode_byte_level(text: bytes) -> bytes:
 _ABOVE_10FFFF = regex.compile(rb"[\xf5-\xf7][\x80-\xbf]{3}|\xf4[\x90-\xbf][\x80-\xbf]{2}")
 
 
-def _refuse_undecodable_pieces(vocab) -> None:
+def _refuse_undecodable_pieces(vocab: Vocab) -> None:
     """llama.cpp builds every piece while loading; a NORMAL byte-level token whose
     text decodes above U+10FFFF throws there, and the load fails ("invalid codepoint")."""
     joined = b"\x00".join(vocab.texts)
@@ -312,7 +291,7 @@ def _hybriddna_session(engine: BPEEngine, text: bytes, out: list[int]) -> None:
         pos = end + len(_DNA_CLOSE)
 
 
-def _dna_kmers(ids, raw: bytes, oov: int, out: list[int]) -> None:
+def _dna_kmers(ids: Mapping[bytes, int], raw: bytes, oov: int, out: list[int]) -> None:
     seq = bytes(c - 32 if 0x61 <= c <= 0x7A else c for c in raw)
     for i in range(0, len(seq), _KMER):
         kmer = seq[i:i + _KMER].ljust(_KMER, b"A")

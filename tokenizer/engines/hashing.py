@@ -12,20 +12,24 @@ loading it (it tokenizes "\\n" to find the newline id).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import UnsupportedVocab
-from .base import Engine, register
+from .base import Engine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 CHUNK = 5
 _MASK64 = (1 << 64) - 1
 
 
-@register
 class HashingEngine(Engine):
     """Chunk hashes modulo the vocabulary size, as llama.cpp's test tokenizer."""
 
     vocab_type = "test"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         self._n = len(vocab.texts)
         if not self._n:

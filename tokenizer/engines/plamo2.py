@@ -30,12 +30,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from ..attrs import Attr
 from ..errors import UnsupportedVocab
 from ..pieces import hex_byte
-from .base import Engine, register
+from .base import Engine
 
-ATTR_BYTE = 1 << 5           # LLAMA_TOKEN_ATTR_BYTE
+if TYPE_CHECKING:
+    from ..vocab import Vocab
+
+_BYTE = int(Attr.BYTE)
 INVALID_SCORE = -20_000_000
 UNKNOWN_SCORE = -10_000_000
 _INF = 1 << 60
@@ -113,13 +118,12 @@ def scaled_score(score: float) -> int:
     return r if -(1 << 31) <= r < (1 << 31) else _INT32_MIN  # x86 cvttsd2si overflow
 
 
-@register
 class Plamo2Engine(Engine):
     """Viterbi over PLaMo-2 pieces, reproducing llama.cpp's suffix-table walk."""
 
     vocab_type = "plamo2"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         # llama.cpp builds its tables before load() adjusts attributes by token text
         texts, attrs = vocab.texts, vocab.base_attrs
@@ -134,7 +138,7 @@ class Plamo2Engine(Engine):
     def _byte_tokens(texts: Sequence[bytes], attrs: Sequence[int]) -> list[int]:
         table = [0] * 256
         for token, (text, attr) in enumerate(zip(texts, attrs)):
-            value = hex_byte(text) if attr & ATTR_BYTE else None
+            value = hex_byte(text) if attr & _BYTE else None
             if value is not None:
                 table[value] = token
         missing = [f"<0x{b:02X}>" for b in range(256) if table[b] == 0]
@@ -147,12 +151,13 @@ class Plamo2Engine(Engine):
         return table
 
     @staticmethod
-    def _pieces(texts, scores, attrs) -> tuple[dict[str, int], dict[str, int]]:
+    def _pieces(texts: Sequence[bytes], scores: Sequence[float],
+                attrs: Sequence[int]) -> tuple[dict[str, int], dict[str, int]]:
         """Score of every piece and every suffix of one (INVALID for bare suffixes), and ids."""
         table: dict[str, int] = {}
         ids: dict[str, int] = {}
         for token, text in enumerate(texts):
-            if attrs[token] & ATTR_BYTE:  # every byte-typed token stays out of the pieces
+            if attrs[token] & _BYTE:  # every byte-typed token stays out of the pieces
                 try:  # ... but still owns its text in the id map
                     ids[text.decode("utf-8", "surrogatepass")] = token
                 except UnicodeDecodeError:
@@ -227,9 +232,10 @@ class Plamo2Engine(Engine):
         suffix = ""
         for i in range(n - 1, -1, -1):
             key = (cps[i], suffix)
-            suffix = steps.get(key)
-            if suffix is None:
-                suffix = steps[key] = self._next_suffix(*key)
+            step = steps.get(key)
+            if step is None:
+                step = steps[key] = self._next_suffix(*key)
+            suffix = step
             rows = candidates.get(suffix)
             if rows is None:
                 rows = candidates[suffix] = self._candidates_for(suffix)
@@ -254,7 +260,7 @@ class Plamo2Engine(Engine):
 
     def piece(self, token: int) -> bytes:
         text = self.vocab.texts[token]
-        value = hex_byte(text) if self.vocab.attrs[token] & ATTR_BYTE else None
+        value = hex_byte(text) if self.vocab.attrs[token] & _BYTE else None
         return text if value is None else bytes([value])
 
 

@@ -28,12 +28,17 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsupportedVocab
-from .base import Engine, register
+from .base import Engine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 _ESCAPES = {ord("t"): 0x09, ord("n"): 0x0A, ord("r"): 0x0D}
 _VALUE = -1  # key of a trie node's token id (byte keys are 0..255)
+_Trie = dict[int, Any]  # byte -> child node, and _VALUE -> token id
 # Texts whose every escape Python's own bytes-literal decoder reads exactly as llama.cpp does.
 _PLAIN_ESCAPES = re.compile(rb"(?:[^\\]|\\(?:x[0-9a-f]{2}|[ntr\\'\"]))*")
 
@@ -78,9 +83,9 @@ def unescape(text: bytes) -> bytes:
     return bytes(out)
 
 
-def _build_trie(pieces: Sequence[bytes], tokens: Sequence[int]) -> dict:
+def _build_trie(pieces: Sequence[bytes], tokens: Sequence[int]) -> _Trie:
     """A trie over `pieces[t]` for each t in `tokens` (in order: a later id overwrites)."""
-    root: dict = {}
+    root: _Trie = {}
     for token in tokens:
         node = root
         for b in pieces[token]:
@@ -89,13 +94,12 @@ def _build_trie(pieces: Sequence[bytes], tokens: Sequence[int]) -> dict:
     return root
 
 
-@register
 class RwkvEngine(Engine):
     """Longest-match tokenizer over unescaped RWKV token bytes."""
 
     vocab_type = "rwkv"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         self._pieces = [unescape(text) for text in vocab.texts]
         self._unk = vocab.special.get("unk", -1)
@@ -104,9 +108,9 @@ class RwkvEngine(Engine):
         for token, piece in enumerate(self._pieces):
             if piece:
                 self._starts.setdefault(piece[0], []).append(token)
-        self._trie: dict = {}
+        self._trie: _Trie = {}
 
-    def _node(self, first: int) -> dict | None:
+    def _node(self, first: int) -> _Trie | None:
         """The trie node after byte `first`, or None when no token starts with it."""
         node = self._trie.get(first)
         if node is None and first in self._starts:

@@ -23,50 +23,43 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import regex
 
+from ..cache import BoundedCache
 from ..errors import UnsupportedVocab
 from ..pieces import ESCAPED_SPACE, spm_piece
 from ..unicode import utf8_chars
-from .base import Engine, register
+from .base import BosEosEngine
+
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 _SEGMENT = regex.compile("\u2581*[^\u2581]+|\u2581+")
-_CACHE_LIMIT = 1 << 16
+_Pair = tuple[float, int, int, int]  # (-score, left, right, merged length): heapq pops the best
 
 
-@register
-class SpmEngine(Engine):
+class SpmEngine(BosEosEngine):
     """llama.cpp's `llm_tokenizer_spm_session` and the SPM branch of `tokenize`."""
 
     vocab_type = "spm"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         _refuse_nan_scores(vocab)
         self._ids = vocab.token_to_id
         self._scores = vocab.scores
         self._byte_ids = [vocab.byte_token(b) for b in range(256)]
         self._cuttable = _no_token_spans_a_word_start(vocab.texts)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self._cache: BoundedCache[str, tuple[int, ...]] = BoundedCache()
 
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        v = self.vocab
-        out: list[int] = []
-        if add_special and v.add_bos:
-            out.append(_required(v.special["bos"], "BOS"))
-        prev_special = True
-        for frag in fragments:
-            if isinstance(frag, int):
-                out.append(frag)
-                prev_special = True
-                continue
-            text = b" " + frag if v.add_space_prefix and prev_special else frag
-            self._encode(text.replace(b" ", ESCAPED_SPACE), out)
-            prev_special = False
-        if add_special and v.add_eos:
-            out.append(_required(v.special["eos"], "EOS"))
-        return out
+    def first_text(self, fragment: bytes) -> bytes:
+        """llama.cpp's space prefix, for a fragment that starts the input or follows a special."""
+        return b" " + fragment if self.vocab.add_space_prefix else fragment
+
+    def encode_into(self, fragment: bytes, out: list[int]) -> None:
+        self._encode(fragment.replace(b" ", ESCAPED_SPACE), out)
 
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
@@ -86,10 +79,7 @@ class SpmEngine(Engine):
     def _segment(self, seg: str) -> tuple[int, ...]:
         ids = self._cache.get(seg)
         if ids is None:
-            ids = tuple(self.merge([c.encode("utf-8") for c in seg]))
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[seg] = ids
+            ids = self._cache.put(seg, tuple(self.merge([c.encode("utf-8") for c in seg])))
         return ids
 
     def merge(self, syms: list[bytes]) -> list[int]:
@@ -99,7 +89,7 @@ class SpmEngine(Engine):
         nxt = list(range(1, n + 1))
         nxt[-1] = -1
         prev = list(range(-1, n - 1))
-        heap = []
+        heap: list[_Pair] = []
         for i in range(n - 1):
             tid = ids.get(syms[i] + syms[i + 1])
             if tid is not None:
@@ -122,7 +112,7 @@ class SpmEngine(Engine):
                 self._push(heap, left, after, merged + syms[after])
         return self._emit(syms, nxt)
 
-    def _push(self, heap: list, left: int, right: int, text: bytes) -> None:
+    def _push(self, heap: list[_Pair], left: int, right: int, text: bytes) -> None:
         tid = self._ids.get(text)
         if tid is not None:
             heapq.heappush(heap, (-self._scores[tid], left, right, len(text)))
@@ -163,13 +153,7 @@ def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
     return True
 
 
-def _required(token: int, what: str) -> int:
-    if token < 0:
-        raise UnsupportedVocab(f"the vocabulary adds {what} but has no {what} id: llama.cpp aborts here")
-    return token
-
-
-def _refuse_nan_scores(vocab) -> None:
+def _refuse_nan_scores(vocab: Vocab) -> None:
     for i, s in enumerate(vocab.scores):
         if math.isnan(s):
             raise UnsupportedVocab(

@@ -30,35 +30,36 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..attrs import Attr
+from ..cache import BoundedCache
 from ..charsmap import lead_len, lead_table, parse
 from ..constants import Keys
 from ..errors import UnsupportedVocab
-from ..pieces import spm_piece
+from ..pieces import ESCAPED_SPACE, spm_piece
 from ..ugm_normalizer import PrefixNormalizer
-from ..vocab import MODELS
-from .base import Engine, register
+from .base import BosEosEngine
 
-ESCAPED_SPACE = "\u2581".encode()
+if TYPE_CHECKING:
+    from ..vocab import Vocab
+
 _MATCHED = int(Attr.NORMAL | Attr.USER_DEFINED | Attr.UNUSED)
 _USER_DEFINED = int(Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _UNK_PENALTY = np.float32(10.0)
 _LOWEST = -sys.float_info.max  # llama.cpp starts every lattice cell at -DBL_MAX
-_CACHE_LIMIT = 1 << 17
 _LEAD_ARRAY = np.frombuffer(lead_table(), dtype=np.uint8).astype(np.int64)
 
 
-@register
-class UgmEngine(Engine):
+class UgmEngine(BosEosEngine):
     """SentencePiece unigram as llama.cpp's `llm_tokenizer_ugm_session` runs it."""
 
     vocab_type = "ugm"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         blob = vocab.precompiled_charsmap
         cm = parse(blob, where=vocab.where(Keys.PRECOMPILED_CHARSMAP)) if blob else None
@@ -67,24 +68,8 @@ class UgmEngine(Engine):
         self.prefix_normalizer = PrefixNormalizer(cm, user_defined)
         self.space = ESCAPED_SPACE if vocab.escape_whitespaces else b" "
         self.lattice = Lattice(vocab, space=self.space)
-        self.bos = vocab.special["bos"]
-        self.eos = vocab.special["eos"]
 
     # -- the Engine interface ------------------------------------------------------
-
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        vocab = self.vocab
-        out: list[int] = []
-        if add_special and vocab.add_bos:
-            out.append(_required(self.bos, "BOS"))
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-            else:
-                self.tokenize_text(fragment, out)
-        if add_special and vocab.add_eos:
-            out.append(_required(self.eos, "EOS"))
-        return out
 
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
@@ -99,8 +84,7 @@ class UgmEngine(Engine):
         normalized, _ = self.normalize(b"\n")
         if not normalized:
             return self.vocab.default_pad
-        default_unk = MODELS[self.vocab.model][1]["unk"]
-        first = self.lattice.viterbi(normalized, unk=default_unk)[0]
+        first = self.lattice.viterbi(normalized, unk=self.vocab.default_unk)[0]
         if first >= self.vocab.n_tokens:
             raise UnsupportedVocab(
                 f"llama.cpp fails to load this vocabulary: \"\\n\" tokenizes to t5's default "
@@ -109,9 +93,9 @@ class UgmEngine(Engine):
 
     # -- one raw fragment ----------------------------------------------------------
 
-    def tokenize_text(self, text: bytes, out: list[int]) -> None:
+    def encode_into(self, fragment: bytes, out: list[int]) -> None:
         """Append the ids of one raw fragment to `out`."""
-        data, trusted = self.prefix_normalizer(text)
+        data, trusted = self.prefix_normalizer(fragment)
         vocab, lattice = self.vocab, self.lattice
         if (trusted and lattice.can_split and vocab.remove_extra_whitespaces
                 and not vocab.treat_whitespace_as_suffix):
@@ -151,21 +135,13 @@ class UgmEngine(Engine):
         return out
 
 
-def _required(token: int, name: str) -> int:
-    if token < 0:
-        raise UnsupportedVocab(
-            f"the vocabulary asks for {name} with add_special but has no {name} id: "
-            "llama.cpp aborts here (GGML_ASSERT)")
-    return token
-
-
 class Lattice:
     """The matcher tokens and the Viterbi pass over normalized bytes."""
 
-    def __init__(self, vocab, *, space: bytes) -> None:
+    def __init__(self, vocab: Vocab, *, space: bytes) -> None:
         self.unk = vocab.special["unk"]
         self.space = space
-        self.cache: dict[bytes, list[int]] = {}
+        self.cache: BoundedCache[bytes, list[int]] = BoundedCache()
         self.token_to_id = vocab.token_to_id
         base = np.asarray(vocab.base_attrs, dtype=np.int64)
         scores = np.asarray(vocab.scores, dtype=np.float32)
@@ -216,8 +192,7 @@ class Lattice:
         cache = self.cache
         missing = set(words).difference(cache)
         if missing:
-            if len(cache) + len(missing) > _CACHE_LIMIT:
-                cache.clear()
+            if cache.make_room(len(missing)):
                 missing = set(words)
             space, viterbi = self.space, self.viterbi
             for word in missing:
@@ -287,7 +262,8 @@ def _collapse(ids: list[int], unk: int) -> list[int]:
     return np.delete(arr, again).tolist() if len(again) else ids
 
 
-def _try_short(data, i, n, step, here, short, score, token, start) -> bool:
+def _try_short(data: bytes, i: int, n: int, step: int, here: float, short: dict[bytes, tuple[int, float]],
+               score: list[float], token: list[int], start: list[int]) -> bool:
     """Candidates among tokens shorter than their lead byte claims (rare, hostile vocabularies)."""
     single = False
     for length in range(1, 4):
@@ -322,7 +298,7 @@ def _backtrack(token: list[int], start: list[int], n: int, unk: int) -> list[int
     return ids
 
 
-def _splittable(texts, space: bytes) -> bool:
+def _splittable(texts: Sequence[bytes], space: bytes) -> bool:
     """Whether no token can cover part of a space symbol after its own start.
 
     Then every space symbol at a code point start is a point that every path

@@ -26,19 +26,19 @@ re-encoded; `tokenizer.unicode.decode_lenient` raises `UnencodableCodepoint`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import cache
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import unicode as uni
-from ..errors import UnsupportedVocab
-from ..pieces import spm_piece
-from .base import Engine, register
+from ..cache import BoundedCache
+from ..pieces import ESCAPED_SPACE, spm_piece
+from .base import Engine
 
-ESCAPED_SPACE = "\u2581".encode()
-_CACHE_LIMIT = 1 << 17
+if TYPE_CHECKING:
+    from ..vocab import Vocab
 
 # is_chinese_char() in llama.cpp's WPM session (inclusive ranges)
 CJK_RANGES = (
@@ -47,13 +47,12 @@ CJK_RANGES = (
 )
 
 
-@register
 class WpmEngine(Engine):
     """Greedy longest-match WordPiece over llama.cpp's BERT pre-processing."""
 
     vocab_type = "wpm"
 
-    def __init__(self, vocab) -> None:
+    def __init__(self, vocab: Vocab) -> None:
         super().__init__(vocab)
         # the class tables depend only on the two normaliser flags: built once per process
         self.words = word_splitter(lowercase=vocab.normalizer_lowercase,
@@ -61,33 +60,24 @@ class WpmEngine(Engine):
         self.to_id = vocab.token_to_id
         self.max_len = vocab.max_token_len
         self.unk = vocab.special["unk"]
-        self.cache: dict[str, list[int]] = {}
+        self.cache: BoundedCache[str, list[int]] = BoundedCache()
 
-    def tokenize(self, fragments: Sequence[bytes | int], *, add_special: bool) -> list[int]:
-        special = self.vocab.special
-        out: list[int] = []
-        if add_special:
-            out.append(_required(special["bos"], "BOS"))
-        for fragment in fragments:
-            if isinstance(fragment, int):
-                out.append(fragment)
-            else:
-                self.tokenize_text(fragment, out)
-        if add_special:
-            out.append(_required(special["sep"], "SEP"))
-        return out
+    def before(self, out: list[int]) -> None:
+        out.append(self.required("bos"))  # WPM: whatever add_bos says
+
+    def after(self, out: list[int]) -> None:
+        out.append(self.required("sep"))  # WPM: whatever add_sep says
 
     def piece(self, token: int) -> bytes:
         return spm_piece(self.vocab, token)
 
-    def tokenize_text(self, text: bytes, out: list[int]) -> None:
+    def encode_into(self, fragment: bytes, out: list[int]) -> None:
         """Append the ids of one raw fragment to `out` (cached per whitespace-free chunk)."""
-        chunks = self.words.chunks(text)
+        chunks = self.words.chunks(fragment)
         cached = self.cache
         missing = set(chunks).difference(cached)
         if missing:
-            if len(cached) + len(missing) > _CACHE_LIMIT:
-                cached.clear()
+            if cached.make_room(len(missing)):
                 missing = set(chunks)
             words, normalize, match = self.words.words, self.words.normalize, self.match
             for chunk in missing:
@@ -114,14 +104,6 @@ class WpmEngine(Engine):
         return ids
 
 
-def _required(token: int, name: str) -> int:
-    if token < 0:
-        raise UnsupportedVocab(
-            f"WPM tokenize with add_special needs a {name} id and the vocabulary has none: "
-            "llama.cpp aborts here (GGML_ASSERT)")
-    return token
-
-
 class WordSplitter:
     """The class tables of one (lowercase, strip_accents) setting, as regexes and a translation."""
 
@@ -135,7 +117,7 @@ class WordSplitter:
         # the stand-ins (private use, so never left in the text) play astral characters
         single_bmp = single[:_BMP].copy()
         single_bmp[ord(_STAND_IN_SINGLE)] = True
-        self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges((ws[:_BMP] | single_bmp))}]+")
+        self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges(ws[:_BMP] | single_bmp)}]+")
         self.single, self.ws = single, ws
         self.table = table
 
@@ -166,7 +148,7 @@ class WordSplitter:
         # NUL was dropped with the other controls, so it can join and re-split the words
         return _STAND_IN_RE.sub(lambda m: next(found), "\0".join(words)).split("\0")
 
-    def stand_in(self, m: re.Match) -> str:
+    def stand_in(self, m: re.Match[str]) -> str:
         return _STAND_IN_SINGLE if self.single[ord(m.group())] else _STAND_IN_OTHER
 
     def normalize(self, word: str) -> str:
@@ -178,7 +160,8 @@ def word_splitter(*, lowercase: bool, strip_accents: bool) -> WordSplitter:
     return WordSplitter(lowercase=lowercase, strip_accents=strip_accents)
 
 
-def _classes(*, lowercase: bool, strip_accents: bool):
+def _classes(*, lowercase: bool,
+             strip_accents: bool) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """Translation {code point: output code point} and masks whitespace / dropped / one-char word.
 
     The masks are over the input code point `c` but computed from the flags of
