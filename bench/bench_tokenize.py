@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.model_paths import resolve  # noqa: E402
-from harness.models import SHIPPED, vocab_path  # noqa: E402
-from harness.oracle import LlamaOracle  # noqa: E402
-from tokenizer import Tokenizer, gguf  # noqa: E402
-from tokenizer.engines import ENGINES  # noqa: E402
-from tokenizer.vocab import MODELS  # noqa: E402
+from harness.model_paths import resolve
+from harness.models import SHIPPED, vocab_path
+from harness.oracle import LlamaOracle
+from tokenizer import Tokenizer, gguf
+from tokenizer.engines import ENGINES
+from tokenizer.vocab import MODELS
 
 TARGETS = {"spm": 0.25, "ugm": 0.25, "bpe": 0.5, "wpm": 0.5, "rwkv": 0.5, "plamo2": 0.25}
 

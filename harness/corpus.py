@@ -71,10 +71,11 @@ def _load_jsonl(path: Path) -> list[dict]:
     cases, seen = [], set()
     try:
         for lineno, item in jsonl.read(path):
-            cases.append(_check_item(item, f"{path}:{lineno}"))
-            if item["id"] in seen:
-                raise CorpusError(f"{path}:{lineno}: duplicate id {item['id']!r}")
-            seen.add(item["id"])
+            case = _check_item(item, f"{path}:{lineno}")
+            cases.append(case)
+            if case["id"] in seen:
+                raise CorpusError(f"{path}:{lineno}: duplicate id {case['id']!r}")
+            seen.add(case["id"])
     except jsonl.JSONLError as exc:
         raise CorpusError(str(exc)) from None
     return cases

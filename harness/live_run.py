@@ -204,7 +204,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
     except OracleRefusal as refused:
         _close(engine)
         if engine is None:
-            both_refuse(result, last_line(refused), last_line(engine_error), expected=expect_refusal)
+            both_refuse(result, last_line(str(refused)), last_line(engine_error), expected=expect_refusal)
         else:
             refusal_mismatch(result, last_line(str(refused)))
         return None

@@ -43,6 +43,11 @@ def models_dir() -> Path:
     return cache_dir() / "models"
 
 
+def templates_dir() -> Path:
+    """llama.cpp's `models/templates/*.jinja` from the sdist (`python -m harness fetch`)."""
+    return cache_dir() / "templates"
+
+
 def source_path(name: str) -> Path:
     """One of llama.cpp's tokenizer sources (`llama-vocab.cpp`, ...), as fetched."""
     return cache_dir() / "src" / name

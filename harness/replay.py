@@ -90,7 +90,8 @@ def selected_goldens(directory: Path, names: tuple[str, ...],
     if not directory.is_dir():
         raise SetupError(f"no golden directory {directory}; record with: python -m harness record")
     files = golden_files(directory)
-    chosen = [(f, None) for f in files if not (names or paths) or short_name(_stem(f)) in names]
+    chosen: list[tuple[Path, Path | None]] = [
+        (f, None) for f in files if not (names or paths) or short_name(_stem(f)) in names]
     for path in paths:
         match = [f for f in files if _stem(f) == path.name.removesuffix(".gguf")]
         if not match and len(files) == 1:
