@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-from .corpus import make_case
+from .cases import make_case, spread
 
 LEVEL_ENV = "GGUF_PARITY_BOUNDARIES"   # slice (default), full or off
 
@@ -243,7 +243,6 @@ def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> li
     """Special and user-defined tokens alone, glued, spaced and wrapped in whitespace (lstrip, rstrip);
     the longest normal tokens that start or end with a space (or U+2581), and the longest overall
     (tokens over 64 bytes are left out: they are runs a corpus case need not repeat)."""
-    from .corpus import _spread
 
     found = _token_lists(path)
     if found is None:
@@ -251,7 +250,7 @@ def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> li
     texts, kinds = found
     ids = [i for i, (t, k) in enumerate(zip(texts, kinds, strict=False))
            if k in (UNKNOWN, CONTROL, USER_DEFINED) and 0 < len(t) <= 64]
-    special = [texts[i].decode("utf-8", "replace") for i in _spread(ids, max_special)]
+    special = [texts[i].decode("utf-8", "replace") for i in spread(ids, max_special)]
     out: list[str] = []
     if special:
         out += ["".join(special), " ".join(special), "".join(f"x \t{t}\n y" for t in special),

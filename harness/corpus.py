@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import input_limits, jsonl
+from .cases import make_case, spread
 
 CORPORA_DIR = Path(__file__).resolve().parent.parent / "corpora"
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
@@ -44,16 +45,6 @@ def case_input(case: dict) -> bytes:
     if "bytes" in case:
         return bytes.fromhex(case["bytes"])
     return case["text"].encode("utf-8", "surrogateescape")
-
-
-def make_case(case_id: str, data: bytes | str) -> dict:
-    """`{"id", "text"}` when the input is valid UTF-8, else `{"id", "bytes": hex}`."""
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")
-    try:
-        return {"id": case_id, "text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"id": case_id, "bytes": data.hex()}
 
 
 def load_corpus(path: str | os.PathLike) -> list[dict]:
@@ -192,18 +183,8 @@ def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
     for kind in (CONTROL, USER_DEFINED):
         ids = [int(i) for i in np.nonzero(types == kind)[0]
                if 0 < len(gguf.as_bytes(tokens[i])) <= MAX_TOKEN_BYTES]
-        chosen.extend((i, tokens[i]) for i in _spread(ids, MAX_TOKENS_PER_TYPE))
+        chosen.extend((i, tokens[i]) for i in spread(ids, MAX_TOKENS_PER_TYPE))
     return chosen
-
-
-def _spread(ids: list[int], k: int) -> list[int]:
-    """Up to k ids: the first half by id, the rest evenly spaced over the remainder."""
-    if len(ids) <= k:
-        return ids
-    head = ids[: k // 2]
-    rest = ids[k // 2:]
-    step = len(rest) / (k - len(head))
-    return head + [rest[int(j * step)] for j in range(k - len(head))]
 
 
 def default_corpora(model: str | os.PathLike) -> list[dict]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .models import SetupError, project_root
+from .models import SetupError, child_env
 from .peer_engines import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
@@ -38,12 +38,6 @@ EngineFactory = Callable[[Path], Any]
 def is_ours(spec: str | None) -> bool:
     """True for our own engine (run in-process; its fuzz finds go to the project's corpora)."""
     return (spec or DEFAULT_ENGINE) == DEFAULT_ENGINE
-
-
-def child_env() -> dict[str, str]:
-    """The environment of a Python child: this checkout importable whatever the current directory."""
-    path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, PYTHONPATH=path)
 
 
 def parse_engine_args(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -14,6 +14,12 @@ LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 FETCH_COMMAND = "python -m harness fetch"
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a Python child: this checkout importable whatever the current directory."""
+    path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
 def project_root() -> Path:
     """The checkout holding `pyproject.toml`, or the current directory for an installed copy."""
     here = Path(__file__).resolve().parent.parent

@@ -53,6 +53,6 @@ def child_argv(spec: str) -> list[str]:
 def peer_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
     """GGUF path -> engine handle for a built-in peer (as `engine_spec.load_engine` returns)."""
     from .engine_client import RemoteEngine
-    from .engine_spec import child_env
+    from .models import child_env
     argv, env = child_argv(spec), child_env()
     return lambda path: RemoteEngine(argv, Path(path), args=args, timeout=timeout, env=env)

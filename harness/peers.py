@@ -30,7 +30,8 @@ from typing import Any
 import jinja2
 
 from .capabilities import CHECKS
-from .engine_spec import DEFAULT_ENGINE, child_env
+from .engine_spec import DEFAULT_ENGINE
+from .models import child_env
 
 OURS = "ours"
 MATRIX_VERSION = 1

@@ -39,49 +39,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .families import FAMILIES
-from .models import project_root
 from .mutants import Mutant
+from .selftest_settings import DETECTORS, Settings, Verdict
 
 MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm")            # noxfile.SHIPPED_FAMILIES
 NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2")   # pre-sweep (91 vocabularies) is too dear per mutant
-DETECTORS = ("vectors", "golden", "live", "live+fuzz")
-MAIN_JOB = ("golden", "live+fuzz")                        # what ./quickstart.sh parity runs
 COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
-
-
-@dataclass(frozen=True)
-class Settings:
-    scope: str = "main"
-    detectors: tuple[str, ...] = DETECTORS
-    fuzz: int = 20
-    seed: int = 0
-    jobs: int = 1
-    timeout: float = 900.0
-    baseline: bool = True
-    root: Path = field(default_factory=project_root)
-    prior: dict[str, Any] = field(default_factory=dict)   # an earlier selftest.json to reuse (--reuse)
-
-
-@dataclass
-class Verdict:
-    """One detector on one mutant."""
-
-    outcome: str                    # killed | survived | timeout (inconclusive) | not-run
-    vocab: str | None = None        # the vocabulary that killed it
-    tried: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    detail: str = ""
-    implied: bool = False
-
-    @property
-    def killed(self) -> bool:
-        """A timeout is no kill: on a loaded machine it says nothing about the mutant."""
-        return self.outcome == "killed"
 
 
 def scope_vocabs(scope: str) -> list[str]:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .mutants import AREAS, Mutant
-
-if TYPE_CHECKING:
-    from .selftest import Settings, Verdict
+from .selftest_settings import MAIN_JOB, Settings, Verdict
 
 MAIN = "main job"   # golden or live+fuzz: what ./quickstart.sh parity runs
 
@@ -17,8 +15,6 @@ MAIN = "main job"   # golden or live+fuzz: what ./quickstart.sh parity runs
 def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Settings,
           usable: dict[str, list[str]], failures: dict[str, dict[str, str]], seconds: float) -> dict[str, Any]:
     """The JSON-ready report of the mutants judged so far."""
-    from .selftest import MAIN_JOB
-
     rows = []
     for m in mutants:
         verdicts = results.get(m.id)

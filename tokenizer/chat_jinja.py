@@ -30,7 +30,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jinja2 import ChainableUndefined, Template, Undefined, nodes
+try:
+    from jinja2 import ChainableUndefined, Template, Undefined, nodes
+except ModuleNotFoundError as exc:  # the core install is numpy and regex; chat is an extra
+    raise ModuleNotFoundError("chat templates need jinja2: pip install 'gguf-parity[chat]'",
+                              name=exc.name) from None
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import TemplateError
 from jinja2.ext import Extension
