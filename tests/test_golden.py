@@ -120,11 +120,10 @@ def test_diff_vocab_pins_a_changed_score_and_text_to_their_token():
 @pytest.mark.vocab
 def test_recording_twice_gives_identical_bytes(require_vocab):
     from harness.commands.record import record_model
-    from harness.worker_limits import Limits
 
     path = require_vocab("llama-spm")
     first = goldens.dumps_golden(record_model(path, FEW))
-    second = goldens.dumps_golden(record_model(path, FEW, limits=Limits(jobs=2)))
+    second = goldens.dumps_golden(record_model(path, FEW, jobs=2))
     assert first == second
     goldens.validate(json.loads(first) | {"cases": [goldens.unpack_case(c) for c in json.loads(first)["cases"]]})
 
@@ -188,14 +187,13 @@ def test_golden_has_not_drifted(path: Path):
     from harness.commands.drift import find_gguf
     from harness.commands.record import record_model
     from harness.models import SetupError, models_dir
-    from harness.worker_limits import Limits
 
     old = goldens.load_golden(path)
     try:
         gguf = find_gguf(old["gguf"], [models_dir()])
     except SetupError as exc:  # not fetched
         pytest.skip(f"{exc} (fetch with: python -m harness fetch)")
-    new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], limits=Limits(jobs=2))
+    new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], jobs=2)
     assert goldens.diff_goldens(old, new) == []
 
 

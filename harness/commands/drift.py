@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
         faults: list[dict[str, Any]] = []
-        new = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
+        new = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
+                           memory_limit=limits.memory, verbose=args.verbose, faults=faults)
         print_faults(file.name, faults)
         lines = goldens.diff_goldens(old, new)
         _report_build(file.name, old["llama"], new["llama"])

@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     faults: list[dict[str, Any]] = []
     for path in paths:
         cases = unique_ids(extra + vocab_cases(path)) if extra is not None else default_corpora(path)
-        golden = record_model(path, cases, limits=limits, verbose=args.verbose, faults=faults)
+        golden = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
+                              memory_limit=limits.memory, verbose=args.verbose, faults=faults)
         target = goldens.write_golden(goldens.golden_path(args.out, path), golden)
         found = count_crashes(golden)
         crashes += found
@@ -100,23 +101,23 @@ def count_crashes(golden: dict[str, Any]) -> int:
     return sum("crash" in c for c in golden["cases"]) + bool((golden.get("load_error") or {}).get("crash"))
 
 
-def record_model(path: Path, cases: list[dict[str, Any]], *, limits: worker_limits.Limits | None = None,
+def record_model(path: Path, cases: list[dict[str, Any]], *, jobs: int = 1,
+                 timeout: float = worker_limits.DEFAULT_TIMEOUT, memory_limit: int | None = None,
                  verbose: bool = False, faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The golden dict for one GGUF file: header, vocabulary record and case records.
 
     Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
     """
-    limits = limits or worker_limits.Limits()
     gguf = file_info(path)
     try:
-        info = inspect_model(path, verbose=verbose, memory_limit=limits.memory, faults=faults)
+        info = inspect_model(path, verbose=verbose, memory_limit=memory_limit, faults=faults)
     except LoadFailure as exc:
         error = {"message": exc.message, **({"crash": exc.crash} if exc.crash else {})}
         return goldens.new_golden(gguf=gguf, llama=_build_info(), tokenizer={"meta": {}},
                                   vocab=None, cases=[], load_error=error)
     with Progress(total=len(cases), label=path.name, every=50) as bar:
-        results = run_cases(path, cases, jobs=limits.jobs, timeout=limits.timeout, verbose=verbose,
-                            memory_limit=limits.memory, faults=faults,
+        results = run_cases(path, cases, jobs=jobs, timeout=timeout, verbose=verbose,
+                            memory_limit=memory_limit, faults=faults,
                             progress=lambda done, total, case_id: bar.advance())
     load_error = {"message": "reading the vocabulary crashed", "crash": info["vocab_crash"]} \
         if info.get("vocab_crash") else None
