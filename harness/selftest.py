@@ -65,6 +65,7 @@ class Settings:
     baseline: bool = True
     root: Path = field(default_factory=project_root)
     prior: dict[str, Any] = field(default_factory=dict)   # an earlier selftest.json to reuse (--reuse)
+    likely_only: bool = False   # only each mutant's likely vocabularies (--likely-only: a cheaper, weaker run)
 
 
 @dataclass
@@ -255,6 +256,8 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
                 continue
             likely = len([v for v in mutant.vocabs if v in usable[detector]])
             vocabs = ordered(mutant, reachable(mutant, usable[detector]))
+            if s.likely_only:
+                vocabs = [v for v in vocabs if v in mutant.vocabs]
             verdicts[detector] = detect(detector, vocabs, workdir, s,
                                         alone=min(likely, 3))
         return verdicts
@@ -295,6 +298,9 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     vocabs = scope_vocabs(s.scope)
     reused_usable = {d: v for d, v in s.prior.get("vocabularies", {}).items() if d in s.detectors}
     fresh = Settings(**{**s.__dict__, "detectors": tuple(d for d in s.detectors if d not in reused_usable)})
+    if s.likely_only:  # the baseline need only cover what the mutants will run on
+        wanted = {v for m in mutants for v in m.vocabs}
+        vocabs = [v for v in vocabs if v in wanted]
     candidates = {d: detector_vocabs(d, vocabs, s.root) for d in fresh.detectors}
     started = time.monotonic()
     results: dict[str, dict[str, Verdict]] = {}
