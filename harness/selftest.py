@@ -199,7 +199,20 @@ def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tup
     last = lines[-1].strip() if lines else ""
     if proc.returncode == 0:
         return "survived", last, None
+    if proc.returncode == 1 and detector != "vectors" and not _engine_side(report):
+        # only llama.cpp failed (e.g. a load timeout on a loaded machine): says nothing of the mutant
+        return "timeout", f"inconclusive, llama.cpp side only: {last}"[:300], None
     return "killed", f"exit {proc.returncode}: {last}"[:300], _culprit(detector, vocabs, report, last)
+
+
+def _engine_side(report: Path) -> bool:
+    """Whether a report holds a finding about our engine (a mismatch, an engine error, a vocabulary
+    mismatch), not only llama.cpp crashes. A mutant changes our engine alone, so only those kill it."""
+    try:
+        summary = json.loads((report / "report.json").read_text(encoding="utf-8"))["summary"]
+    except (OSError, ValueError, KeyError):
+        return True  # no report: the run died before writing one, which the mutant may have caused
+    return any(summary.get(k) for k in ("mismatches", "engine_errors", "vocab_mismatches"))
 
 
 def _culprit(detector: str, vocabs: list[str], report: Path, last: str) -> str | None:
