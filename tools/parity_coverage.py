@@ -22,11 +22,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECTION = [arg for family in ("spm", "bpe", "wpm", "ugm") for arg in ("--family", family)]
-GROUPS = {
+GROUPS: dict[str, Callable[[str], bool]] = {
     "tokenizer/engines/": lambda f: f.startswith("tokenizer/engines/"),
     "pre-tokenizers (pretokenizers.py, splitter.py)": lambda f: f in ("tokenizer/pretokenizers.py",
                                                                        "tokenizer/splitter.py"),
@@ -71,7 +73,7 @@ def run_parts(data_dir: Path, *, golden_only: bool, jobs: int, engine_only: bool
                    cwd=ROOT, check=True, capture_output=True)
 
 
-def summarize(data_dir: Path, out: Path | None) -> dict:
+def summarize(data_dir: Path, out: Path | None) -> dict[str, Any]:
     json_path = data_dir / "coverage.json"
     subprocess.run([sys.executable, "-m", "coverage", "json", f"--data-file={data_dir / '.coverage'}",
                     "-o", str(json_path), "--quiet"], cwd=ROOT, check=True)
