@@ -166,7 +166,20 @@ def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tup
     last = lines[-1].strip() if lines else ""
     if proc.returncode == 0:
         return "survived", last, None
+    if proc.returncode == 1 and detector != "vectors" and not _engine_side(report):
+        # only llama.cpp failed (e.g. a load timeout on a loaded machine): says nothing of the mutant
+        return "timeout", f"inconclusive, llama.cpp side only: {last}"[:300], None
     return "killed", f"exit {proc.returncode}: {last}"[:300], _culprit(detector, vocabs, report, last)
+
+
+def _engine_side(report: Path) -> bool:
+    """Whether a report holds a finding about our engine (a mismatch, an engine error, a vocabulary
+    mismatch), not only llama.cpp crashes. A mutant changes our engine alone, so only those kill it."""
+    try:
+        summary = json.loads((report / "report.json").read_text(encoding="utf-8"))["summary"]
+    except (OSError, ValueError, KeyError):
+        return True  # no report: the run died before writing one, which the mutant may have caused
+    return any(summary.get(k) for k in ("mismatches", "engine_errors", "vocab_mismatches"))
 
 
 def _culprit(detector: str, vocabs: list[str], report: Path, last: str) -> str | None:
@@ -223,6 +236,8 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
                 continue
             likely = len([v for v in mutant.vocabs if v in usable[detector]])
             vocabs = ordered(mutant, reachable(mutant, usable[detector]))
+            if s.likely_only:
+                vocabs = [v for v in vocabs if v in mutant.vocabs]
             verdicts[detector] = detect(detector, vocabs, workdir, s,
                                         alone=min(likely, 3))
         return verdicts
@@ -263,6 +278,9 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     vocabs = scope_vocabs(s.scope)
     reused_usable = {d: v for d, v in s.prior.get("vocabularies", {}).items() if d in s.detectors}
     fresh = Settings(**{**s.__dict__, "detectors": tuple(d for d in s.detectors if d not in reused_usable)})
+    if s.likely_only:  # the baseline need only cover what the mutants will run on
+        wanted = {v for m in mutants for v in m.vocabs}
+        vocabs = [v for v in vocabs if v in wanted]
     candidates = {d: detector_vocabs(d, vocabs, s.root) for d in fresh.detectors}
     started = time.monotonic()
     results: dict[str, dict[str, Verdict]] = {}

@@ -27,6 +27,7 @@ class Settings:
     baseline: bool = True
     root: Path = field(default_factory=project_root)
     prior: dict[str, Any] = field(default_factory=dict)   # an earlier selftest.json to reuse (--reuse)
+    likely_only: bool = False   # only each mutant's likely vocabularies (--likely-only: a cheaper, weaker run)
 
 
 @dataclass

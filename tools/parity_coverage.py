@@ -22,11 +22,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECTION = [arg for family in ("spm", "bpe", "wpm", "ugm") for arg in ("--family", family)]
-GROUPS = {
+GROUPS: dict[str, Callable[[str], bool]] = {
     "tokenizer/engines/": lambda f: f.startswith("tokenizer/engines/"),
     "pre-tokenizers (pretokenizers.py, splitter.py)": lambda f: f in ("tokenizer/pretokenizers.py",
                                                                        "tokenizer/splitter.py"),
@@ -34,10 +36,32 @@ GROUPS = {
 }
 
 
-def run_parts(data_dir: Path, *, golden_only: bool, jobs: int) -> None:
+def engine_side() -> None:
+    """The engine half of `run` (no oracle, no fuzz, no vocabulary record) over every shipped vocabulary."""
+    sys.path.insert(0, str(ROOT))
+    from harness.corpus import default_corpora
+    from harness.findings import run_engine
+    from harness.models import SHIPPED, vocab_path
+    from tokenizer import Tokenizer
+
+    for name in SHIPPED:
+        path = vocab_path(name)
+        tok = Tokenizer.from_gguf(path)
+        for case in default_corpora(path):
+            run_engine(tok, case)
+        print(f"engine side: {name} done", flush=True)
+
+
+def run_parts(data_dir: Path, *, golden_only: bool, jobs: int, engine_only: bool = False) -> None:
     base = [sys.executable, "-m", "coverage", "run", "--branch", "--parallel-mode", "--source", "tokenizer",
             f"--data-file={data_dir / '.coverage'}", "-m", "harness"]
     reports = data_dir / "reports"
+    if engine_only:
+        subprocess.run([*base[:base.index("-m", 3)], str(Path(__file__).resolve()), "--engine-side-worker"],
+                       cwd=ROOT, check=False)
+        subprocess.run([sys.executable, "-m", "coverage", "combine", f"--data-file={data_dir / '.coverage'}"],
+                       cwd=ROOT, check=True, capture_output=True)
+        return
     parts = [["compare", "--golden", "golden", *SELECTION, "--quiet", "--report", str(reports / "golden")]]
     if not golden_only:
         parts.append(["run", *SELECTION, "--fuzz", "20", "--seed", "0", "--jobs", str(jobs), "--quiet",
@@ -49,7 +73,7 @@ def run_parts(data_dir: Path, *, golden_only: bool, jobs: int) -> None:
                    cwd=ROOT, check=True, capture_output=True)
 
 
-def summarize(data_dir: Path, out: Path | None) -> dict:
+def summarize(data_dir: Path, out: Path | None) -> dict[str, Any]:
     json_path = data_dir / "coverage.json"
     subprocess.run([sys.executable, "-m", "coverage", "json", f"--data-file={data_dir / '.coverage'}",
                     "-o", str(json_path), "--quiet"], cwd=ROOT, check=True)
@@ -82,12 +106,19 @@ def _pct(done: int, total: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--golden-only", action="store_true", help="only the offline golden replay")
+    parser.add_argument("--engine-side", action="store_true",
+                        help="a cheaper proxy: only our engine over the default corpora of every shipped vocabulary, "
+                             "as `run` calls it (every case's 4 tokenizations and their detokenizations), no llama.cpp")
     parser.add_argument("--jobs", type=int, default=2, help="llama.cpp workers for the live run")
     parser.add_argument("--out", type=Path, default=None, help="also write coverage.json and html/ here")
+    parser.add_argument("--engine-side-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine_side_worker:
+        engine_side()
+        return 0
     with tempfile.TemporaryDirectory(prefix="gguf-parity-coverage-") as tmp:
         os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-        run_parts(Path(tmp), golden_only=args.golden_only, jobs=args.jobs)
+        run_parts(Path(tmp), golden_only=args.golden_only, jobs=args.jobs, engine_only=args.engine_side)
         summarize(Path(tmp), args.out)
     return 0
 

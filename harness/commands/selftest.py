@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reuse", type=Path, default=None, metavar="JSON",
                         help="take the verdicts of an earlier selftest.json (same scope, fuzz, seed) and run only "
                              "the detectors it lacks; its detectors join the table")
+    parser.add_argument("--likely-only", action="store_true",
+                        help="run each mutant only on its likely vocabularies (cheaper; a survivor then means "
+                             "'not killed there', not 'not killed by the main job')")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
 
 
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("--jobs must be at least 1, --fuzz 0 or more, --timeout positive")
     detectors = tuple(d for d in DETECTORS if d in args.detector) if args.detector else DETECTORS
     settings = Settings(scope=args.scope, detectors=detectors, fuzz=args.fuzz, seed=args.seed,
-                        jobs=args.jobs, timeout=args.timeout, baseline=args.baseline)
+                        jobs=args.jobs, timeout=args.timeout, baseline=args.baseline, likely_only=args.likely_only)
     if args.reuse is not None:
         try:
             prior = load_prior(args.reuse, settings)
