@@ -102,7 +102,7 @@ def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int
 
     try:
         value = find(strategy, fails, settings=_settings(n, seed),
-                     random=None if seed is None else Random(seed),
+                     random=None if seed is None else _SeedAsIs(seed),
                      database_key=None if seed is not None else f"gguf-parity:{key}".encode())
     except NoSuchExample:
         return Hunt(state["generated"], None, [])
@@ -110,6 +110,18 @@ def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int
         return Hunt(state["generated"], None, [("note", str(exc))])
     case = strategies.as_case(value)
     return Hunt(state["generated"], case, memo[case["id"]])
+
+
+class _SeedAsIs(Random):
+    """`find(random=...)` seeds its run with one `getrandbits(64)` draw; this one returns `seed`
+    itself, so `--seed N` runs exactly what `hypothesis.seed(N)` ran before (same inputs)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self._seed = seed
+
+    def getrandbits(self, k: int, /) -> int:
+        return self._seed % (1 << k)
 
 
 def _settings(n: int, seed: int | None) -> settings:

@@ -16,7 +16,7 @@ import pytest
 
 from harness import golden as goldens
 from harness.models import SHIPPED
-from harness.records import diff_vocab, unpack_array, vocab_record
+from harness.records import SPECIALS, diff_vocab, unpack_array, vocab_record
 
 COMMITTED = sorted(goldens.GOLDEN_DIR.glob("ggml-vocab-*.json"))
 FEW = [{"id": "hello", "text": "Hello world"}, {"id": "special", "text": " <s>x</s> "},
@@ -87,8 +87,7 @@ class ListVocab:
         self.add_bos = self.add_eos = self.add_sep = False
         self.texts = [f"tok{t}".encode() for t in range(n)]
         self.scores = [float(-t) for t in range(n)]
-        for name in ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
-                     "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep"):
+        for name in SPECIALS:
             setattr(self, name, None)
 
     def token_text(self, t): return self.texts[t]
