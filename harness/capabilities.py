@@ -19,9 +19,18 @@ from collections.abc import Iterable
 CAPABILITIES = ("tokenize", "bytes_input", "detokenize", "token_to_piece", "token_text", "token_score",
                 "token_attr", "vocab_info", "specials", "is_eog", "is_control")
 ALL = frozenset(CAPABILITIES)
-SPECIAL_IDS = ("bos", "eos", "eot", "eom", "sep", "nl", "pad", "mask",
-               "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
 SPECIAL_FLAGS = ("add_bos", "add_eos", "add_sep")
+
+
+def special_ids() -> tuple[str, ...]:
+    """The special ids compared: `harness.records.SPECIALS` (tokenizer.vocab.ROLES and nl), unk included.
+
+    Read late: this module stays importable without numpy for the CLI's --help.
+    """
+    from .records import SPECIALS
+    return SPECIALS
+
+
 PER_TOKEN = frozenset({"token_to_piece", "token_text", "token_score", "token_attr", "is_eog", "is_control"})
 METHODS = ("detokenize", "token_to_piece", "token_text", "token_score", "token_attr", "is_eog", "is_control")
 
@@ -80,7 +89,7 @@ def detect(engine: object) -> frozenset[str]:
         found -= PER_TOKEN
     if _has(engine, "vocab_type", "pre"):
         found.add("vocab_info")
-    if _has(engine, *SPECIAL_IDS, *SPECIAL_FLAGS):
+    if _has(engine, *special_ids(), *SPECIAL_FLAGS):
         found.add("specials")
     return frozenset(found)
 

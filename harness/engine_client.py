@@ -362,16 +362,16 @@ def _number(value: object) -> float:
 
 def _checked_info(info: dict, caps: frozenset[str]) -> dict:
     """`info` with the special ids and flags type-checked (ints or null, booleans)."""
-    from .capabilities import SPECIAL_FLAGS, SPECIAL_IDS
+    from .capabilities import SPECIAL_FLAGS, special_ids
     out = {k: info[k] for k in ("n_tokens",) if k in info}
     if "vocab_info" in caps:
         out["vocab_type"], out["pre"] = str(info.get("vocab_type")), str(info.get("pre"))
     if "specials" in caps:
         specials = info.get("specials") or {}
-        for name in SPECIAL_IDS:
+        for name in special_ids():
             if specials.get(name) is not None and type(specials.get(name)) is not int:
                 raise TypeError(f"info.specials.{name} is {specials.get(name)!r}, not an int or null")
-        out["specials"] = {name: specials.get(name) for name in SPECIAL_IDS}
+        out["specials"] = {name: specials.get(name) for name in special_ids()}
         for name in SPECIAL_FLAGS:
             if type(info.get(name)) is not bool:
                 raise TypeError(f"info.{name} is {info.get(name)!r}, not true or false")

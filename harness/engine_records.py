@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .capabilities import SPECIAL_FLAGS, SPECIAL_IDS
+from .capabilities import SPECIAL_FLAGS, special_ids
 from .corpus import case_input
 from .records import BLOCK, FLAGS, TOKEN_FIELDS, output_field, pack_array, pack_nibbles, unpack_array
 
@@ -137,7 +137,7 @@ def engine_info(engine, caps: frozenset[str]) -> dict:
     if "vocab_info" in caps:
         info["vocab_type"], info["pre"] = str(engine.vocab_type), str(engine.pre)
     if "specials" in caps:
-        info["specials"] = {name: _opt_id(getattr(engine, name), name) for name in SPECIAL_IDS}
+        info["specials"] = {name: _opt_id(getattr(engine, name), name) for name in special_ids()}
         info.update({name: _flag(getattr(engine, name), name) for name in SPECIAL_FLAGS})
     return info
 

@@ -64,3 +64,28 @@ def test_a_wrong_unk_id_fails_the_vocabulary_comparison(tiny_spm):
     rows = diff_vocab(expected, vocab_record(WrongUnk(ours)))
     assert [row["field"] for row in rows] == ["specials"]
     assert (rows[0]["expected"]["unk"], rows[0]["got"]["unk"]) == (0, 1)
+
+
+def load_wrong_unk(path) -> WrongUnk:
+    """`--engine tests.test_unk:load_wrong_unk`: our tokenizer with the unk id off by one."""
+    return WrongUnk(Tokenizer.from_gguf(path))
+
+
+@pytest.mark.vocab
+def test_compare_through_a_contained_engine_names_a_wrong_unk(require_vocab, tmp_path):
+    """The path `run` and `compare` really take (harness.engine_records in a child) compares unk too."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    require_vocab("llama-spm")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "compare", "--golden", str(root / "golden"), "--model", "llama-spm",
+         "--engine", "tests.test_unk:load_wrong_unk", "--quiet", "--report", str(tmp_path / "r")],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    rows = [v for v in report["vocab_mismatches"] if v["field"] == "specials"]
+    assert [(r["expected"]["unk"], r["got"]["unk"]) for r in rows] == [(0, 1)]
