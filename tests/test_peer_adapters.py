@@ -36,7 +36,6 @@ def _run(tmp_path: Path, engine: str, model: str, texts: list[str]) -> dict:
 
 @pytest.mark.oracle
 @pytest.mark.vocab
-@pytest.mark.slow
 def test_transformers_is_checked_on_what_it_offers_only(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("torch")
@@ -71,7 +70,6 @@ def test_transformers_is_checked_on_what_it_offers_only(tmp_path):
 
 @pytest.mark.oracle
 @pytest.mark.vocab
-@pytest.mark.slow
 @pytest.mark.skipif(not llama_release.is_ready(OLDER), reason=f"llama-cpp-python {OLDER} venv not built")
 def test_an_older_llama_cpp_is_checked_on_everything(tmp_path):
     report = _run(tmp_path, f"llama.cpp@{OLDER}", "llama-spm", ["Hello world", " <s>x</s>"])
