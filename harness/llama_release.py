@@ -34,6 +34,9 @@ CMAKE_ARGS = " ".join([
     "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_CURL=OFF",
 ])
 READY = ".gguf-parity-ready"  # written last: a venv without it is half-built and is made again
+# What the worker imports besides llama_cpp (harness.oracle reads tokenizer.vocab's roles); a
+# change here changes the READY stamp, so an older venv is made again rather than failing.
+WORKER_DEPS = ("numpy>=1.26", "regex>=2024.0")
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
@@ -67,8 +70,14 @@ def venv_python(version: str) -> Path:
     return venv_dir(version) / "bin" / "python"
 
 
+def _stamp(version: str) -> str:
+    return " ".join((version, *WORKER_DEPS)) + "\n"
+
+
 def is_ready(version: str) -> bool:
-    return (venv_dir(version) / READY).is_file() and venv_python(version).is_file()
+    ready = venv_dir(version) / READY
+    return ready.is_file() and ready.read_text(encoding="utf-8") == _stamp(version) \
+        and venv_python(version).is_file()
 
 
 def find_wheel(version: str) -> Path | None:
@@ -109,14 +118,14 @@ def ensure(version: str, log: Log = _stderr) -> Path:
     log(f"installing {wheel.name} into {where} ...")
     shutil.rmtree(where, ignore_errors=True)
     _run([sys.executable, "-m", "venv", str(where)], what=f"creating {where}")
-    _run([str(venv_python(version)), "-m", "pip", "install", "-q", str(wheel)],
+    _run([str(venv_python(version)), "-m", "pip", "install", "-q", str(wheel), *WORKER_DEPS],
          what=f"installing {wheel.name} into {where}")
     got = subprocess.run([str(venv_python(version)), "-c", "import llama_cpp; print(llama_cpp.__version__)"],
                          capture_output=True, text=True, check=False)
     if got.returncode != 0 or got.stdout.strip() != version:
         raise SetupError(f"{where}: llama_cpp does not import as version {version}: "
                          f"{(got.stderr or got.stdout).strip()[-300:]}")
-    (where / READY).write_text(version + "\n", encoding="utf-8")
+    (where / READY).write_text(_stamp(version), encoding="utf-8")
     return venv_python(version)
 
 

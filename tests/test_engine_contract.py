@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-INVALID_UTF8_CASES = 10  # edge-invalid-* in corpora/edge.jsonl
+
+
+def _golden_counts() -> tuple[int, int]:
+    """(cases, cases whose input is not UTF-8) of the llama-spm golden, which llama.cpp recorded."""
+    from harness.golden import load_golden
+    golden = load_golden(ROOT / "golden" / "ggml-vocab-llama-spm.json")
+    return len(golden["cases"]), sum("bytes" in c for c in golden["cases"])
+
+
+CASES, INVALID_UTF8_CASES = _golden_counts()  # the invalid ones: edge-invalid-* and boundary bytes
 
 
 def compare(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict | None]:
@@ -46,14 +55,15 @@ def test_tokenize_only_adapter_is_judged_on_ids_alone(tmp_path, require_vocab):
     done, report = compare(tmp_path, "--engine", "tests.hostile_engines:load_tokenize_only")
     assert done.returncode == 0, done.stdout + done.stderr
     caps = report["summary"]["capabilities"]
-    assert caps["ids"] | {} == {**caps["ids"], "status": "checked", "checked": 226 - INVALID_UTF8_CASES,
-                                "agree": 226 - INVALID_UTF8_CASES, "not_applicable": INVALID_UTF8_CASES}
+    assert caps["ids"] | {} == {**caps["ids"], "status": "checked", "checked": CASES - INVALID_UTF8_CASES,
+                                "agree": CASES - INVALID_UTF8_CASES, "not_applicable": INVALID_UTF8_CASES}
     for check in ("detokenize", "pieces", "text", "score", "attr", "vocab_info", "specials", "eog", "control"):
         assert caps[check]["status"] == "not offered" and caps[check]["checked"] == 0, check
     summary = report["summary"]
     assert summary["not_applicable"] == INVALID_UTF8_CASES
-    assert summary["passed"] == 226 - INVALID_UTF8_CASES  # not-applicable cases are not passes
-    assert "ids 216/216 agree, 10 not applicable; detokenize not offered" in done.stdout
+    assert summary["passed"] == CASES - INVALID_UTF8_CASES  # not-applicable cases are not passes
+    valid = CASES - INVALID_UTF8_CASES
+    assert f"ids {valid}/{valid} agree, {INVALID_UTF8_CASES} not applicable; detokenize not offered" in done.stdout
     assert done.stdout.startswith("all checked agree (some capabilities not checked)"), done.stdout
     html = (tmp_path / "r" / "report.html").read_text()
     assert 'data-check="detokenize"' in html and "not offered" in html
@@ -81,7 +91,7 @@ def test_engine_faults_are_contained_to_their_case(faulty_run):
     assert "float" in errors["inp-004"] and "str" in errors["inp-006"] and "bool" in errors["inp-007"]
     assert report["mismatches"] == [] and report["vocab_mismatches"] == []
     ids = report["summary"]["capabilities"]["ids"]
-    assert (ids["checked"], ids["agree"], ids["errors"]) == (226, 226 - len(errors), len(errors))
+    assert (ids["checked"], ids["agree"], ids["errors"]) == (CASES, CASES - len(errors), len(errors))
 
 
 def test_engine_error_keeps_its_traceback(faulty_run):
@@ -137,7 +147,7 @@ def test_python_reference_child_matches_like_the_in_process_engine(tmp_path, req
     assert done.returncode == 0, done.stdout + done.stderr
     caps = report["summary"]["capabilities"]
     assert all(row["status"] == "checked" and row["agree"] == row["checked"] for row in caps.values()), caps
-    assert caps["ids"]["checked"] == 226 and caps["ids"]["not_applicable"] == 0  # bytes input: invalid UTF-8 too
+    assert caps["ids"]["checked"] == CASES and caps["ids"]["not_applicable"] == 0  # bytes input: invalid UTF-8 too
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (apt-get install nodejs)")
@@ -151,7 +161,7 @@ def test_node_reference_child_gives_an_honest_per_capability_report(tmp_path, re
     assert {c for c, row in caps.items() if row["status"] == "checked"} == {
         "ids", "detokenize", "text", "score", "vocab_info"}
     assert caps["text"]["agree"] == 1 and caps["score"]["agree"] == 1  # read straight from the GGUF
-    assert 0 < caps["ids"]["agree"] < caps["ids"]["checked"] == 226
+    assert 0 < caps["ids"]["agree"] < caps["ids"]["checked"] == CASES
     for check in ("pieces", "attr", "specials", "eog", "control"):
         assert caps[check]["status"] == "not offered"
     # a case passes only when every checked capability agrees on it: never more than agree on ids

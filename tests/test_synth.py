@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from harness import synth
+from harness.file_identity import mismatch
 from harness.golden import GOLDEN_DIR, load_golden
 from harness.model_paths import resolve
 from harness.models import FETCH_COMMAND, SetupError
@@ -150,9 +150,9 @@ def _golden(name: str) -> dict:
 def _synthetic_matching(name: str, golden: dict) -> Path:
     _needs_source(name)
     path = synth.ensure(name)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert sha == golden["gguf"]["sha256"], (
-        f"{path.name} no longer matches its golden: rebuild ({synth.SYNTH_COMMAND} {name}) and "
+    differs = mismatch(golden["gguf"], path)  # the golden's file identity (docs/golden.md)
+    assert differs is None, (
+        f"{path.name} no longer matches its golden ({differs}): rebuild ({synth.SYNTH_COMMAND} {name}) and "
         f"re-record ({RECORD} {name}), then review the diff")
     return path
 

@@ -66,6 +66,7 @@ def test_drift_skips_a_bad_golden_with_one_line_and_exit_2(content, tmp_path, ca
     golden.mkdir()
     (golden / "bad.json").write_bytes(content)
     assert main(["drift", "--golden", str(golden)]) == 2
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("bad.json: skipped: ") and str(golden / "bad.json") in out[0], out
-    assert out[1] == "drift: no change in 0 golden file(s); 1 skipped"
+    captured = capsys.readouterr()
+    err, out = captured.err.splitlines(), captured.out.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bad.json: skipped: ") and str(golden / "bad.json") in err[0], err
+    assert out[-1] == "drift: no change in 0 golden file(s); 1 skipped"

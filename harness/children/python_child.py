@@ -43,7 +43,8 @@ def resolve(spec: str) -> Callable[..., Any]:
     try:
         target: Any = importlib.import_module(module_name)
     except BaseException as exc:  # noqa: BLE001 - a module that fails on import, however, is a set-up error
-        raise SpecError(f"--engine {spec!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+        first = str(exc).strip().split("\n", 1)[0]  # one line: the harness reports the check's last line
+        raise SpecError(f"--engine {spec!r}: cannot import {module_name}: {type(exc).__name__}: {first}") from None
     for part in attr_path.split("."):
         if not hasattr(target, part):
             raise SpecError(f"--engine {spec!r}: {module_name} has no attribute {attr_path}")

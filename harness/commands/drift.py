@@ -17,6 +17,7 @@ reported as a change (harness.workers).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
             old = goldens.load_golden(file)
             path = find_gguf(old["gguf"], search)
         except (SetupError, goldens.GoldenError) as exc:
-            print(f"{file.name}: skipped: {exc}")
+            if getattr(args, "debug", False):
+                raise  # --debug: the traceback, as for any other input error
+            print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed
             skipped += 1
             continue
         cases = [goldens.case_input_of(c) for c in old["cases"]]
