@@ -155,7 +155,8 @@ def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tup
     """(outcome, last output line, killing vocabulary) of one detector run on `vocabs` inside `workdir`."""
     report = workdir / "reports" / detector.replace("+", "-") / "-".join(vocabs)[:80]
     env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
-    env.pop("GGUF_PARITY_HYPOTHESIS_PROFILE", None)
+    for setting in ("GGUF_PARITY_HYPOTHESIS_PROFILE", "GGUF_PARITY_BOUNDARIES"):  # the main job's own settings,
+        env.pop(setting, None)                                                    # even inside the nightly
     budget = s.timeout * len(vocabs)  # --timeout is per vocabulary
     try:
         proc = subprocess.run(command(detector, vocabs, report, s), cwd=workdir, env=env,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,9 +87,14 @@ def test_selftest_kills_a_mutant_in_a_scratch_copy(tmp_path):
 
 @pytest.mark.nightly
 def test_no_mutant_survives_every_detector(tmp_path):
-    """Nightly: every shipped mutant is killed by some detector over the nightly vocabularies."""
+    """Nightly: every shipped mutant is killed by some detector over the nightly vocabularies.
+
+    The kill table goes to $GGUF_PARITY_SELFTEST_REPORT when set (`nox -s nightly`
+    keeps it in reports/nightly/selftest/), else to a temporary directory.
+    """
+    report = os.environ.get("GGUF_PARITY_SELFTEST_REPORT") or str(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "selftest", "--scope", "nightly", "--jobs", "2",
-         "--report", str(tmp_path)],
+         "--report", report],
         cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
