@@ -108,10 +108,13 @@ def harness(session: nox.Session, *args: str) -> None:
 
 
 def found_nothing(report_dir: Path) -> bool:
-    """True when report_dir/report.json holds no mismatch, engine error, oracle crash or vocab mismatch."""
+    """True when report_dir/report.json holds no mismatch, engine error, oracle crash, vocab mismatch
+    or message-level difference."""
     import json
-    summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
-    return not any(summary.get(k) for k in ("mismatches", "engine_errors", "oracle_crashes", "vocab_mismatches"))
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    summary, messages = report["summary"], report.get("messages") or {}
+    return not any(summary.get(k) for k in ("mismatches", "engine_errors", "oracle_crashes", "vocab_mismatches")) \
+        and not messages.get("findings") and not messages.get("oracle_crashes")
 
 
 def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None,

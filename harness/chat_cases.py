@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,7 +45,14 @@ class Target:
     name: str
     model: str  # the vocabulary's name (harness.models)
     source: str  # the template text
-    origin: str  # "gguf" or the .jinja file name
+    origin: str  # "gguf", "file" (a GGUF given by path) or the .jinja file name
+
+    @property
+    def selector(self) -> str:
+        """The `harness chat` arguments that select this target again (for reproduce lines)."""
+        if self.origin == "file":
+            return f"--model {shlex.quote(self.model)}"
+        return f"--target {self.name}"
 
     @property
     def sha256(self) -> str:
@@ -82,6 +90,7 @@ def vocab_for(source: str) -> str:
 
 
 def _gguf_templates(name: str) -> list[str]:
+    """The template variants of a vocabulary ("" for `tokenizer.chat_template`), sorted."""
     meta = tokenizer_for(name).vocab.metadata
     return sorted(k[len("tokenizer.chat_template"):].lstrip(".") for k in meta
                   if k.startswith("tokenizer.chat_template") and isinstance(meta[k], str))
@@ -112,6 +121,23 @@ def gguf_targets(models: set[str] | None = None) -> list[Target]:
             key = f"tokenizer.chat_template.{variant}" if variant else "tokenizer.chat_template"
             out.append(Target(f"{name}.{variant}" if variant else name, name, meta[key], "gguf"))
     return out
+
+
+def file_targets(path: str) -> list[Target]:
+    """Every chat template of the GGUF file at `path` (`harness chat --model PATH`).
+
+    Raises `SetupError` when the file carries no `tokenizer.chat_template*` key.
+    """
+    model = str(resolve(path))
+    meta = tokenizer_for(model).vocab.metadata
+    variants = _gguf_templates(model)
+    if not variants:
+        from .models import SetupError
+        raise SetupError(f"{model}: no tokenizer.chat_template in its metadata, nothing to check")
+    stem = Path(model).stem
+    return [Target(f"{stem}.{v}" if v else stem, model,
+                   meta[f"tokenizer.chat_template.{v}" if v else "tokenizer.chat_template"], "file")
+            for v in variants]
 
 
 def sdist_targets() -> list[Target]:

@@ -16,7 +16,7 @@ from typing import Any
 from tokenizer import Tokenizer
 from tokenizer.chat import ChatTemplateError
 
-from .chat_cases import Case, Target
+from .chat_cases import Case, Target, tokenizer_for
 from .chat_oracle import NOW, ChatAnswer
 
 MATCH, TEXT, IDS, STATUS, ORACLE = "match", "text differs", "ids differ", "status differs", "oracle crash"
@@ -96,17 +96,38 @@ def describe(target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswe
         "target": target.name, "model": target.model, "case": case.key, "verdict": verdict(expected, actual),
         "expected_status": expected.status, "actual_status": actual.status,
         "expected_error": expected.error, "actual_error": actual.error,
-        "reproduce": reproduce or f"python -m harness chat --target {target.name} --conversation {case.conversation}",
+        "reproduce": reproduce or f"python -m harness chat {target.selector} --conversation {case.conversation}",
     }
     if expected.text is not None and actual.text is not None:
         finding["diff"] = char_diff(expected.text, actual.text)
+    finding["conversation"] = {"messages": case.messages, "tools": case.tools,
+                               "add_generation_prompt": case.add_generation_prompt}
     if expected.ids is not None and actual.ids is not None:
         finding["count_expected"], finding["count_actual"] = len(expected.ids), len(actual.ids)
         at = first_token_difference(expected.ids, actual.ids)
         if at is not None:
             finding["first_token_difference"] = {"index": at, "expected": expected.ids[at:at + 8],
                                                  "actual": actual.ids[at:at + 8]}
+            finding["tokens"] = token_rows(tokenizer_for(target.model), expected.ids, actual.ids, at)
     return finding
+
+
+def token_rows(tok: Tokenizer, expected: list[int], actual: list[int], at: int,
+               before: int = 3, after: int = 8) -> list[dict[str, Any]]:
+    """The two id sequences side by side around index `at`, each id with its piece (display only)."""
+    def piece(ids: list[int], i: int) -> tuple[int | None, str | None]:
+        if i >= len(ids):
+            return None, None
+        token = ids[i]
+        if not 0 <= token < tok.n_tokens:
+            return token, "(not a token id)"
+        return token, tok.token_to_piece(token, special=True).decode("utf-8", "replace")
+    rows = []
+    for i in range(max(0, at - before), min(max(len(expected), len(actual)), at + after)):
+        (e, e_piece), (a, a_piece) = piece(expected, i), piece(actual, i)
+        rows.append({"index": i, "expected": e, "expected_piece": e_piece, "actual": a,
+                     "actual_piece": a_piece, "differs": e != a})
+    return rows
 
 
 def diff_text(finding: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ with its own Jinja path (the figure the README quotes).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 from . import chat_golden
 from .chat_cases import Case, Target, all_targets, cases, load_conversations, tokenizer_for
-from .chat_diff import MATCH, ORACLE, describe, diff_html, diff_text, product_answer, verdict
+from .chat_diff import MATCH, ORACLE, describe, product_answer, verdict
 from .chat_oracle import ChatAnswer, ChatOracle
 from .chat_strategies import sample
 
@@ -50,6 +49,10 @@ class ChatSummary:
             self.legacy_recognised += 1
             self.legacy_differs += expected.legacy != expected.text
 
+    def data(self) -> dict[str, Any]:
+        """Plain data, as messages.json and a report's "messages" key hold it."""
+        return dict(self.__dict__)
+
     @property
     def ok(self) -> bool:
         return not self.findings and not self.oracle_crashes
@@ -79,15 +82,15 @@ def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None 
          seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print) -> ChatSummary:
     start = time.monotonic()
     convs = [c for c in load_conversations() if corpus and (conversation is None or c["id"] == conversation)]
-    fuzzed = sample(fuzz, seed) if fuzz else []
+    fuzzed = [c for c in (sample(fuzz, seed) if fuzz else []) if conversation in (None, c.conversation)]
     summary = ChatSummary(targets=len(targets))
     for target in targets:
         tok = tokenizer_for(target.model)
         before = len(summary.findings)
-        fuzz_repro = f"python -m harness chat --target {target.name} --no-corpus --fuzz {fuzz} --seed {seed}"
+        fuzz_repro = f"python -m harness chat {target.selector} --no-corpus --fuzz {fuzz} --seed {seed}"
         for case in [*cases(target, convs), *fuzzed]:
             expected = oracle.ask(chat_golden.oracle_request(target, case))
-            repro = fuzz_repro if case.conversation.startswith("fuzz-") else None
+            repro = f"{fuzz_repro} --conversation {case.conversation}" if case in fuzzed else None
             summary.add(target, case, expected, product_answer(tok, target, case), repro)
         log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
     summary.seconds = time.monotonic() - start
@@ -116,22 +119,10 @@ def offline(targets: list[Target], golden_dir: Path = chat_golden.GOLDEN_DIR) ->
     return summary
 
 
-def write_report(summary: ChatSummary, out: Path) -> None:
-    """messages.json and messages.html (the report's "messages" section) in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    data = dict(summary.__dict__)
-    (out / "messages.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    from html import escape
-    cards = []
-    for f in summary.findings + summary.oracle_crashes:
-        cards.append(f"<section class=card data-target='{escape(f['target'])}' data-verdict='{escape(f['verdict'])}'>"
-                     f"<h3>{escape(f['target'])} <small>{escape(f['case'])} · {escape(f['verdict'])}</small></h3>"
-                     f"{diff_html(f)}<pre>{escape(diff_text(f))}</pre></section>")
-    body = "".join(cards) or "<p>No message-level differences.</p>"
-    head = "".join(f"<p>{escape(line)}</p>" for line in summary.lines())
-    (out / "messages.html").write_text(
-        "<!doctype html><meta charset=utf-8><title>messages</title><style>del{background:#fdd}"
-        "ins{background:#dfd}pre{white-space:pre-wrap}</style><h2>messages</h2>" + head + body, encoding="utf-8")
+def write_report(summary: ChatSummary, out: Path) -> Path:
+    """messages.json and messages.html in `out`; the page's path."""
+    from .chat_report import write
+    return write(summary.data(), summary.lines(), out)
 
 
 def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: int | None,
@@ -153,7 +144,18 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     with ChatOracle() as oracle:
         summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None)
     write_report(summary, report_dir)
+    _add_to_report(summary, report_dir)
     for line in summary.lines():
         log(line)
-    log(f"messages: {report_dir / 'messages.html'}")
+    log(f"messages: {report_dir / 'report.html'}#messages (and messages.json, messages.html)")
     return summary.ok
+
+
+def _add_to_report(summary: ChatSummary, report_dir: Path) -> None:
+    """report.json/.html of the run gain the "messages" section (rewritten whole, under the folder's lock)."""
+    from . import report as reporting
+    from .report_dir import ReportDir
+    with ReportDir(report_dir) as folder:
+        report = reporting.load(folder.path / "report.json")
+        report["messages"] = {**summary.data(), "lines": summary.lines()}
+        reporting.write(report, folder.path)

@@ -27,7 +27,7 @@ offline; pandas computes the summary tables.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,15 +152,6 @@ def _with_rate(counts: dict) -> dict:
     return counts
 
 
-def found_anything(report: dict) -> bool:
-    """True when the report holds any mismatch, engine error, new oracle crash or vocab mismatch.
-
-    Known llama.cpp crashes (`known_oracle_crashes`) are not findings.
-    """
-    s = report["summary"]
-    return any(s.get(k, 0) for k in FINDINGS)
-
-
 def one_line(report: dict) -> str:
     """The one-line verdict printed at the end of a run (`harness.verdict` picks its first words)."""
     s = report["summary"]
@@ -176,7 +167,15 @@ def one_line(report: dict) -> str:
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{faults}"
-            + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else ""))
+            + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
+            + _messages_figures(report.get("messages")))
+
+
+def _messages_figures(messages: dict | None) -> str:
+    if not messages:
+        return ""
+    return (f"; messages: {messages.get('cases', 0)} cases, {len(messages.get('findings', []))} differ, "
+            f"{len(messages.get('oracle_crashes', []))} llama.cpp crash/hang")
 
 
 # --- merging --------------------------------------------------------------------------------
@@ -195,7 +194,7 @@ def load(path: Path) -> dict:
     return report
 
 
-def merge(reports: Iterable[dict], *, meta: dict) -> dict:
+def merge(reports: Sequence[dict], *, meta: dict) -> dict:
     """One report from several; a model seen in more than one adds its counts up."""
     per_model: dict[str, dict] = {}
     merged: dict[str, list[dict]] = {kind: [] for kind in LISTS + SIDE_LISTS}
@@ -208,8 +207,12 @@ def merge(reports: Iterable[dict], *, meta: dict) -> dict:
         for kind in LISTS + SIDE_LISTS:
             merged[kind].extend(report.get(kind, []))
         known.update(report.get("known_crash_list", {}))
-    return {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
-            "summary": summarize(per_model), **merged, "known_crash_list": known}
+    out = {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
+           "summary": summarize(per_model), **merged, "known_crash_list": known}
+    if any(r.get("messages") for r in reports):
+        from .chat_report import merge as merge_messages
+        out["messages"] = merge_messages([r["messages"] for r in reports if r.get("messages")])
+    return out
 
 
 def reclassify(report: dict, known) -> dict:
@@ -299,7 +302,7 @@ def _jsonable(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("harness", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -332,7 +335,7 @@ def render_html(report: dict) -> str:
     families, models = summary_rows(report)
     entries = _entries(report)
     categories = sorted({e["category"] for e in entries})
-    template = _environment().get_template("report.html.j2")
+    template = environment().get_template("report.html.j2")
     return template.render(
         report=report, summary=report["summary"], families=families, models=models,
         entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
@@ -340,7 +343,17 @@ def render_html(report: dict) -> str:
         verdict=one_line(report), known_groups=known_groups(report),
         verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),
         refused=verdicts.refused_as_expected(report), interrupted=report.get("meta", {}).get("interrupted"),
+        messages=_messages(report),
     )
+
+
+def _messages(report: dict) -> dict | None:
+    """The "Messages" section (chat templates, `run --messages`) when the report carries one."""
+    data = report.get("messages")
+    if not data:
+        return None
+    from .chat_report import section
+    return section(data, data.get("lines", []))
 
 
 def known_groups(report: dict) -> list[dict]:

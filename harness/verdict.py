@@ -65,8 +65,14 @@ def refused_as_expected(report: dict[str, Any]) -> list[str]:
 
 
 def found_anything(report: dict[str, Any]) -> bool:
+    """Any mismatch, engine error, new llama.cpp crash or vocab mismatch, or a message-level
+    difference or llama.cpp crash in the report's "messages" section (chat templates).
+
+    Known llama.cpp crashes (`known_oracle_crashes`) are not findings.
+    """
     s = report.get("summary", {})
-    return any(s.get(k, 0) for k in FINDINGS)
+    messages = report.get("messages") or {}
+    return any(s.get(k, 0) for k in FINDINGS) or bool(messages.get("findings") or messages.get("oracle_crashes"))
 
 
 def word(report: dict[str, Any]) -> str:

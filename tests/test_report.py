@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import report
+from harness import report, verdict
 from harness.cli import main
 
 
@@ -35,7 +35,7 @@ def test_summary_counts(built):
     assert s["failing_cases"] == 3 and s["passed"] == 16
     assert s["per_model"]["llama-spm"]["pass_rate"] == pytest.approx(0.8)
     assert s["per_family"]["bpe"]["models"] == 2 and s["per_family"]["bpe"]["cases"] == 9
-    assert report.found_anything(built)
+    assert verdict.found_anything(built)
 
 
 def test_mismatch_fields(built):
@@ -47,7 +47,7 @@ def test_mismatch_fields(built):
 
 def test_clean_report():
     clean = report.build([result("qwen2", "bpe", cases=4)], meta={})
-    assert not report.found_anything(clean)
+    assert not verdict.found_anything(clean)
     assert report.one_line(clean).startswith("all match")
 
 

@@ -88,3 +88,44 @@ def test_filter_from_url(page, tmp_path, query, visible):
     dom = dump_dom(f"{page.as_uri()}#{query}", tmp_path)
     assert entries(dom) == visible
     assert f"{sum(visible.values())} of 2 shown" in dom
+
+
+# --- the "Messages" section (chat templates): its own filters, untouched by the token filters ----
+
+def _message_finding(target: str, case: str, verdict: str) -> dict:
+    return {"target": target, "model": "phi-3", "case": case, "verdict": verdict,
+            "expected_status": "ok", "actual_status": "ok", "expected_error": "", "actual_error": "",
+            "reproduce": f"python -m harness chat --target {target} --conversation {case.split('/')[0]}",
+            "conversation": {"messages": [{"role": "user", "content": "hi\tthere"}], "tools": None,
+                             "add_generation_prompt": True},
+            "diff": [["=", "<|user|>"], ["-", "a"], ["+", "b"]], "count_expected": 5, "count_actual": 6}
+
+
+@pytest.fixture(scope="module")
+def messages_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("messages")
+    findings = [_message_finding("tmpl-A", "c1/gen", "text differs"),
+                _message_finding("tmpl-B", "c2/nogen", "ids differ")]
+    planted = {**planted_report(), "messages": {"cases": 4, "findings": findings, "oracle_crashes": [],
+                                                "lines": ["messages: 2 templates, 4 cases"]}}
+    _, html = report.write(planted, out)
+    return html
+
+
+def message_entries(dom: str) -> dict[str, bool]:
+    return {re.search(r'data-target="([^"]*)"', tag).group(1): "hidden" not in tag
+            for tag in re.findall(r'<div class="msg-entry"[^>]*>', dom)}
+
+
+@pytest.mark.parametrize(("query", "visible", "tokens"), [
+    pytest.param("", {"tmpl-A": True, "tmpl-B": True}, 2, id="all"),
+    pytest.param("template=tmpl-A", {"tmpl-A": True, "tmpl-B": False}, 2, id="template"),
+    pytest.param("verdict=ids%20differ", {"tmpl-A": False, "tmpl-B": True}, 2, id="verdict"),
+    pytest.param("model=gpt-2", {"tmpl-A": True, "tmpl-B": True}, 1, id="token-filter-leaves-messages"),
+])
+def test_messages_filter_from_url(messages_page, tmp_path, query, visible, tokens):
+    dom = dump_dom(f"{messages_page.as_uri()}#{query}", tmp_path)
+    assert message_entries(dom) == visible
+    assert f"{sum(visible.values())} of 2 shown" in dom
+    assert sum(entries(dom).values()) == tokens, "the token cards keep their own filter"
+    assert "hi→there" in dom and "python -m harness chat --target tmpl-A --conversation c1" in dom

@@ -9,6 +9,7 @@ once from the pinned sdist; see harness/chat_oracle.py for exactly what it cover
 
     python -m harness chat                          # live, every target, the corpus
     python -m harness chat --target tmpl-GLM-4.6 --fuzz 200 --seed 1
+    python -m harness chat --model path/to/model.gguf --fuzz 200   # your GGUF's own templates
     python -m harness chat --record                 # write golden/chat/*.json
     python -m harness chat --golden golden/chat     # offline replay, no llama.cpp
     python -m harness chat --report reports/chat    # messages.json + messages.html
@@ -31,6 +32,8 @@ from ..models import SetupError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", "--chat-target", action="append", dest="target", metavar="NAME",
                         help="a chat target (tmpl-<stem>, <model> or <model>.<variant>; repeatable)")
+    parser.add_argument("--model", action="append", metavar="PATH",
+                        help="every chat template of this GGUF file (repeatable; instead of --target)")
     parser.add_argument("--conversation", metavar="ID", help="only this conversation of the corpus")
     parser.add_argument("--no-corpus", dest="corpus", action="store_false",
                         help="only the fuzzed conversations, not corpora/conversations.jsonl")
@@ -61,7 +64,13 @@ def run(args: argparse.Namespace) -> int:
     if args.build_helper:
         chat_helper_build.build(jobs=args.jobs)
         return 0
-    targets = chat_run.select(args.target)
+    if args.model and args.target:
+        raise SetupError("give --model PATH or --target NAME, not both")
+    if args.model:
+        from ..chat_cases import file_targets
+        targets = [t for path in args.model for t in file_targets(path)]
+    else:
+        targets = chat_run.select(args.target)
     if args.golden:
         summary = chat_run.offline(targets, args.golden)
         if not summary.targets:
