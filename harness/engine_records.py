@@ -12,7 +12,6 @@ full engine gives a byte-identical record.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import numbers
 import traceback
@@ -22,7 +21,7 @@ import numpy as np
 
 from .capabilities import SPECIAL_FLAGS, special_ids
 from .corpus import case_input
-from .records import BLOCK, FLAGS, TOKEN_FIELDS, output_field, pack_array, pack_nibbles, unpack_array
+from .records import FLAGS, TOKEN_FIELDS, column_digests, output_field, pack_array, unpack_array
 
 VOCAB_FIELDS = {"text": "token_text", "score": "token_score", "attr": "token_attr", "piece": "token_to_piece",
                 "piece_special": "token_to_piece", "eog": "is_eog", "control": "is_control"}
@@ -201,30 +200,8 @@ def vocab_from_columns(info: dict, columns: dict[str, list]) -> dict:
         record["attrs"] = pack_array(np.array(columns["attr"], dtype="<i4"))
     names = [name for name in TOKEN_FIELDS if name in columns]
     if names:
-        record.update(_digests(columns, names, info["n_tokens"]))
+        record.update(column_digests(lambda name, t: columns[name][t], names, info["n_tokens"]))
     return record
-
-
-def _digests(columns: dict[str, list], names: list[str], n: int) -> dict:
-    """`records.token_digests` over columns (identical output when all fields are present)."""
-    blocks: dict[str, list[str]] = {name: [] for name in names}
-    per_token = []
-    for begin in range(0, n, BLOCK):
-        hashers = {name: hashlib.sha256() for name in names}
-        for t in range(begin, min(begin + BLOCK, n)):
-            token_hash = hashlib.sha256()
-            for name in names:
-                value = columns[name][t]
-                framed = len(value).to_bytes(4, "little") + value
-                hashers[name].update(framed)
-                token_hash.update(framed)
-            per_token.append(token_hash.digest()[0] & 0x0F)
-        for name, hasher in hashers.items():
-            blocks[name].append(hasher.hexdigest()[:32])
-    out: dict = {"block": BLOCK, "blocks": blocks}
-    if len(names) == len(TOKEN_FIELDS):
-        out["token_digest"] = pack_nibbles(per_token)
-    return out
 
 
 SCALARS = ("n_tokens", "vocab_type", "pre", "add_bos", "add_eos", "add_sep", "specials", "eog", "control")

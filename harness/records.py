@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -111,25 +112,34 @@ def _opt_int(value) -> int | None:
 
 def token_digests(api, n: int) -> dict:
     """Per-block hashes of each token field, and a 4-bit digest per token over all fields."""
-    blocks: dict[str, list[str]] = {name: [] for name in TOKEN_FIELDS}
+    return column_digests(lambda name, t: bytes(TOKEN_FIELDS[name](api, t)), list(TOKEN_FIELDS), n)
+
+
+def column_digests(value: Callable[[str, int], bytes], names: list[str], n: int) -> dict:
+    """Per-block hashes of the token fields `names` (`value(name, token)` is the field's bytes).
+
+    The 4-bit digest per token (`token_digest`) is over all of TOKEN_FIELDS, so it is
+    given only when `names` holds them all; a record with fewer fields (an engine
+    that offers only some) still has its per-field block hashes.
+    """
+    blocks: dict[str, list[str]] = {name: [] for name in names}
     per_token: list[int] = []
     for start in range(0, n, BLOCK):
-        hashers = {name: hashlib.sha256() for name in TOKEN_FIELDS}
+        hashers = {name: hashlib.sha256() for name in names}
         for t in range(start, min(start + BLOCK, n)):
-            values = [bytes(read(api, t)) for read in TOKEN_FIELDS.values()]
             token_hash = hashlib.sha256()
-            for name, value in zip(TOKEN_FIELDS, values):
-                framed = len(value).to_bytes(4, "little") + value
+            for name in names:
+                field = value(name, t)
+                framed = len(field).to_bytes(4, "little") + field
                 hashers[name].update(framed)
                 token_hash.update(framed)
             per_token.append(token_hash.digest()[0] & 0x0F)
         for name, hasher in hashers.items():
             blocks[name].append(hasher.hexdigest()[:32])
-    return {
-        "block": BLOCK,
-        "blocks": blocks,
-        "token_digest": pack_nibbles(per_token),
-    }
+    out: dict = {"block": BLOCK, "blocks": blocks}
+    if len(names) == len(TOKEN_FIELDS):
+        out["token_digest"] = pack_nibbles(per_token)
+    return out
 
 
 def pack_nibbles(values: list[int]) -> str:
