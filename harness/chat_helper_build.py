@@ -24,13 +24,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
-from .fetch import download_sdist, read_manifest, sha256_file
+from .fetch import download_sdist, extract, read_manifest, sha256_file
 from .models import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
 
 MAIN = Path(__file__).parent / "chat_helper" / "main.cpp"
@@ -113,16 +112,7 @@ def objects_dir() -> Path:
 
 def extract_sources(sdist: Path, target: Path) -> None:
     """Extract llama.cpp's chat sources and check them against the manifest."""
-    with tarfile.open(sdist, "r:gz") as tar:
-        for member in tar:
-            rel = _wanted(member.name)
-            if rel is None or not member.isfile():
-                continue
-            out = target / rel
-            out.parent.mkdir(parents=True, exist_ok=True)
-            src = tar.extractfile(member)
-            if src is not None:
-                out.write_bytes(src.read())
+    extract(sdist, target, select=_wanted)
     manifest = read_manifest(MANIFEST)
     bad = [name for name, digest in sorted(manifest.items())
            if not (target / name).is_file() or sha256_file(target / name) != digest]
@@ -176,17 +166,7 @@ def build(*, sdist: Path | None = None, jobs: int = 1, log: Callable[[str], None
 def write_manifest(sdist: Path, path: Path = MANIFEST) -> int:
     """Maintainers only, when bumping the pin: record the sha256 of every extracted source."""
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(sdist, "r:gz") as tar:
-            names = []
-            for member in tar:
-                rel = _wanted(member.name)
-                if rel is not None and member.isfile():
-                    names.append(rel)
-                    out = Path(tmp) / rel
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    src = tar.extractfile(member)
-                    if src is not None:
-                        out.write_bytes(src.read())
+        names = extract(sdist, Path(tmp), select=_wanted)
         lines = [f"{sha256_file(Path(tmp) / n)}  {n}" for n in sorted(names)]
     path.write_text("\n".join(lines) + "\n")
     return len(lines)

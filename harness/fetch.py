@@ -76,19 +76,25 @@ def download_sdist(dest: Path) -> Path:
     return archive
 
 
-def extract(archive: Path, target: Path, *, progress: Callable[[str], None] = lambda s: None) -> list[str]:
-    """Extract the wanted members of `archive` under `target`; returns their names."""
+def extract(archive: Path, target: Path, *, select: Callable[[str], str | None] | None = None,
+            progress: Callable[[str], None] = lambda s: None) -> list[str]:
+    """Extract the members of `archive` that `select` names (default `wanted`) under `target`.
+
+    `select(member_name)` gives a member's path under `target`, or None to skip it.
+    Returns the extracted paths, sorted.
+    """
     try:
-        return _extract(archive, target, progress)
+        return _extract(archive, target, select or wanted, progress)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise SetupError(f"{archive}: not a readable llama-cpp-python sdist (.tar.gz): {exc}") from None
 
 
-def _extract(archive: Path, target: Path, progress: Callable[[str], None]) -> list[str]:
+def _extract(archive: Path, target: Path, select: Callable[[str], str | None],
+             progress: Callable[[str], None]) -> list[str]:
     names = []
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
-            dest = wanted(member.name)
+            dest = select(member.name)
             if dest is None or not member.isfile():
                 continue
             out = target / dest
