@@ -12,12 +12,12 @@ import functools
 import json
 
 import pytest
+from chat_plants import plant_one_character_change
 
 from harness import chat_golden
 from harness.chat_cases import all_targets, tokenizer_for
 from harness.chat_oracle import NOW
 from harness.models import SetupError, models_dir
-from tokenizer import chat_jinja
 
 GOLDEN = chat_golden.GOLDEN_DIR
 # target -> case keys where we knowingly differ (reason in the README table).
@@ -71,15 +71,7 @@ def test_count_equals_oracle_count_everywhere():
 
 def test_planted_one_character_change_is_caught(monkeypatch):
     """A renderer that changes one character of the output must fail the replay."""
-    real = chat_jinja.render
-
-    def planted(*args, **kwargs):
-        out = real(*args, **kwargs)
-        if kwargs.get("observer") is None and len(out) > 3:  # the real render, not a caps probe
-            out = out[:2] + ("X" if out[2] != "X" else "Y") + out[3:]
-        return out
-
-    monkeypatch.setattr(chat_jinja, "render", planted)
+    plant_one_character_change(monkeypatch)
     target = TARGETS[0]
     _, findings = chat_golden.replay(target, chat_golden.load(chat_golden.golden_path(target)))
     assert findings and all(f["verdict"] in ("text differs", "status differs") for f in findings)

@@ -9,34 +9,22 @@ import json
 import re
 
 import pytest
+from chat_plants import plant_one_character_change
 
 from harness import chat_golden, chat_report, report
 from harness.chat_cases import all_targets, file_targets
 from harness.chat_run import ChatSummary
 from harness.models import SetupError, models_dir, shipped_path
 from harness.verdict import EXIT_FOUND, exit_status
-from tokenizer import chat_jinja
 
 pytestmark = pytest.mark.skipif(not (models_dir() / "ggml-vocab-phi-3.gguf").is_file(),
                                 reason="vocabularies not fetched: python -m harness fetch")
 
 
-def _plant(monkeypatch):
-    real = chat_jinja.render
-
-    def planted(*args, **kwargs):
-        out = real(*args, **kwargs)
-        if kwargs.get("observer") is None and len(out) > 3:  # the real render, not a caps probe
-            out = out[:2] + ("X" if out[2] != "X" else "Y") + out[3:]
-        return out
-
-    monkeypatch.setattr(chat_jinja, "render", planted)
-
-
 @pytest.fixture
 def planted(monkeypatch) -> ChatSummary:
     """The phi-3 template's golden replayed with a renderer that changes one character."""
-    _plant(monkeypatch)
+    plant_one_character_change(monkeypatch)
     target = next(t for t in all_targets() if t.name == "phi-3")
     checked, findings = chat_golden.replay(target, chat_golden.load(chat_golden.golden_path(target)))
     return ChatSummary(targets=1, cases=checked, matched=checked - len(findings), findings=findings)
@@ -104,7 +92,7 @@ def _helper_built() -> bool:
 def test_run_messages_puts_a_planted_difference_in_the_report(monkeypatch, tmp_path, capsys):
     """`run --messages` end to end: llama.cpp's chat helper against a planted renderer."""
     from harness.cli import main
-    _plant(monkeypatch)
+    plant_one_character_change(monkeypatch)
     corpus = tmp_path / "one.jsonl"
     corpus.write_text('{"id": "a", "text": "hello world"}\n', encoding="utf-8")
     out = tmp_path / "report"
