@@ -260,7 +260,23 @@ def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> li
     edged = [t for t in normal if t.startswith(_EDGE_MARKS) or t.endswith(_EDGE_MARKS)]
     out += [spelled(t) for t in edged[:longest]]
     out += [spelled(t) for t in normal[:longest]]
+    out += numeric_tokens(texts, kinds, most=longest)
     return [t for t in out if t]
+
+
+def numeric_tokens(texts: list[bytes], kinds: list[int], *, most: int) -> list[str]:
+    """Tokens spelled by two or more \\p{N} characters (`10`, fullwidth `１０`), at most `most`, spread.
+
+    Whether such a token is reachable is decided by the pre-tokenizer's digit rule alone:
+    one digit per piece (qwen2) never reaches it, groups of up to three (llama3) do. A
+    digit rule that differs from llama.cpp's shows on exactly these inputs.
+    """
+    import regex
+
+    numeric = regex.compile(r"\p{N}{2,}")
+    spelled_all = (spelled(t) for t, k in zip(texts, kinds, strict=False) if k == NORMAL and 1 < len(t) <= 64)
+    found = sorted({s for s in spelled_all if numeric.fullmatch(s)}, key=lambda s: (len(s), s))
+    return [found[i] for i in spread(list(range(len(found))), most)]
 
 
 # --- packing into cases ---------------------------------------------------------------------

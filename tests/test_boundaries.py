@@ -75,3 +75,13 @@ def test_spelled_undoes_the_byte_level_and_spm_spellings():
 @given(boundaries.boundary_inputs())
 def test_boundary_strategy_gives_text(text):
     assert isinstance(text, str) and text
+
+
+def test_numeric_tokens_reach_the_digit_rule(require_vocab):
+    """qwen2 splits digits one per piece, so its only multi-digit tokens (fullwidth １０, ２０)
+    are the inputs on which a digit-run bug shows (the mutant pre-qwen2-digit-runs)."""
+    probes = boundaries.vocab_probes(require_vocab("qwen2"))
+    assert "１０" in probes and "２０" in probes
+    texts, kinds = boundaries._token_lists(require_vocab("gpt-2"))
+    numeric = boundaries.numeric_tokens(texts, kinds, most=12)
+    assert len(numeric) == 12 and all(s.isdigit() and len(s) >= 2 for s in numeric)
