@@ -148,7 +148,7 @@ def command(detector: str, vocabs: list[str], report: Path, s: Settings) -> list
     if detector == "golden":
         return [*py, "harness", "compare", "--golden", "golden", *models, "--quiet", "--report", str(report)]
     fuzz = ["--fuzz", str(s.fuzz), "--seed", str(s.seed)] if detector == "live+fuzz" else []
-    return [*py, "harness", "run", *models, *fuzz, "--jobs", "1", "--quiet", "--report", str(report)]
+    return [*py, "harness", "run", *models, *fuzz, "--jobs", "1", "--quiet", "--no-messages", "--report", str(report)]
 
 
 def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tuple[str, str, str | None]:

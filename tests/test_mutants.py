@@ -98,3 +98,13 @@ def test_no_mutant_survives_every_detector(tmp_path):
          "--report", report],
         cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_live_detectors_run_the_token_level_main_job():
+    """The live detectors are `run` as the main job runs it: token level, no chat-template check
+    (whose presence depends on a built helper, and whose last line would hide the verdict)."""
+    from harness.selftest import command
+    from harness.selftest_settings import Settings
+    for detector in ("live", "live+fuzz"):
+        cmd = command(detector, ["gpt-2"], ROOT / "reports" / "x", Settings())
+        assert cmd[cmd.index("harness") + 1] == "run" and "--no-messages" in cmd
