@@ -45,6 +45,7 @@ class Mutant:
     description: str
     edits: tuple[Edit, ...]
     vocabs: tuple[str, ...] = ()
+    blind_spot: str = ""   # why no detector kills it on the vocabularies the harness runs (docs/mutation-selftest.md)
 
     def apply_to(self, source: str) -> str:
         """`source` with every edit made; `MutantError` unless each search occurs exactly once."""
@@ -99,8 +100,11 @@ def _parse(item: dict[str, Any], where: str) -> Mutant:
         if not isinstance(edit.get("search"), str) or not isinstance(edit.get("replace"), str) or not edit["search"]:
             raise MutantError(f"{where}: each edit needs a non-empty 'search' and a 'replace' string")
         parsed.append(Edit(edit["search"], edit["replace"]))
+    blind_spot = item.get("blind_spot", "")
+    if not isinstance(blind_spot, str):
+        raise MutantError(f"{where}: 'blind_spot' must be a string (the reason)")
     return Mutant(id=item["id"], area=item["area"], file=item["file"], description=item["description"],
-                  edits=tuple(parsed), vocabs=tuple(item.get("vocabs", ())))
+                  edits=tuple(parsed), vocabs=tuple(item.get("vocabs", ())), blind_spot=blind_spot)
 
 
 def select(mutants: list[Mutant], ids: list[str]) -> list[Mutant]:

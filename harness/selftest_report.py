@@ -28,7 +28,8 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
             outcome = ("killed" if killed else "timeout" if "timeout" in outcomes
                        else "survived" if "survived" in outcomes else "not-run")
             cells[MAIN] = {"killed": killed, "outcome": outcome}
-        rows.append({"id": m.id, "area": m.area, "file": m.file, "description": m.description, "results": cells})
+        rows.append({"id": m.id, "area": m.area, "file": m.file, "description": m.description,
+                     "blind_spot": m.blind_spot, "results": cells})
     columns = [*s.detectors, *([MAIN] if all(d in s.detectors for d in MAIN_JOB) else [])]
     return {
         "settings": {"scope": s.scope, "detectors": list(s.detectors), "fuzz": s.fuzz, "seed": s.seed,
@@ -154,7 +155,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = ["| detector | mutants killed | survivors |", "|---|---|---|"]
     for c in cols:
         t = summary["per_detector"][c]
-        survivors = ", ".join(f"`{s}`" for s in t["survivors"]) or "none"
+        blind = {r["id"] for r in report["mutants"] if r.get("blind_spot")}
+        survivors = ", ".join(f"`{s}`" + (" (blind spot)" if s in blind else "") for s in t["survivors"]) or "none"
         lines.append(f"| {c} | {_rate(t['killed'], t['judged'])} | {survivors} |")
     lines += ["", "| area | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for area, cells in summary["per_area"].items():
