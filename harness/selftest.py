@@ -237,7 +237,7 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
                 continue
             likely = len([v for v in mutant.vocabs if v in usable[detector]])
             vocabs = ordered(mutant, reachable(mutant, usable[detector]))
-            if s.likely_only:
+            if s.likely_only or mutant.blind_spot:  # a documented blind spot: its own vocabularies only
                 vocabs = [v for v in vocabs if v in mutant.vocabs]
             verdicts[detector] = detect(detector, vocabs, workdir, s,
                                         alone=min(likely, 3))
