@@ -15,6 +15,7 @@ from typing import Any
 
 from .atomic import write_text_atomic
 from .chat_diff import diff_html, visible
+from .templating import environment
 
 HTML_LIMIT = 500  # findings shown on the page; messages.json keeps them all
 
@@ -50,7 +51,6 @@ def _content(content: Any) -> str:
 
 def write(data: dict[str, Any], lines: list[str], out: Path) -> Path:
     """messages.json and messages.html in `out` (each written whole or not at all); the page's path."""
-    from .report import environment
     write_text_atomic(out / "messages.json", json.dumps({**data, "lines": lines}, ensure_ascii=False, indent=1) + "\n")
     page = environment().get_template("messages_page.html.j2").render(messages=section(data, lines))
     return write_text_atomic(out / "messages.html", page)

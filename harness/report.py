@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import pandas as pd
 
 from . import capabilities as caps
@@ -40,6 +39,7 @@ from . import verdict as verdicts
 from .atomic import write_text_atomic
 from .diff import visible
 from .jsonl import escape_unsafe
+from .templating import environment
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
@@ -300,14 +300,6 @@ def _jsonable(value):
     if isinstance(value, bytes):
         return value.hex()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("harness", "templates"),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )
 
 
 def summary_rows(report: dict) -> tuple[list[dict], list[dict]]:
