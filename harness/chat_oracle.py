@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import chat_helper_build
+from .contained import Contained
 
 DEFAULT_TIMEOUT = 30.0
 NOW = 1735689600  # 2025-01-01T00:00:00Z: the fixed clock of every recorded conversation
@@ -54,61 +55,54 @@ def request(*, template: str | None, messages: list[Any], add_generation_prompt:
 
 
 class ChatOracle:
-    """A long-lived helper child; `ask()` never raises for what llama.cpp does."""
+    """A long-lived helper child; `ask()` never raises for what llama.cpp does.
+
+    The helper runs in a session of its own (`harness.contained`): its death is seen
+    at once, and a hang, a crash or `close()` kills its whole process group.
+    """
 
     def __init__(self, binary: Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.binary = binary or chat_helper_build.build()
         self.timeout = timeout
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: Contained | None = None
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self.proc is None or self.proc.poll() is not None:
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.child.proc if self.child is not None else None
+
+    def _start(self) -> Contained:
+        if self.child is None or self.child.exited():
+            if self.child is not None:
+                self.child.close()
             env = dict(os.environ, TZ="UTC", LC_ALL="C")
-            self.proc = subprocess.Popen([str(self.binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=env)
-        return self.proc
+            self.child = Contained([str(self.binary)], env=env, stderr=subprocess.DEVNULL)
+        return self.child
 
     def ask(self, req: dict[str, Any]) -> ChatAnswer:
-        proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            proc.stdin.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
-            proc.stdin.flush()
-        except BrokenPipeError:
-            return self._died(proc)
-        line = self._read_line(proc)
+        child = self._start()
+        if not child.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"):
+            return self._died(child)
+        line = child.readline(time.monotonic() + self.timeout)
         if line is None:
-            proc.kill()
-            proc.wait()
-            self.proc = None
+            self._end(child)
             return ChatAnswer("hang", error=f"no answer within {self.timeout:g} s")
         if not line:
-            return self._died(proc)
+            return self._died(child)
         return _answer(json.loads(line))
 
-    def _read_line(self, proc: subprocess.Popen[bytes]) -> bytes | None:
-        assert proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            if not sel.select(self.timeout):
-                return None
-        return proc.stdout.readline()
-
-    def _died(self, proc: subprocess.Popen[bytes]) -> ChatAnswer:
-        code = proc.wait()
-        self.proc = None
+    def _died(self, child: Contained) -> ChatAnswer:
+        child.wait_exit(5.0)
+        code = self._end(child)
         return ChatAnswer("crash", error=f"the helper died (exit status {code})")
 
+    def _end(self, child: Contained) -> int:
+        self.child = None
+        return child.close()
+
     def close(self) -> None:
-        if self.proc is not None:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+        if self.child is not None:
+            self.child.close(grace=5.0)
+            self.child = None
 
     def __enter__(self) -> ChatOracle:
         return self

@@ -3,9 +3,11 @@
 `RemoteEngine` starts the child (`--engine cmd:...`, or the Python reference
 child for `--engine MODULE:CALLABLE`), says `hello`, then asks for cases in
 batches and for the vocabulary in slices (docs/engine-protocol.md). A child
-that dies, hangs past the timeout or answers out of protocol is killed and
-restarted, and the failed batch is replayed one case per request, so the
-engine error lands on the case that causes it.
+that dies, hangs past the timeout or answers out of protocol is killed with
+its whole process group (`harness.contained`) and restarted, and the failed
+batch is replayed one case per request, so the engine error lands on the case
+that causes it; a failure a fresh child does not repeat is an engine flake
+(`RemoteEngine`, docs/engine-protocol.md "Blame").
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ from __future__ import annotations
 import binascii
 import json
 import os
-import selectors
 import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from .capabilities import CapabilityError, declared
+from .contained import Contained
 from .corpus import case_input
 from .engine_guard import EngineLoadError
 from .engine_records import (
@@ -36,6 +37,7 @@ from .records import FLAGS, output_field
 
 STDERR_TAIL = 2000
 MAX_RESTARTS = 3
+MAX_FAILED_IN_A_ROW = 8  # cases failed in a row (each re-checked) before the engine is given up
 SHUTDOWN_WAIT = 5.0
 
 
@@ -44,29 +46,29 @@ class ChildFailure(Exception):
 
 
 class Child:
-    """One child process: a request, then its one reply line, under a deadline."""
+    """One child process: a request, then its one reply line, under a deadline.
+
+    The child and everything it starts are one process group (`harness.contained`):
+    its exit is noticed at once, not at an end of file a grandchild may hold back,
+    and a kill or close ends the whole group.
+    """
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child; closed in close()
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                         env=env, start_new_session=True)
+            self.contained = Contained(argv, env=env, stderr=self.stderr)
         except OSError as exc:
+            self.stderr.close()
             raise EngineLoadError(f"EngineLoadError: cannot start {argv[0]}: {exc.strerror or exc}") from None
-        self.buffer = b""
+        self.proc = self.contained.proc
         self.next_id = 0
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
 
     def request(self, message: dict, timeout: float) -> dict:
         """The reply to `message`, or `ChildFailure` naming what went wrong."""
         self.next_id += 1
         mark = self.stderr.seek(0, os.SEEK_END)
-        try:
-            self.proc.stdin.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())  # type: ignore[union-attr]
-            self.proc.stdin.flush()  # type: ignore[union-attr]
-        except OSError:
-            pass  # it died: reading finds end of file and says how
+        # a child that died no longer reads: the read below finds it over and says how
+        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())
         line = self._line(time.monotonic() + timeout, timeout, mark)
         try:
             reply = json.loads(line)
@@ -78,27 +80,22 @@ class Child:
         return reply
 
     def _line(self, deadline: float, timeout: float, mark: int) -> bytes:
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.selector.select(left):
-                self.kill()
-                raise ChildFailure(f"engine hung: no reply within {timeout:g}s (killed and restarted)"
-                                   + self._tail(mark))
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
-            if not chunk:
-                raise ChildFailure(self._death() + self._tail(mark))
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line
+        line = self.contained.readline(deadline)
+        if line is None:
+            self.kill()
+            raise ChildFailure(f"engine hung: no reply within {timeout:g}s (killed and restarted)"
+                               + self._tail(mark))
+        if not line:
+            raise ChildFailure(self._death() + self._tail(mark))
+        return line[:-1]
 
     def _death(self) -> str:
-        try:
-            code = self.proc.wait(timeout=SHUTDOWN_WAIT)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        exited = self.contained.wait_exit(SHUTDOWN_WAIT)
+        code = self.contained.stop()  # its whole group: a grandchild holding the pipe goes too
+        if not exited:
             return "engine process closed its stdout mid-request (killed and restarted)"
         if code < 0:
-            return f"engine process was killed by {signal.Signals(-code).name} mid-request"
+            return f"engine process was killed by {_signal_name(code)} mid-request"
         return f"engine process exited with status {code} mid-request"
 
     def _tail(self, mark: int) -> str:
@@ -107,29 +104,25 @@ class Child:
         return f"; stderr: {text}" if text else ""
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                self.proc.kill()
-        self.proc.wait()
+        """SIGKILL the child's whole process group, even when the child itself is gone, and reap it."""
+        self.contained.stop()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        if not self.contained.stopped and not self.contained.exited():
             try:
                 self.request({"op": "shutdown"}, SHUTDOWN_WAIT)
-                self.proc.wait(timeout=SHUTDOWN_WAIT)
-            except (ChildFailure, subprocess.TimeoutExpired):
+                self.contained.wait_exit(SHUTDOWN_WAIT)
+            except ChildFailure:
                 pass
-        self.kill()
-        self.selector.close()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:  # a dead child's stdin may still hold unflushed bytes
-                    pass
+        self.contained.close()
         self.stderr.close()
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def _error(obj: object, capability: str = "tokenize") -> EngineError:
@@ -141,7 +134,19 @@ def _error(obj: object, capability: str = "tokenize") -> EngineError:
 
 
 class RemoteEngine:
-    """An engine handle (see `harness.engine_guard`) served by a child process."""
+    """An engine handle (see `harness.engine_guard`) served by a child process.
+
+    Blame: a request the child fails (it hangs, exits or breaks the protocol) is
+    asked again of a fresh child, one case at a time. Failing again, it is an engine
+    error; answered, the answer is used and an *engine flake* is kept in `flakes`
+    (`flake_record`): the engine under test failed once on that input, which is a
+    finding about it (a race, a deadlock, state leaking between calls), not about
+    the harness. A batch that failed while each of its cases then answered alone
+    is one flake naming all the batch's case ids. After `MAX_FAILED_IN_A_ROW`
+    cases failed in a row (each re-checked), the engine is given up on: the rest
+    are engine errors naming the last failure, so a child that dies on every
+    request cannot stretch the run without bound.
+    """
 
     def __init__(self, argv: list[str], path: Path, *, args: dict[str, str], timeout: float,
                  env: dict[str, str] | None = None) -> None:
@@ -149,7 +154,13 @@ class RemoteEngine:
         self.load_timeout = max(timeout * 4, 120.0)
         self.dead: str | None = None
         self.columns: dict[str, list] = {}
-        self.child = self._start()
+        self.flakes: list[dict] = []
+        self.failed_in_a_row = 0
+        try:
+            self.child = self._start()
+        except _HelloFailed as first:  # re-checked once; failing again is the load error
+            self.child = self._start()
+            self._flake(["<load>"], "hello", first.failure)
 
     def _start(self) -> Child:
         child = Child(self.argv, self.env)
@@ -158,7 +169,7 @@ class RemoteEngine:
                                    "args": self.args}, self.load_timeout)
         except ChildFailure as failure:
             child.close()
-            raise EngineLoadError(f"EngineLoadError: {failure}") from None
+            raise _HelloFailed(str(failure)) from None
         if not reply.get("ok"):
             child.close()
             raise EngineLoadError(_error(reply.get("error")).error)
@@ -181,7 +192,6 @@ class RemoteEngine:
             raise ValueError(f"per-token capabilities need info.n_tokens, got {info.get('n_tokens')!r}")
 
     def _restart(self, reason: str) -> None:
-        self.child.kill()
         self.child.close()
         for _ in range(MAX_RESTARTS):
             try:
@@ -190,6 +200,9 @@ class RemoteEngine:
             except EngineLoadError as exc:
                 reason = str(exc)
         self.dead = f"engine process could not be restarted after: {reason}"
+
+    def _flake(self, case_ids: list[str], op: str, first: str) -> None:
+        self.flakes.append(flake_record(case_ids, op, first))
 
     # --- cases ---------------------------------------------------------------------------------
 
@@ -212,27 +225,61 @@ class RemoteEngine:
         return out
 
     def _batch(self, batch: list) -> list:
+        """Each case's outcome; a failed request is re-checked case by case in fresh children."""
         if self.dead:
             return [EngineError(f"EngineDead: {self.dead}", "") for _ in batch]
+        try:
+            results = self._ask(batch)
+        except _Refused as refused:
+            if len(batch) > 1:
+                return [self._batch([item])[0] for item in batch]
+            return [_error(refused.error)]
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            if len(batch) == 1:
+                return [self._recheck(batch[0], str(failure))]
+            flakes = len(self.flakes)
+            out = [self._batch([item])[0] for item in batch]
+            if not self.dead and len(self.flakes) == flakes and not any(isinstance(o, EngineError) for o in out):
+                self._flake([str(case["id"]) for _, case, _ in batch], "tokenize", str(failure))
+            return out
+        self.failed_in_a_row = 0
+        return [self._case(case, data, items) for (_, case, data), items in zip(batch, results, strict=True)]
+
+    def _ask(self, batch: list) -> list:
+        """The child's results for `batch`; `ChildFailure` or `_Refused` when it gave none."""
         request = {"op": "tokenize", "inputs": [_b64(data) for _, _, data in batch], "flags": [list(f) for f in FLAGS]}
         if "detokenize" in self.caps:
             request["detokenize"] = [list(f) for f in FLAGS]
+        reply = self.child.request(request, self.timeout)
+        if not reply.get("ok"):
+            raise _Refused(reply.get("error"))
+        results = reply.get("results")
+        if not isinstance(results, list) or len(results) != len(batch):
+            raise ChildFailure(f"engine process broke the protocol: {len(batch)} inputs, "
+                               f"results {str(results)[:200]}")
+        return results
+
+    def _recheck(self, item: tuple, first: str) -> dict | EngineError:
+        """One case the child failed on, asked again of the fresh child: its answer and a flake, or the error."""
+        _, case, data = item
+        if self.dead:
+            return EngineError(f"EngineProcess: {first}; re-check: {self.dead}", "")
         try:
-            reply = self.child.request(request, self.timeout)
-            if not reply.get("ok"):
-                raise _Refused(reply.get("error"))
-            results = reply.get("results")
-            if not isinstance(results, list) or len(results) != len(batch):
-                raise ChildFailure(f"engine process broke the protocol: {len(batch)} inputs, "
-                                   f"results {str(results)[:200]}")
-        except (ChildFailure, _Refused) as failure:
-            if isinstance(failure, ChildFailure):
-                self._restart(str(failure))
-            if len(batch) > 1:
-                return [self._batch([item])[0] for item in batch]
-            return [EngineError(f"EngineProcess: {failure}", "") if isinstance(failure, ChildFailure)
-                    else _error(failure.error)]
-        return [self._case(case, data, items) for (_, case, data), items in zip(batch, results, strict=True)]
+            (items,) = self._ask([item])
+        except _Refused as refused:  # it answered, with an error object: the engine's own answer
+            self._flake([str(case["id"])], "tokenize", first)
+            return _error(refused.error)
+        except ChildFailure as again:
+            self._restart(str(again))
+            self.failed_in_a_row += 1
+            if self.failed_in_a_row >= MAX_FAILED_IN_A_ROW and not self.dead:
+                self.dead = (f"{self.failed_in_a_row} cases in a row failed in the engine process, each "
+                             f"re-checked in a fresh one; the last: {again}")
+            return EngineError(f"EngineProcess: {first}; re-checked in a fresh process: {again}", "")
+        self.failed_in_a_row = 0
+        self._flake([str(case["id"])], "tokenize", first)
+        return self._case(case, data, items)
 
     def _case(self, case: dict, data: bytes, items: object) -> dict | EngineError:
         if not isinstance(items, list) or len(items) != len(FLAGS):
@@ -254,6 +301,24 @@ class RemoteEngine:
     # --- vocabulary ----------------------------------------------------------------------------
 
     def vocab(self) -> dict | EngineError:
+        """The vocabulary, in slices; a child failing on it is re-checked once in a fresh child."""
+        try:
+            return self._vocab()
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            if self.dead:
+                return EngineError(f"EngineProcess: {failure}", "", "vocabulary")
+            first = str(failure)
+        try:
+            got = self._vocab()
+        except ChildFailure as again:
+            self._restart(str(again))
+            return EngineError(f"EngineProcess: {first}; re-checked in a fresh process: {again}", "",
+                               "vocabulary")
+        self._flake(["<vocab>"], "vocabulary", first)
+        return got
+
+    def _vocab(self) -> dict | EngineError:
         fields = offered_fields(self.caps)
         n = self.info.get("n_tokens", 0) if fields else 0
         columns: dict[str, list] = {f: [] for f in fields}
@@ -268,9 +333,6 @@ class RemoteEngine:
                     columns[field] += _column(field, reply.get(field), count)
             self.columns = columns
             return vocab_from_columns(_checked_info(self.info, self.caps), columns)
-        except ChildFailure as failure:
-            self._restart(str(failure))
-            return EngineError(f"EngineProcess: {failure}", "", "vocabulary")
         except (ValueError, TypeError, binascii.Error) as exc:
             return EngineError(f"ProtocolError: {exc}", "", "vocabulary")
 
@@ -290,6 +352,21 @@ class RemoteEngine:
 
     def close(self) -> None:
         self.child.close()
+
+
+def flake_record(case_ids: list[str], op: str, first: str) -> dict:
+    """An engine flake: the child failed on `op` for `case_ids`, a fresh child answered (report.json's
+    `engine_flakes`, without the "model" the run adds)."""
+    return {"case_ids": list(case_ids), "op": op, "first": first,
+            "recheck": "a fresh engine process answered: the answer is used; the first failure did not repeat"}
+
+
+class _HelloFailed(EngineLoadError):
+    """The child failed at hello (hung, exited or broke the protocol): re-checked once."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(f"EngineLoadError: {failure}")
+        self.failure = failure
 
 
 class _Refused(Exception):

@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .contained import probe
 from .models import SetupError, child_env
 from .peer_engines import is_peer, peer_factory
 
@@ -92,15 +93,16 @@ def _check_module(spec: str) -> None:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise SetupError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
-    try:
-        done = subprocess.run([sys.executable, "-m", PYTHON_CHILD, "--engine", spec, "--check"],
-                              capture_output=True, text=True, timeout=CHECK_TIMEOUT, env=child_env(),
-                              stdin=subprocess.DEVNULL, start_new_session=True)
-    except subprocess.TimeoutExpired:
-        raise SetupError(f"--engine {spec!r}: importing {module_name} took over {CHECK_TIMEOUT:g}s") from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        reason = lines[-1] if lines else f"the check exited with status {done.returncode}"
+    with tempfile.TemporaryFile() as stderr:  # contained: a process the import starts dies with it
+        code = probe([sys.executable, "-m", PYTHON_CHILD, "--engine", spec, "--check"], timeout=CHECK_TIMEOUT,
+                     env=child_env(), stderr=stderr)
+        stderr.seek(0)
+        text = stderr.read().decode("utf-8", "replace")
+    if code is None:
+        raise SetupError(f"--engine {spec!r}: importing {module_name} took over {CHECK_TIMEOUT:g}s")
+    if code != 0:
+        lines = [line for line in text.splitlines() if line.strip()]
+        reason = lines[-1] if lines else f"the check exited with status {code}"
         raise SetupError(reason if reason.startswith("--engine") else f"--engine {spec!r}: {reason}")
 
 

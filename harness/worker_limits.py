@@ -127,11 +127,16 @@ def die_with_parent(parent: int) -> None:
     that started us exits, and the parent starts workers from pool threads.
     llama.cpp calls release the GIL, so the thread runs while llama.cpp hangs.
     """
+    def die() -> None:  # with its process group when it leads one (harness.contained starts it so)
+        if os.getpgid(0) == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_POLL)
-        os.kill(os.getpid(), signal.SIGKILL)
+        die()
 
     if os.getppid() != parent:  # already gone before we got here
-        os.kill(os.getpid(), signal.SIGKILL)
+        die()
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()

@@ -26,7 +26,9 @@ Bounds: each worker caps its own address space (`memory_limit` bytes,
 RLIMIT_AS; `harness.worker_limits`), so a llama.cpp loop that allocates without end
 (std::bad_alloc, SIGABRT) becomes a crash record, not a machine out of memory;
 and it kills itself when its parent process dies (a watchdog thread that sees
-the parent go), so no worker outlives a SIGKILLed run.
+the parent go), so no worker outlives a SIGKILLed run. Each worker runs in a
+session of its own (`harness.contained`): its death is seen at once, and a
+kill, restart or close SIGKILLs its whole process group and reaps it.
 
 API: `run_cases(model, cases, *, jobs, timeout, progress)` and
 `inspect_model(model)` for batches; `Worker.ask(op,
@@ -42,15 +44,15 @@ import os
 import re
 import select
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, cast
 
+from .contained import POLL_SLICE, Contained
 from .models import SetupError
 from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
 
@@ -91,8 +93,9 @@ class Worker:
         self.verbose = verbose
         if verbose:
             argv.append("--verbose")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=env, cwd=PROJECT_ROOT)
+        # a session of its own (harness.contained): its exit is seen at once, and killing it kills its group
+        self.child = Contained(argv, env=env, cwd=PROJECT_ROOT, stderr=self._stderr)
+        self.proc = self.child.proc
         self._buffer = b""
         self.messages: deque[dict] = deque()
         self.eof = False
@@ -123,21 +126,28 @@ class Worker:
         self._stderr_at = self._stderr.seek(0, os.SEEK_END)
         self.step = None
         self.deadline = time.monotonic() + timeout
-        try:
-            _pipe(self.proc.stdin).write((json.dumps(request) + "\n").encode())
-            _pipe(self.proc.stdin).flush()
-        except OSError:  # died since its last answer: the caller sees eof and records why
-            self.eof = True
+        if not self.child.write((json.dumps(request) + "\n").encode()):
+            self.eof = True  # died since its last answer: the caller sees eof and records why
 
     @property
     def fd(self) -> int:
-        return _pipe(self.proc.stdout).fileno()
+        return self.child.out
+
+    def fds(self) -> list[int]:
+        """What to select on for news from this worker: its stdout and its exit (`Contained.fds`)."""
+        return self.child.fds()
 
     def pump(self, timeout: float = 0.0) -> None:
-        """Read what the worker has sent, waiting up to `timeout` for the first bytes."""
-        if self.eof or not select.select([self.fd], [], [], max(timeout, 0.0))[0]:
+        """Read what the worker has sent, waiting up to `timeout` for the first bytes.
+
+        `eof` once the worker is over: it exited (seen at once, even if a process it
+        started holds the pipe) or closed its stdout, with nothing left unread.
+        """
+        if self.eof:
             return
-        chunk = os.read(self.fd, 1 << 16)
+        chunk = self.child.read(timeout)
+        if chunk is None:
+            return
         if not chunk:
             self.eof = True
             return
@@ -185,13 +195,9 @@ class Worker:
     def crash_record(self, *, timeout: float) -> dict:
         """Why the worker stopped answering: a signal, an exit status or a timeout; its stderr."""
         timed_out = not self.eof
-        if timed_out:
-            self.kill()
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.wait()
+        if not timed_out:
+            self.child.wait_exit(10)  # over: it exited, or closed its stdout and is about to
+        code = self.child.stop()  # the whole group, always; a worker still running is SIGKILLed
         kind = "timeout" if timed_out else ("signal" if code < 0 else "exit")
         record: dict[str, Any] = {"kind": kind, "signal": _signal_name(code), "exit": code,
                   "stderr": self._stderr_tail(), "call": self.step}
@@ -211,30 +217,16 @@ class Worker:
             sys.stderr.flush()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """SIGKILL the worker's process group and reap it."""
+        self.child.stop()
 
     def close(self) -> None:
-        """Stop the worker (EOF on its stdin, then kill if it lingers)."""
-        if self.proc.poll() is None:
-            try:
-                _pipe(self.proc.stdin).close()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                self.kill()
-        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
-
-
-def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
-    """The worker's stdin or stdout: pipes, so never None once the process started."""
-    assert stream is not None
-    return stream
+        """Stop the worker (EOF on its stdin, up to 5 s to exit), then kill its group whatever is left."""
+        self.child.close(grace=5.0)
+        try:
+            self._stderr.close()
+        except OSError:
+            pass
 
 
 def _signal_name(code: int) -> str | None:
@@ -370,7 +362,9 @@ def _await_any(busy: list[Worker]) -> None:
     """Block until a busy worker has news or the earliest deadline passes; read what came."""
     if not any(w.messages or w.eof for w in busy):
         wait = min(w.deadline for w in busy) - time.monotonic()
-        select.select([w.fd for w in busy], [], [], max(wait, 0.0))
+        if any(w.child.pidfd is None for w in busy):  # no pidfd: look at the processes now and then
+            wait = min(wait, POLL_SLICE)
+        select.select([fd for w in busy for fd in w.fds()], [], [], max(wait, 0.0))
     for w in busy:
         w.pump(0.0)
 
