@@ -49,6 +49,7 @@ from .models import SetupError, short_name
 from .oracle_session import OracleCrash, OracleRefusal, OracleSession
 from .outcomes import (
     both_refuse,
+    close_engine,
     engine_load_error,
     engine_or_error,
     engine_vocab,
@@ -166,7 +167,7 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
                 if config.fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar)
         finally:
-            loaded[0].close()
+            _close(loaded[0], result)
     finally:
         pool.close()
         for fault in pool.faults():
@@ -193,7 +194,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
     try:
         vocab, pieces, seen = asked.result()
     except OracleCrash as crash:
-        _close(engine)
+        _close(engine, result)
         kind, entry = crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
                                     crash.as_dict())
         result.add(kind, entry)
@@ -202,7 +203,7 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
             result.not_checked = f"llama.cpp crashes loading it (known crash {entry['known_crash']})"
         return None
     except OracleRefusal as refused:
-        _close(engine)
+        _close(engine, result)
         if engine is None:
             both_refuse(result, last_line(str(refused)), last_line(engine_error), expected=expect_refusal)
         else:
@@ -219,9 +220,9 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
     return engine, got, vocab, pieces
 
 
-def _close(engine) -> None:
+def _close(engine, result: ModelResult) -> None:
     if engine is not None:
-        engine.close()
+        close_engine(engine, result)
 
 
 def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:

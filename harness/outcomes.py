@@ -35,6 +35,13 @@ def load_engine_for(factory, path: Path, result: ModelResult):
     return engine
 
 
+def close_engine(engine, result: ModelResult) -> None:
+    """Close an engine handle; the engine flakes of its child (harness.engine_client) go to `result`."""
+    engine.close()
+    for flake in getattr(engine, "flakes", ()):  # the in-process engine has none: no re-check, no flakes
+        result.add_flake(flake)
+
+
 def last_line(message: str, limit: int = 300) -> str:
     """The informative tail of a long message (llama.cpp's load log ends with the reason)."""
     lines = [line for line in str(message).splitlines() if line.strip()]

@@ -30,7 +30,15 @@ from .findings import (
 from .golden import GoldenError, golden_files, load_golden
 from .model_paths import resolve
 from .models import SetupError, models_dir, short_name
-from .outcomes import both_refuse, engine_or_error, engine_vocab, load_engine_for, refusal_mismatch, save_failing
+from .outcomes import (
+    both_refuse,
+    close_engine,
+    engine_or_error,
+    engine_vocab,
+    load_engine_for,
+    refusal_mismatch,
+    save_failing,
+)
 from .progress import Progress
 from .report import ModelResult
 from .run_config import RunConfig
@@ -146,7 +154,7 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         capmod.tally_vocab(result, engine.caps, found)
         _judge_cases(subject, golden["cases"], result, config)
     finally:
-        engine.close()
+        close_engine(engine, result)
     save_failing(result, golden["cases"], config)
     finish(result)
     return result
@@ -156,7 +164,7 @@ def _judge_refusal(factory, path: Path, result: ModelResult, load_error, *, expe
     """llama.cpp refused this file: the engine must refuse it too (agreement only if `expected`)."""
     engine, error = engine_or_error(factory, path)
     if engine is not None:
-        engine.close()
+        close_engine(engine, result)
     if engine is None:
         both_refuse(result, str((load_error or {}).get("message", load_error)), str(error), expected=expected)
     else:

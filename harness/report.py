@@ -4,18 +4,31 @@ A report is a plain dict (what `report.json` holds):
 
     {"version": 1, "meta": {...},
      "summary": {"cases", "mismatches", "failing_cases", "oracle_crashes", "engine_errors",
-                 "vocab_mismatches", "known_oracle_crashes", "known_crash_cases",
-                 "models", "pass_rate", "per_model": {...}, "per_family": {...}},
+                 "vocab_mismatches", "known_oracle_crashes", "known_crash_cases", "not_applicable",
+                 "checked", "passed", "agree_rate", "pass_rate", "engine_flakes", "harness_faults",
+                 "models", "per_model": {...}, "per_family": {...}},
      "mismatches": [{"model", "case_id", "text", "add_special", "parse_special",
                      "expected", "got", "first_diff", "category", ...}],
      "oracle_crashes": [...], "engine_errors": [...], "vocab_mismatches": [...],
+     "engine_flakes": [{"model", "case_ids", "op", "first", "recheck"}],
+     "harness_faults": [{"model", "case_id", "op", "crash", "reason"}],
      "known_oracle_crashes": [{..., "crash": {...}, "known_crash": "<entry id>"}],
      "known_crash_list": {"<entry id>": {"id", "models", "signature", "description", "upstream"}}}
 
 `oracle_crashes` are new llama.cpp crashes (findings); `known_oracle_crashes`
 match an entry of the known-crashes list (`harness.known_crashes`): they are
 shown, but are not findings. A case with only a known crash is neither failing
-nor passed (`known_crash_cases`): nothing could be compared on it.
+nor passed (`known_crash_cases`): nothing could be compared on it. So is a
+case the engine cannot take (`not_applicable`). `checked` is the cases
+compared (cases minus those two), `passed` the checked ones that agree;
+`agree_rate` is passed / checked (what the page shows, as agreed / checked),
+`pass_rate` passed / cases (unchanged since version 1, so a run with known
+crashes has one below 1.0 while all match).
+
+`engine_flakes` and `harness_faults` are side lists, not findings: a failure a
+fresh process did not repeat, of the engine under test's child or of a
+llama.cpp worker (docs/engine-protocol.md, "Blame"). A flake makes the run exit
+1 unless `meta.allow_flakes` (`harness.verdict`).
 
 `per_model` holds the counts each run measured; every other figure is derived
 from it, so `merge()` can fold reports from separate runs (one nox session per
@@ -43,12 +56,14 @@ from .templating import environment
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
-          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable")
+          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes")
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 LISTS = (*FINDINGS, "known_oracle_crashes")
 # Worker deaths a fresh worker did not repeat (harness.workers): listed and counted, never
 # a llama.cpp crash; the case's answer came from the fresh worker, so the verdict stands.
-SIDE_LISTS = ("harness_faults",)
+# Engine flakes: the engine under test's child failed once, a fresh child answered
+# (harness.engine_client): the answer is used, but the run exits 1 unless --allow-flakes.
+SIDE_LISTS = ("harness_faults", "engine_flakes")
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
 
 
@@ -68,6 +83,7 @@ class ModelResult:
     known_crash_ids: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     harness_faults: list[dict] = field(default_factory=list)
+    engine_flakes: list[dict] = field(default_factory=list)
     not_checked: str | None = None       # why nothing was compared (`harness.verdict`)
     expected_refusal: str | None = None  # both refused, as the run was told to expect
     capabilities: dict = field(default_factory=dict)  # check -> counts (harness.capabilities)
@@ -93,7 +109,8 @@ class ModelResult:
                 "vocab_mismatches": len(self.vocab_mismatches),
                 "known_oracle_crashes": len(self.known_oracle_crashes),
                 "known_crash_cases": len(self.known_crash_ids - self.failing),
-                "harness_faults": len(self.harness_faults), "notes": list(self.notes),
+                "harness_faults": len(self.harness_faults), "engine_flakes": len(self.engine_flakes),
+                "notes": list(self.notes),
                 "not_checked": self.not_checked, "expected_refusal": self.expected_refusal,
                 "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities}
 
@@ -101,6 +118,11 @@ class ModelResult:
         """A harness fault (`harness.workers.fault_record`): listed, and named in the notes."""
         self.harness_faults.append({"model": self.model, **fault})
         self.notes.append(f"harness fault on {fault['case_id']}: {fault['reason']}")
+
+    def add_flake(self, flake: dict) -> None:
+        """An engine flake (`harness.engine_client.flake_record`): listed, and named in the notes."""
+        self.engine_flakes.append({"model": self.model, **flake})
+        self.notes.append(f"engine flake on {', '.join(flake['case_ids'])} ({flake['op']}): {flake['first']}")
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
@@ -144,11 +166,17 @@ def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
 
 
 def _with_rate(counts: dict) -> dict:
+    """`checked` (cases compared: not a known llama.cpp crash, not applicable to the engine),
+    `passed` (checked and agreeing), `agree_rate` = passed / checked, and the older
+    `pass_rate` = passed / cases (kept as it was for report.json readers; the page shows
+    agreed / checked, which is 100% whenever the verdict is "all match")."""
     cases = counts.get("cases", 0)
-    passed = max(cases - counts.get("failing_cases", 0) - counts.get("known_crash_cases", 0)
-                 - counts.get("not_applicable", 0), 0)
+    checked = max(cases - counts.get("known_crash_cases", 0) - counts.get("not_applicable", 0), 0)
+    passed = max(checked - counts.get("failing_cases", 0), 0)
+    counts["checked"] = checked
     counts["passed"] = passed
     counts["pass_rate"] = round(passed / cases, 6) if cases else None
+    counts["agree_rate"] = round(passed / checked, 6) if checked else None
     return counts
 
 
@@ -164,9 +192,11 @@ def one_line(report: dict) -> str:
                else f"{s['oracle_crashes']} oracle crashes")
     faults = (f"; {s['harness_faults']} harness faults (worker deaths a fresh worker did not repeat, "
               "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
+    flakes = (f"; {s['engine_flakes']} engine flakes (the engine's process failed once, a fresh one answered: "
+              "see report)") if s.get("engine_flakes") else ""
     return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
-            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{faults}"
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
             + _messages_figures(report.get("messages")))
 
@@ -317,9 +347,22 @@ def _rows(frame: pd.DataFrame) -> list[dict]:
     for key in COUNTS:  # a report written before a count existed
         frame[key] = frame[key].fillna(0).astype(int) if key in frame else 0
     frame["findings"] = frame[list(FINDINGS)].sum(axis=1)
-    frame["pass_pct"] = frame["pass_rate"].map(lambda r: "n/a" if r is None or pd.isna(r) else f"{r:.1%}")
+    if "checked" not in frame:  # a report written before `checked` existed
+        frame["checked"] = frame["cases"] - frame["known_crash_cases"] - frame["not_applicable"]
+    frame["checked"] = frame["checked"].fillna(0).astype(int)
+    frame["agreed"] = (frame["checked"] - frame["failing_cases"]).clip(lower=0)
+    frame["agree_pct"] = [agree_pct(a, c) for a, c in zip(frame["agreed"], frame["checked"], strict=True)]
     frame = frame.sort_values(["findings", "name"], ascending=[False, True])
     return frame.to_dict("records")
+
+
+def agree_pct(agreed: int, checked: int) -> str:
+    """agreed / checked as a percentage; never "100.0%" unless every checked case agreed."""
+    if not checked:
+        return "n/a"
+    if agreed >= checked:
+        return "100%"
+    return f"{min(agreed / checked, 0.999):.1%}"
 
 
 def render_html(report: dict) -> str:
@@ -335,8 +378,33 @@ def render_html(report: dict) -> str:
         verdict=one_line(report), known_groups=known_groups(report),
         verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),
         refused=verdicts.refused_as_expected(report), interrupted=report.get("meta", {}).get("interrupted"),
-        messages=_messages(report),
+        messages=_messages(report), flakes=_side_rows(report, "engine_flakes"),
+        faults=_side_rows(report, "harness_faults"),
     )
+
+
+def _side_rows(report: dict, kind: str) -> list[dict]:
+    """Engine flakes or harness faults as display rows (first HTML_LIMIT)."""
+    rows = []
+    for entry in report.get(kind, [])[:HTML_LIMIT]:
+        if kind == "engine_flakes":
+            ids = entry.get("case_ids") or []
+            rows.append({"model": entry.get("model", ""), "case_ids": ", ".join(map(str, ids)),
+                         "op": entry.get("op", ""), "first": entry.get("first", ""),
+                         "recheck": entry.get("recheck", "")})
+        else:
+            rows.append({"model": entry.get("model", ""), "case_ids": str(entry.get("case_id", "")),
+                         "op": entry.get("op", ""), "first": _fault_first(entry.get("crash")),
+                         "recheck": "a fresh llama.cpp worker answered: not a llama.cpp crash"})
+    return rows
+
+
+def _fault_first(crash: object) -> str:
+    """A llama.cpp worker's crash record in one line (as `harness.workers.describe` words it)."""
+    if not isinstance(crash, dict):
+        return str(crash or "")
+    what = crash.get("signal") or f"exit {crash.get('exit')}"
+    return f"worker {crash.get('kind', '?')} {what}" + (f": {crash['stderr']}" if crash.get("stderr") else "")
 
 
 def _messages(report: dict) -> dict | None:

@@ -25,6 +25,7 @@ class RunConfig:
     engine: str | None = None
     engine_args: tuple[tuple[str, str], ...] = ()  # --engine-arg KEY=VALUE, passed to the engine factory
     engine_timeout: float = 30.0  # seconds per request to a contained engine before it counts as hung
+    allow_flakes: bool = False  # engine flakes (harness.engine_client) are listed but do not make the exit 1
     jobs: int = 1
     timeout: float = 60.0
     memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.worker_limits.default_memory()

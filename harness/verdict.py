@@ -12,8 +12,17 @@ hostile files); the model is then shown as "refused as expected"
 (`summary.refused_as_expected`), and a side that *loads* such a file is a
 finding.
 
-Exit status: 0 every model checked and all match; 1 differences found; 2 a
-model not checked (even when others differ: the run did not do what was asked).
+Exit status: 0 every model checked and all match; 1 differences found, or an
+engine flake without `--allow-flakes`; 2 a model not checked (even when others
+differ: the run did not do what was asked).
+
+An *engine flake* (`summary.engine_flakes`, harness.engine_client) is a failure of
+the engine under test's process that a fresh process did not repeat: the answer
+compared is the fresh one, so it is not a finding, but it is a bug of the engine,
+and the run exits 1 for it unless it was told to allow them (`meta.allow_flakes`,
+`run`/`compare --allow-flakes`); the verdict then reads "engine flakes" instead of
+"all match". Harness faults (llama.cpp worker deaths a fresh worker did not repeat)
+never change the verdict.
 """
 
 from __future__ import annotations
@@ -75,12 +84,22 @@ def found_anything(report: dict[str, Any]) -> bool:
     return any(s.get(k, 0) for k in FINDINGS) or bool(messages.get("findings") or messages.get("oracle_crashes"))
 
 
+def failing_flakes(report: dict[str, Any]) -> int:
+    """How many engine flakes the report holds that fail the run (0 with `meta.allow_flakes`)."""
+    if report.get("meta", {}).get("allow_flakes"):
+        return 0
+    return int(report.get("summary", {}).get("engine_flakes", 0) or 0)
+
+
 def word(report: dict[str, Any]) -> str:
-    """The verdict's first words: `differences found`, `NOT CHECKED` or `all match`, marked when interrupted."""
+    """The verdict's first words: `differences found`, `NOT CHECKED`, `engine flakes` or `all match`,
+    marked when interrupted."""
     if found_anything(report):
         base = "differences found"
     elif not_checked(report) or not report.get("summary", {}).get("models"):
         base = "NOT CHECKED"
+    elif failing_flakes(report):
+        base = "engine flakes (no difference, but the engine's process failed where a fresh one answered)"
     else:  # "all match" only when every capability was checked (harness.capabilities)
         base = clean_verdict(report.get("summary", {}).get("capabilities"))
     stop = report.get("meta", {}).get("interrupted")
@@ -99,9 +118,10 @@ def unchecked_line(report: dict[str, Any], limit: int = 3) -> str:
 
 
 def exit_status(report: dict[str, Any]) -> int:
-    """0 all checked and matching; 2 when a model was not checked; 1 when differences were found."""
+    """0 all checked and matching; 2 when a model was not checked; 1 when differences were found,
+    or engine flakes not allowed."""
     if not_checked(report) or not report.get("summary", {}).get("models"):
         return EXIT_USAGE
     if report.get("meta", {}).get("interrupted") and not found_anything(report):
         return EXIT_USAGE  # e.g. a merged report with an interrupted part: incomplete, never "all match"
-    return EXIT_FOUND if found_anything(report) else EXIT_OK
+    return EXIT_FOUND if found_anything(report) or failing_flakes(report) else EXIT_OK

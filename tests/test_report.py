@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -88,3 +89,50 @@ def test_merge_reports_rejects_a_non_report(tmp_path, capsys):
     (tmp_path / "x" / "report.json").write_text("{}")
     assert main(["merge-reports", str(tmp_path / "x"), "--out", str(tmp_path / "m")]) == 2
     assert "not a gguf-parity report.json" in capsys.readouterr().err
+
+
+def all_match_with_known_crashes() -> dict:
+    """An all-match run: 20 cases, 2 known llama.cpp crashes, 1 case the engine cannot take, no finding."""
+    r = report.ModelResult("llama-spm", "spm", cases=20)
+    for i in range(2):
+        r.add("known_oracle_crashes", {"case_id": f"k{i}", "text": "x", "known_crash": "demo",
+                                       "crash": {"reason": "killed by SIGABRT"}})
+    r.not_applicable.add("na0")
+    return report.build([r, result("qwen2", "bpe", cases=4)], meta={"command": "test"})
+
+
+def test_the_page_shows_agreed_of_checked_and_no_rate_below_100_when_all_match():
+    built = all_match_with_known_crashes()
+    assert verdict.exit_status(built) == 0 and report.one_line(built).startswith("all match")
+    html = report.render_html(built)
+    tables = re.findall(r'<table id="(?:families|models)">.*?</table>', html, re.S)
+    assert len(tables) == 2
+    rates = [float(p) for t in tables for p in re.findall(r">(\d+(?:\.\d+)?)%<", t)]
+    assert rates and all(rate == 100 for rate in rates), rates
+    assert "agreed / checked" in tables[0] and "17 / 17" in tables[0] and "17 / 17" in tables[1]
+    assert "4 / 4" in tables[1]
+    assert "known-crash cases" in tables[1] and "not applicable" in tables[1]
+    model = built["summary"]["per_model"]["llama-spm"]
+    assert (model["checked"], model["passed"], model["agree_rate"]) == (17, 17, 1.0)
+    assert model["pass_rate"] == pytest.approx(17 / 20)  # unchanged meaning: passed / cases (report.json)
+
+
+def test_a_rate_is_never_rounded_up_to_100_while_a_case_differs():
+    assert report.agree_pct(9999, 10000) == "99.9%" and report.agree_pct(3, 3) == "100%"
+    assert report.agree_pct(0, 0) == "n/a"
+
+
+def test_engine_flakes_and_harness_faults_are_on_the_page_and_flakes_fail_the_verdict():
+    r = report.ModelResult("qwen2", "bpe", cases=4)
+    r.add_flake({"case_ids": ["c1", "c2"], "op": "tokenize", "first": "engine hung: no reply within 3s",
+                 "recheck": "a fresh engine process answered"})
+    r.add_fault({"case_id": "c3", "op": "evaluate", "reason": "worker signal SIGKILL on evaluate",
+                 "crash": {"kind": "signal", "signal": "SIGKILL", "exit": -9, "stderr": "", "call": None}})
+    built = report.build([r], meta={})
+    assert built["summary"]["engine_flakes"] == 1 and built["summary"]["harness_faults"] == 1
+    assert verdict.exit_status(built) == 1 and "1 engine flakes" in report.one_line(built)
+    html = report.render_html(built)
+    assert 'id="engine-flakes"' in html and "c1, c2" in html and "engine hung: no reply within 3s" in html
+    assert 'id="harness-faults"' in html and "worker signal SIGKILL" in html
+    allowed = report.build([r], meta={"allow_flakes": True})
+    assert verdict.exit_status(allowed) == 0 and len(allowed["engine_flakes"]) == 1

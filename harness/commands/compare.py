@@ -9,7 +9,8 @@ Writes report.json and report.html to --report DIR.
 
 Exit status: 0 every golden checked and all match; 1 any mismatch, engine
 error or recorded oracle crash that is not on the known-crashes list
-(--known-crashes, default corpora/known_crashes.json); 2 usage or set-up
+(--known-crashes, default corpora/known_crashes.json), or an engine flake
+without --allow-flakes (see `run`); 2 usage or set-up
 error, or a golden whose model nothing could be compared on (see `run`'s
 --expect-refusal); 130/143 stopped by a signal (partial report written).
 """
@@ -60,5 +61,6 @@ def run(args: argparse.Namespace) -> int:
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "golden": str(golden_dir),
-            "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal}
+            "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal,
+            "allow_flakes": config.allow_flakes}
     return run_and_report(lambda results: compare(golden_dir, config, results), config, meta)

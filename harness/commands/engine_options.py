@@ -1,4 +1,4 @@
-"""The engine options `run` and `compare` share: --engine, --engine-arg, --engine-timeout.
+"""The engine options `run` and `compare` share: --engine, --engine-arg, --engine-timeout, --allow-flakes.
 
 Also where a non-default engine's own files go: its fuzz finds and its
 Hypothesis example database belong to the user, under the report directory
@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine-timeout", type=float, default=DEFAULT_ENGINE_TIMEOUT, metavar="SECONDS",
                         help="a contained engine's request taking longer is a hang: an engine error for "
                              f"that case, the engine restarted (default {DEFAULT_ENGINE_TIMEOUT:g})")
+    parser.add_argument("--allow-flakes", action="store_true",
+                        help="an engine flake (the engine's process hung, exited or broke the protocol once, "
+                             "and a fresh process answered the re-check) is listed in the report but does not "
+                             "make the exit status 1")
 
 
 def config_fields(args: argparse.Namespace) -> dict:
@@ -37,7 +41,8 @@ def config_fields(args: argparse.Namespace) -> dict:
     pairs = tuple(parse_engine_args(args.engine_arg).items())
     if pairs and is_ours(args.engine):
         raise SetupError(f"--engine-arg: the default engine ({DEFAULT_ENGINE}) takes no options")
-    return {"engine": args.engine, "engine_args": pairs, "engine_timeout": timeout}
+    return {"engine": args.engine, "engine_args": pairs, "engine_timeout": timeout,
+            "allow_flakes": bool(args.allow_flakes)}
 
 
 def found_fields(args: argparse.Namespace) -> dict:

@@ -7,8 +7,9 @@ of a model found in several reports add up. Every oracle crash is judged again
 against --known-crashes (default corpora/known_crashes.json; 'none' makes every
 crash a finding), so one list applies to all the folded reports. Exit status:
 0 when the merged report holds no finding (known crashes are not findings),
-1 when it holds any, 2 when a report or the list cannot be read, or when a
-part left a model not checked (`harness.verdict`).
+1 when it holds any, or an engine flake from a part not run with
+--allow-flakes, 2 when a report or the list cannot be read, or when a part
+left a model not checked (`harness.verdict`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError(str(exc)) from None
     reports = [reporting.reclassify(report, known) for report in reports]
     stopped = [str(p) for p, r in zip(args.reports, reports, strict=True) if r.get("meta", {}).get("interrupted")]
+    allow = all(r.get("meta", {}).get("allow_flakes") for r in reports  # a part's flakes fail as they did
+                if r.get("summary", {}).get("engine_flakes"))
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": [str(p) for p in args.reports],
+                                            "merged": [str(p) for p in args.reports], "allow_flakes": allow,
                                             **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
     with ReportDir(args.out) as folder:
         try:

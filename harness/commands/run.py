@@ -8,7 +8,8 @@ inputs per model (Hypothesis; the first failure is shrunk to a minimal input
 and saved to corpora/found/<model>.jsonl for later runs).
 
 Exit status: 0 every model checked and all match; 1 any mismatch, engine
-error or new oracle crash; 2 usage or set-up error, or a model that could not
+error or new oracle crash, or an engine flake (the engine's process failed on a
+request once and a fresh one answered it) unless --allow-flakes; 2 usage or set-up error, or a model that could not
 be checked (both sides refuse the file, 0 cases; see --expect-refusal);
 130/143 stopped by SIGINT/SIGTERM (a partial report marked `interrupted` is
 written). A llama.cpp crash on the known-crashes list (--known-crashes,
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
-            "expect_refusal": config.expect_refusal}
+            "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes}
     code = run_and_report(lambda results: run_models(config, results), config, meta)
     if args.messages is False or not is_ours(config.engine) or code not in (EXIT_OK, EXIT_FOUND):
         return code
