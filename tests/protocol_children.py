@@ -3,6 +3,11 @@
 Each answers `hello` properly (except `die-at-hello` and `protocol-2`), then
 misbehaves on `tokenize` as its MODE says. tests/test_engine_protocol.py
 checks that the harness turns each into an engine error or a load error.
+
+`python tests/protocol_children.py MODE-once STATE` misbehaves only while the file
+STATE does not exist (it creates it): `die-once`, `hang-once` on tokenize,
+`die-at-hello-once` at hello; the harness's re-check in a fresh child then
+gets an answer, which makes an engine flake.
 """
 
 from __future__ import annotations
@@ -18,7 +23,14 @@ def reply(message: dict) -> None:
     sys.stdout.flush()
 
 
-def main(mode: str) -> int:
+def main(mode: str, state: str | None = None) -> int:
+    if mode.endswith("-once"):
+        assert state is not None
+        mode = "ok" if os.path.exists(state) else mode.removesuffix("-once")
+        if mode != "ok" and mode != "die-at-hello":
+            mode = f"{mode}-later:{state}"
+        elif mode == "die-at-hello":
+            open(state, "w").close()
     for line in sys.stdin:
         request = json.loads(line)
         rid, op = request["id"], request["op"]
@@ -40,6 +52,12 @@ def main(mode: str) -> int:
             reply({"id": rid, "ok": True, "results": [[{"ids": [1.0]}] * 4 for _ in request["inputs"]]})
         elif mode == "short":
             reply({"id": rid, "ok": True, "results": []})
+        elif mode.partition(":")[0] in ("hang-later", "die-later"):  # the -once modes: fail now, not again
+            open(mode.partition(":")[2], "w").close()
+            mode = mode.partition(":")[0].removesuffix("-later")
+            if mode == "hang":
+                time.sleep(3600)
+            os._exit(9)
         elif mode == "hang":
             time.sleep(3600)
         elif mode == "die":
@@ -50,4 +68,4 @@ def main(mode: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

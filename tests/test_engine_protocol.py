@@ -76,8 +76,8 @@ def test_unknown_op_and_requests_before_hello_are_errors():
     assert unknown["error"]["type"] == "UnknownOp" and early["error"]["type"] == "NotLoaded"
 
 
-def remote(mode: str, timeout: float = 5.0) -> RemoteEngine:
-    return RemoteEngine([sys.executable, CHILD, mode], Path("/nonexistent.gguf"), args={}, timeout=timeout)
+def remote(mode: str, timeout: float = 5.0, *extra: str) -> RemoteEngine:
+    return RemoteEngine([sys.executable, CHILD, mode, *extra], Path("/nonexistent.gguf"), args={}, timeout=timeout)
 
 
 CASES = [{"id": "a", "text": "abc"}, {"id": "b", "bytes": "ff"}]
@@ -126,3 +126,43 @@ def test_a_good_child_round_trips():
 def test_a_child_that_cannot_start_is_a_load_error(mode, message):
     with pytest.raises(EngineLoadError, match=message):
         remote(mode)
+
+
+@pytest.mark.parametrize(("mode", "first"), [
+    pytest.param("die-once", "exited with status 9", id="dies-once"),
+    pytest.param("hang-once", "engine hung: no reply within 1s", id="hangs-once"),
+])
+def test_a_batch_failure_that_does_not_repeat_is_a_flake_naming_the_batch(tmp_path, mode, first):
+    engine = remote(mode, 1.0, str(tmp_path / "state"))
+    try:
+        a, b = engine.evaluate_many(CASES)
+    finally:
+        engine.close()
+    assert [e["ids"] for e in a["encode"]] == [[4]] * 4 and b["bytes"] == "ff"  # the fresh child's answers
+    (flake,) = engine.flakes
+    assert flake["case_ids"] == ["a", "b"] and flake["op"] == "tokenize" and first in flake["first"]
+
+
+def test_a_single_case_failure_is_rechecked_and_repeated_is_an_engine_error(tmp_path):
+    once = remote("die-once", 5.0, str(tmp_path / "state"))
+    try:
+        (answer,) = once.evaluate_many(CASES[:1])
+    finally:
+        once.close()
+    assert answer["encode"][0]["ids"] == [4] and once.flakes[0]["case_ids"] == ["a"]
+    always = remote("die")
+    try:
+        (error,) = always.evaluate_many(CASES[:1])
+    finally:
+        always.close()
+    assert isinstance(error, EngineError) and error.error.count("exited with status 9") == 2  # both tries named
+    assert always.flakes == []
+
+
+def test_a_hello_failure_that_does_not_repeat_is_a_load_flake(tmp_path):
+    engine = remote("die-at-hello-once", 5.0, str(tmp_path / "state"))
+    try:
+        (flake,) = engine.flakes
+    finally:
+        engine.close()
+    assert flake["case_ids"] == ["<load>"] and flake["op"] == "hello" and "exited with status 4" in flake["first"]

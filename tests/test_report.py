@@ -136,3 +136,18 @@ def test_engine_flakes_and_harness_faults_are_on_the_page_and_flakes_fail_the_ve
     assert 'id="harness-faults"' in html and "worker signal SIGKILL" in html
     allowed = report.build([r], meta={"allow_flakes": True})
     assert verdict.exit_status(allowed) == 0 and len(allowed["engine_flakes"]) == 1
+
+
+def test_merge_reports_keeps_flakes_and_fails_them_unless_their_part_allowed_them(tmp_path):
+    flaky = report.ModelResult("qwen2", "bpe", cases=4)
+    flaky.add_flake({"case_ids": ["c1"], "op": "tokenize", "first": "engine process exited with status 3",
+                     "recheck": "a fresh engine process answered"})
+    report.write(report.build([flaky], meta={}), tmp_path / "a")
+    report.write(report.build([flaky], meta={"allow_flakes": True}), tmp_path / "allowed")
+    report.write(report.build([result("gpt-2", "bpe", cases=4)], meta={}), tmp_path / "clean")
+    assert main(["merge-reports", str(tmp_path / "a"), str(tmp_path / "clean"), "--out", str(tmp_path / "m")]) == 1
+    merged = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert merged["summary"]["engine_flakes"] == 1 and len(merged["engine_flakes"]) == 1
+    assert 'id="engine-flakes"' in (tmp_path / "m" / "report.html").read_text(encoding="utf-8")
+    assert main(["merge-reports", str(tmp_path / "allowed"), str(tmp_path / "clean"),
+                 "--out", str(tmp_path / "m2")]) == 0
