@@ -9,6 +9,11 @@ crash a finding), so one list applies to all the folded reports. Exit status:
 0 when the merged report holds no finding (known crashes are not findings),
 1 when it holds any, 2 when a report or the list cannot be read, or when a
 part left a model not checked (`harness.verdict`).
+
+Shards (`--shard K/N` reports, `harness.shard`) must come complete: the
+reports of one partition must be shards 1..N, each once; overlapping or
+missing shards are refused with one line (exit 2). A complete set is folded in
+shard order, which gives exactly the unsharded report (timings aside).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 from pathlib import Path
 
 from .. import known_crashes
+from .. import shard as sharding
 from ..models import SetupError
 from ..report_dir import ReportDir
 
@@ -38,10 +44,13 @@ def run(args: argparse.Namespace) -> int:
         reports = [reporting.load(path) for path in args.reports]
     except ValueError as exc:
         raise SetupError(str(exc)) from None
-    reports = [reporting.reclassify(report, known) for report in reports]
-    stopped = [str(p) for p, r in zip(args.reports, reports, strict=True) if r.get("meta", {}).get("interrupted")]
+    ordered = sharding.order(reports, [str(p) for p in args.reports])  # SetupError: shards missing or twice
+    paths = [args.reports[i] for i in ordered]
+    reports = [reporting.reclassify(reports[i], known) for i in ordered]
+    stopped = [str(p) for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
+    shards = {"shards": sharding.merged_meta(reports)} if sharding.merged_meta(reports) else {}
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": [str(p) for p in args.reports],
+                                            "merged": [str(p) for p in paths], **shards,
                                             **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
     with ReportDir(args.out) as folder:
         try:
