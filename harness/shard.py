@@ -192,7 +192,10 @@ def order(reports: Sequence[dict], names: Sequence[str]) -> list[int]:
         check_complete(digest, [reports[i]["meta"]["shard"] for i in members], [names[i] for i in members])
     out: list[int] = []
     for slot in slots:
-        out += [slot] if isinstance(slot, int) else sorted(groups[slot], key=lambda i: reports[i]["meta"]["shard"]["index"])
+        if isinstance(slot, int):
+            out.append(slot)
+        else:
+            out += sorted(groups[slot], key=lambda i: int(reports[i]["meta"]["shard"]["index"]))
     return out
 
 

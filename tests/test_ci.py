@@ -147,3 +147,38 @@ def test_shared_examples_are_read_only_and_beside_the_local_ones(monkeypatch, tm
 def test_a_malformed_shared_database_is_a_setup_error(spec):
     with pytest.raises(SetupError, match="OWNER/REPO"):
         fuzz.shared_database(spec)
+
+
+def test_nox_parity_sessions_pass_the_shard_and_leave_the_merge(tmp_path, monkeypatch):
+    pytest.importorskip("nox")
+    import sys
+    sys.path.insert(0, str(ROOT))
+    try:
+        import noxfile
+    finally:
+        sys.path.remove(str(ROOT))
+
+    class Session:
+        name = "parity"
+
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, ...]] = []
+
+        def run(self, *args, **kwargs):
+            self.calls.append(args)
+            if "--report" in args:  # what the harness would write: a clean report
+                out = Path(args[args.index("--report") + 1])
+                out.mkdir(parents=True)
+                (out / "report.json").write_text(json.dumps({"summary": {}}))
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / "x.json").write_text("{}")
+    monkeypatch.setattr(noxfile, "SHARD", "2/3")
+    session = Session()
+    assert noxfile.parity_check(session, selection=["--family", "spm"], fuzz=5, seed="none")
+    compare, run = session.calls
+    assert compare[3] == "compare" and compare[compare.index("--shard") + 1] == "2/3"
+    assert run[3] == "run" and run[run.index("--shard") + 1] == "2/3" and "--seed" not in run
+    assert run[run.index("--report") + 1] == str(Path("reports/parity/shard-2-of-3/live"))
+    assert not any("merge-reports" in call for call in session.calls)

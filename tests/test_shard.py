@@ -199,4 +199,29 @@ def test_three_shards_of_the_golden_replay_merge_to_the_unsharded_one(tmp_path, 
     whole, merged, metas = run_sharded(tmp_path, ["compare", "--golden", str(ROOT / "golden"), *SMALL,
                                                   "--engine", "tests.broken_engine:load_tab", "--quiet"], 3)
     assert whole["mismatches"] and whole["summary"]["cases"] > 100
+    assert [m["kind"] for m in metas] == ["compare"] * 3 and len({m["partition"] for m in metas}) == 1
     assert merged == whole
+
+
+# --- selftest (a unit per mutant) and chat (a unit per template) ------------------------------
+
+def test_selftest_shards_split_the_mutants(capsys):
+    listed = []
+    for k in (1, 2, 3):
+        assert main(["selftest", "--list", "--shard", f"{k}/3"]) == 0
+        listed.append([line.split()[0] for line in capsys.readouterr().out.splitlines()[:-1]])
+    assert main(["selftest", "--list"]) == 0
+    every = [line.split()[0] for line in capsys.readouterr().out.splitlines()[:-1]]
+    assert [m for part in listed for m in part] == every and all(listed)
+    assert max(map(len, listed)) - min(map(len, listed)) <= 1
+
+
+def test_chat_shards_split_the_templates():
+    from types import SimpleNamespace
+
+    from harness.commands.chat import _shard
+    targets = [SimpleNamespace(name=f"tmpl-{i}") for i in range(71)]
+    owned = [[t.name for t in targets if _shard(targets, f"{k}/4").owns(t.name)] for k in (1, 2, 3, 4)]
+    assert [n for part in owned for n in part] == [t.name for t in targets]
+    assert sorted(map(len, owned)) == [17, 18, 18, 18]
+    assert _shard(targets, None) is None
