@@ -6,9 +6,8 @@ vocabulary-record checks) and, for `run --fuzz`, one `FUZZ` unit per model
 weighing the fuzz budget; `selftest` one per mutant; `chat` one per template.
 `cut(units, n)` cuts that list into `n` contiguous slices of about equal
 cumulative weight (cases, not vocabularies, are balanced), so every unit lands in
-exactly one shard whatever `n` is, and a model is split across at most two
-neighbouring shards: a model's load cost is paid at most `n - 1` extra times in
-all, never once per shard. A slice keeps the unsharded order, so `merge-reports`
+exactly one shard whatever `n` is. Each cut splits at most one model, so a
+model's load cost is paid at most `n - 1` extra times in all, never once per shard. A slice keeps the unsharded order, so `merge-reports`
 concatenates the shards' lists back into the unsharded report.
 
 A model's `MODEL` unit comes first in its list: the shard owning it records
@@ -139,11 +138,25 @@ def partition(kind: str, units: Sequence[Unit], shard: Shard) -> Partition:
     text = json.dumps([kind, [[u.group, u.item, u.weight] for u in units]], ensure_ascii=False)
     part = Partition(kind=kind, shard=shard, units=len(units), weight=sum(u.weight for u in units),
                      digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16])
-    for unit, index in zip(units, cut(units, shard.count), strict=True):
+    for unit, index in zip(units, _with_next(units, cut(units, shard.count)), strict=True):
         if index == shard.index:
             part.owned.setdefault(unit.group, set()).add(unit.item)
             part.owned_weight += unit.weight
     return part
+
+
+def _with_next(units: Sequence[Unit], shards: list[int]) -> list[int]:
+    """A `MODEL` unit goes with the unit after it when that one is of the same group.
+
+    So the shard that records the model as a whole always checks some of its cases
+    too: one holding the vocabulary checks alone would have 0 cases, and call the
+    model "not checked".
+    """
+    out = list(shards)
+    for i in range(len(units) - 1):
+        if units[i].item == MODEL and units[i + 1].group == units[i].group:
+            out[i] = out[i + 1]
+    return out
 
 
 def case_part(result) -> None:

@@ -225,3 +225,14 @@ def test_chat_shards_split_the_templates():
     assert [n for part in owned for n in part] == [t.name for t in targets]
     assert sorted(map(len, owned)) == [17, 18, 18, 18]
     assert _shard(targets, None) is None
+
+
+def test_a_models_own_unit_goes_with_its_first_case():
+    # "b" starts where the cut between shards 1 and 2 falls: its <model> unit must not be left alone
+    work = [shard.Unit("a", shard.MODEL), *units({"a": [1] * 4}), shard.Unit("b", shard.MODEL),
+            *units({"b": [1] * 6})]
+    assert shard.cut(work, 2)[5:7] == [1, 2]  # the plain cut would split them
+    second = shard.partition("run", work, shard.Shard(2, 2))
+    assert second.owns("b") and second.owns("b", "c0")
+    first = shard.partition("run", work, shard.Shard(1, 2))
+    assert not first.items("b")
