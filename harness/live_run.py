@@ -154,7 +154,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
     result = ModelResult(name, family_of(name))
     cases = gather_cases(path, name, config) if cases is None else cases
     if part is not None:
-        cases = [c for c in cases if part.owns(name, c["id"])]
+        cases = [c for c in cases if part.owns(name, str(c["id"]))]
     fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
     before = fingerprint(path)
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
