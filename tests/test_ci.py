@@ -102,11 +102,12 @@ def test_all_runs_each_shard_as_its_own_process_then_merges_only_this_runs_shard
     write_report(tmp_path / "reports" / "parity" / "live")            # an unsharded run's part
     write_report(tmp_path / "reports" / "parity" / "shard-1-of-3" / "live")  # an older 3-shard run
     runner = Recorder()
-    assert matrix.main(["all", "--shards", "2", "--python", "py"], runner=runner) == 0
+    assert matrix.main(["all", "--shards", "2"], runner=runner) == 0
     shards = [argv[2:] for argv, _ in runner.calls[:2]]
     assert shards == [["shard", "1/2", "--session", "parity"], ["shard", "2/2", "--session", "parity"]]
     assert runner.calls[0][0][1].endswith("matrix_local.py")
     merged = runner.calls[2][0]
+    assert merged[0] == str(tmp_path / ".nox" / "parity" / "bin" / "python")  # the venv the shards made
     assert merged[3] == "merge-reports" and merged[4:6] == [
         str(tmp_path / "reports" / "parity" / f"shard-{k}-of-2" / "live") for k in (1, 2)]
 

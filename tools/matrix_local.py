@@ -119,17 +119,18 @@ def merge(parts: Sequence[Path], out: Path, *, python: str, runner: Runner = run
     return status
 
 
-def run_all(count: int, *, session: str, jobs: int, python: str, runner: Runner = run_process,
+def run_all(count: int, *, session: str, jobs: int, python: str | None, runner: Runner = run_process,
             summary: Path | None = None) -> int:
     """Every shard as its own process (this script's `shard K/N`), then `merge`; merge's exit status.
 
     A shard that stops with a set-up error (exit 2) leaves its reports missing,
-    and the merge then refuses with one line.
+    and the merge then refuses with one line. The merge runs in the session's
+    venv (`python`, default .nox/SESSION/bin/python), which the shards made.
     """
     script = str(Path(__file__).resolve())
 
     def one(index: int) -> int:
-        return runner([python, script, "shard", f"{index}/{count}", "--session", session], {})
+        return runner([sys.executable, script, "shard", f"{index}/{count}", "--session", session], {})
 
     with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
         statuses = list(pool.map(one, range(1, count + 1)))
@@ -139,7 +140,8 @@ def run_all(count: int, *, session: str, jobs: int, python: str, runner: Runner 
     root = ROOT / "reports" / session  # only this run's shard folders: not an older unsharded or N-shard run
     out = root / "merged"
     parts = [p for k in range(1, count + 1) for p in report_dirs(root / f"shard-{k}-of-{count}", out)]
-    return merge(parts, out, python=python, runner=runner, summary=summary)
+    venv = ROOT / ".nox" / session / "bin" / "python"
+    return merge(parts, out, python=python or str(venv), runner=runner, summary=summary)
 
 
 def main(argv: Sequence[str] | None = None, runner: Runner = run_process) -> int:
@@ -157,8 +159,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner = run_process) -> int
     both.add_argument("--jobs", type=int, default=1, metavar="J", help="shards at once (default 1)")
     for p in (one, merging, both):
         p.add_argument("--session", default=SESSION, help="the nox parity session (default parity)")
-        p.add_argument("--python", default=sys.executable, help="the interpreter with the harness installed "
-                       "(merge; default this one)")
+        p.add_argument("--python", default=None, help="the interpreter with the harness installed, for the "
+                       "merge (default: the nox session's venv after `all`, else this one)")
         p.add_argument("--summary", type=Path, default=os.environ.get("GITHUB_STEP_SUMMARY") or None,
                        help="append the verdict and counts as Markdown (default $GITHUB_STEP_SUMMARY)")
     args = parser.parse_args(argv)
@@ -171,7 +173,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner = run_process) -> int
     if args.step == "merge":
         root = args.root or ROOT / "reports" / args.session
         out = args.out or root / "merged"
-        return merge(report_dirs(root, out), out, python=args.python, runner=runner, summary=args.summary)
+        return merge(report_dirs(root, out), out, python=args.python or sys.executable, runner=runner,
+                     summary=args.summary)
     if args.shards < 1:
         raise SystemExit("error: --shards must be 1 or more")
     return run_all(args.shards, session=args.session, jobs=args.jobs, python=args.python, runner=runner,
