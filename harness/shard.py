@@ -6,11 +6,13 @@ vocabulary-record checks) and, for `run --fuzz`, one `FUZZ` unit per model
 weighing the fuzz budget; `selftest` one per mutant; `chat` one per template.
 `cut(units, n)` cuts that list into `n` contiguous slices of about equal
 cumulative weight (cases, not vocabularies, are balanced), so every unit lands in
-exactly one shard whatever `n` is. Each cut splits at most one model, so a
-model's load cost is paid at most `n - 1` extra times in all, never once per shard. A slice keeps the unsharded order, so `merge-reports`
-concatenates the shards' lists back into the unsharded report.
+exactly one shard whatever `n` is. Each cut splits at most one model, so the
+models' load cost is paid at most `n - 1` extra times in all, never once per
+shard. A slice keeps the unsharded order, so `merge-reports` concatenates the
+shards' lists back into the unsharded report.
 
-A model's `MODEL` unit comes first in its list: the shard owning it records
+A model's `MODEL` unit comes first in its list and goes with its first case
+(`_with_next`): the shard owning it records
 everything about the model as a whole (the vocabulary checks, a load failure, a
 "not checked" reason); any other shard holding some of its cases keeps only
 their case-level results (`case_part`).
