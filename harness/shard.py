@@ -169,7 +169,8 @@ def case_part(result) -> None:
     ones, and the vocabulary rows of its capability tally (reset as new).
     """
     from . import capabilities as capmod
-    for kind in ("mismatches", "oracle_crashes", "engine_errors", "known_oracle_crashes", "harness_faults"):
+    from .report import LISTS, SIDE_LISTS
+    for kind in LISTS + SIDE_LISTS:  # every list a report carries, those added later too
         entries = getattr(result, kind)
         entries[:] = [e for e in entries if e.get("case_id") is not None and not str(e["case_id"]).startswith("<")]
     result.vocab_mismatches.clear()
