@@ -38,6 +38,9 @@ from .models import SetupError
 
 ENV = "GGUF_PARITY_SHARD"  # K/N for nox's parity sessions (noxfile.py passes it on as --shard)
 MODEL = "<model>"          # a model's own checks: load outcome, vocabulary record
+# The notes a model's load outcome writes (harness.live_run, harness.outcomes); every other note is
+# about cases or the fuzz hunt and stays with the shard that ran them.
+MODEL_NOTES = ("llama.cpp crashed loading", "engine failed to load", "both refuse the file")
 FUZZ = "<fuzz>"            # a model's fuzz hunt, run whole by one shard
 
 
@@ -165,8 +168,8 @@ def case_part(result) -> None:
     """Keep only `result`'s case-level outcome (a `report.ModelResult`): another shard owns the model.
 
     Dropped: entries about the model (`<load>`, `<vocab>`, vocabulary mismatches),
-    its "not checked" or refusal reason, its notes other than fuzz and harness-fault
-    ones, and the vocabulary rows of its capability tally (reset as new).
+    its "not checked" or refusal reason, its load-outcome notes (`MODEL_NOTES`), and
+    the vocabulary rows of its capability tally (reset as new).
     """
     from . import capabilities as capmod
     from .report import LISTS, SIDE_LISTS
@@ -175,7 +178,7 @@ def case_part(result) -> None:
         entries[:] = [e for e in entries if e.get("case_id") is not None and not str(e["case_id"]).startswith("<")]
     result.vocab_mismatches.clear()
     result.not_checked = result.expected_refusal = None
-    result.notes[:] = [n for n in result.notes if n.startswith(("fuzz:", "harness fault"))]
+    result.notes[:] = [n for n in result.notes if not n.startswith(MODEL_NOTES)]
     for check in capmod.VOCAB_CHECKS:
         row = result.capabilities.get(check)
         if row is not None:

@@ -80,12 +80,13 @@ def test_case_part_keeps_only_case_level_outcomes():
     result.add("engine_errors", {"case_id": "<load>", "error": "x"})
     result.add("vocab_mismatches", {"field": "text", "token": 3})
     result.add("mismatches", {"case_id": "edge-1"})
-    result.notes += ["engine failed to load: X", "fuzz: minimal failing input f after 3 examples"]
+    result.notes += ["engine failed to load: X", "fuzz: minimal failing input f after 3 examples",
+                     "llama.cpp crashed loading the vocabulary", "harness fault on edge-2: worker died"]
     result.not_checked = "why"
     shard.case_part(result)
     assert [e["case_id"] for e in result.mismatches] == ["edge-1"] and not result.engine_errors
     assert not result.vocab_mismatches and result.not_checked is None
-    assert result.notes == ["fuzz: minimal failing input f after 3 examples"]
+    assert result.notes == ["fuzz: minimal failing input f after 3 examples", "harness fault on edge-2: worker died"]
     assert result.capabilities["ids"]["checked"] == 2
     assert result.capabilities["text"] == {"status": "not checked", "checked": 0, "agree": 0, "differ": 0,
                                            "errors": 0, "not_applicable": 0}
