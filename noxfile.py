@@ -80,10 +80,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and import order) over the repository, then mypy (config in pyproject.toml)."""
+    """ruff (lint and import order) over the repository, then mypy (config in pyproject.toml), then
+    actionlint over .github/workflows (docs/sharding.md)."""
     install(session, "test", "lint", vocabularies=False)
     session.run("ruff", "check", ".")
     session.run("mypy")
+    session.run("actionlint")
 
 
 # --- parity sessions (the differential harness) ------------------------------------------
@@ -93,8 +95,11 @@ def lint(session: nox.Session) -> None:
 PARITY_FUZZ = int(os.environ.get("GGUF_PARITY_FUZZ", "20"))          # per vocabulary, modest
 NIGHTLY_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_FUZZ", "1000"))           # per shipped vocabulary
 NIGHTLY_SYNTH_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_SYNTH_FUZZ", "100"))  # per synthetic one (96 of them)
-PARITY_SEED = os.environ.get("GGUF_PARITY_SEED", "0")                # fixed: reproducible CI
+PARITY_SEED = os.environ.get("GGUF_PARITY_SEED", "0")                # fixed: reproducible CI; "none": unseeded
 JOBS = str(min(os.cpu_count() or 1, 2))
+# K/N: the parity sessions run only that shard (`--shard`, docs/sharding.md) into
+# reports/<session>/shard-K-of-N/{golden,live}, and leave the merge to `merge-reports`.
+SHARD = os.environ.get("GGUF_PARITY_SHARD") or None
 # Family names of harness/families.py, spelled out: this file runs in nox's own
 # environment, which has none of the project's dependencies, so it imports nothing
 # from the project (tests/test_noxfile.py keeps the lists in step).
@@ -126,15 +131,21 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
     Returns True when the merged report holds no mismatch, engine error or oracle crash.
     """
     out = Path("reports") / session.name
+    shard = ["--shard", SHARD] if SHARD else []
+    if SHARD:
+        out = out / f"shard-{SHARD.replace('/', '-of-')}"
     parts = []
     if any(Path("golden").glob("*.json*")):
-        harness(session, "compare", "--golden", "golden", *selection, "--quiet", "--report", str(out / "golden"))
+        harness(session, "compare", "--golden", "golden", *selection, "--quiet", *shard,
+                "--report", str(out / "golden"))
         parts.append(out / "golden")
-    seed_args = ["--seed", seed] if seed is not None else []
+    seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
     for name, chosen, budget in live or [("live", selection, fuzz)]:
-        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, "--jobs", JOBS,
+        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, "--jobs", JOBS, *shard,
                 "--report", str(out / name))
         parts.append(out / name)
+    if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
+        return all(found_nothing(part) for part in parts)
     harness(session, "merge-reports", *map(str, parts), "--out", str(out))
     return found_nothing(out)
 

@@ -2,7 +2,7 @@
 # Set everything up on a fresh machine, then run one nox session:
 #   ./quickstart.sh parity   the main job: parity run over the shipped vocabularies -> reports/parity/
 #   ./quickstart.sh tests    the test suite
-#   ./quickstart.sh lint     ruff and mypy (.ci/run runs it before the tests)
+#   ./quickstart.sh lint     ruff, mypy and actionlint (.ci/run runs it before the tests)
 # Extra arguments go to the session (after nox's `--`).
 # Needs only python3 (>= 3.11) with pip, and a C/C++ toolchain for the one-time llama-cpp-python build.
 set -euo pipefail

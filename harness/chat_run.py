@@ -32,6 +32,7 @@ class ChatSummary:
     legacy_recognised: int = 0
     legacy_differs: int = 0
     seconds: float = 0.0
+    shard: dict[str, Any] | None = None  # `chat --shard K/N`: the partition's record (`harness.shard`)
 
     def add(self, target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer,
             reproduce: str | None = None) -> None:

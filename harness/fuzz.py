@@ -12,7 +12,11 @@ to and replayed from the project's `.hypothesis/` database, keyed per model.
 Settings profiles: `ci` (small, fast), `nightly` (large) and `dev`; the
 profile named by ``$GGUF_PARITY_HYPOTHESIS_PROFILE`` is loaded by
 `load_profile()` (default `ci`). The example database lives in the project's
-``.hypothesis/`` folder (git-ignored).
+``.hypothesis/`` folder (git-ignored); with ``$GGUF_PARITY_HYPOTHESIS_GITHUB``
+set to ``OWNER/REPO`` (or ``OWNER/REPO/ARTIFACT``) it also replays, read-only,
+the examples the nightly workflow shares as a GitHub Actions artifact
+(Hypothesis's `GitHubArtifactDatabase`; needs ``$GITHUB_TOKEN``; see
+docs/sharding.md for how the workflows upload it).
 
 Judgements are memoised, and shrinking stops asking llama.cpp once
 `shrink_budget` distinct inputs have been judged, so a hunt's cost is bounded.
@@ -28,7 +32,13 @@ from random import Random
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    GitHubArtifactDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
 from hypothesis.errors import HypothesisException, NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
@@ -36,6 +46,8 @@ from . import models, strategies
 
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"
 DB_ENV = "GGUF_PARITY_HYPOTHESIS_DB"
+GITHUB_ENV = "GGUF_PARITY_HYPOTHESIS_GITHUB"  # OWNER/REPO[/ARTIFACT]: the nightly's shared examples
+GITHUB_ARTIFACT = "hypothesis-example-db"
 
 
 # --- settings profiles and the example database ---------------------------------------------
@@ -44,8 +56,26 @@ def database_dir() -> Path:
     return Path(os.environ.get(DB_ENV) or models.project_root() / ".hypothesis" / "examples")
 
 
-def example_database() -> DirectoryBasedExampleDatabase:
-    return DirectoryBasedExampleDatabase(str(database_dir()))
+def example_database() -> ExampleDatabase:
+    """The local database; with ``$GGUF_PARITY_HYPOTHESIS_GITHUB``, also the shared one, read-only.
+
+    New failures are saved only locally: the nightly workflow uploads that folder
+    as the next shared artifact, a pull request's run uploads nothing.
+    """
+    local = DirectoryBasedExampleDatabase(str(database_dir()))
+    shared = shared_database(os.environ.get(GITHUB_ENV, ""))
+    return local if shared is None else MultiplexedDatabase(local, shared)
+
+
+def shared_database(spec: str) -> ReadOnlyDatabase | None:
+    """`OWNER/REPO[/ARTIFACT]` as a read-only `GitHubArtifactDatabase`; None for ""; `SetupError` if malformed."""
+    if not spec.strip():
+        return None
+    parts = spec.strip().split("/")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise models.SetupError(f"${GITHUB_ENV}={spec!r}: expected OWNER/REPO or OWNER/REPO/ARTIFACT")
+    artifact = parts[2] if len(parts) == 3 else GITHUB_ARTIFACT
+    return ReadOnlyDatabase(GitHubArtifactDatabase(parts[0], parts[1], artifact_name=artifact))
 
 
 def _register_profiles() -> None:

@@ -61,6 +61,7 @@ from .outcomes import (
 from .progress import Progress
 from .report import ModelResult
 from .run_config import RunConfig
+from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
 from .verdict import finish
 
 
@@ -143,12 +144,19 @@ class OraclePool:
         return [fault for session in self.sessions for fault in session.faults]
 
 
-def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
-    """Everything `run` checks on one vocabulary, as a `ModelResult`."""
+def check_model(arg: str, config: RunConfig, factory, part: Partition | None = None,
+                cases: list[dict] | None = None) -> ModelResult:
+    """Everything `run` checks on one vocabulary, as a `ModelResult`; with `part`, only that shard's cases.
+
+    `cases` are the model's gathered cases when the caller has them (`plan`).
+    """
     path = resolve(arg)
     name = short_name(path)
     result = ModelResult(name, family_of(name))
-    cases = gather_cases(path, name, config)
+    cases = gather_cases(path, name, config) if cases is None else cases
+    if part is not None:
+        cases = [c for c in cases if part.owns(name, str(c["id"]))]
+    fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
     before = fingerprint(path)
     pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
     try:
@@ -162,9 +170,9 @@ def check_model(arg: str, config: RunConfig, factory) -> ModelResult:
             return result
         try:
             subject = _prepare(path, name, arg, loaded, config, result)
-            with Progress(total=len(cases) + config.fuzz, label=name, quiet=config.quiet) as bar:
+            with Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 _check_cases(subject, pool, cases, result, bar)
-                if config.fuzz:
+                if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar)
         finally:
             _close(loaded[0], result)
@@ -356,11 +364,33 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     jsonl.append(path, case)  # escaped line breaks: later runs read it back (issue 10, item 4)
 
 
-def run(config: RunConfig, results: list[ModelResult] | None = None) -> list[ModelResult]:
+def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
+    """Shard `config.shard` of the run's units (`harness.shard`), and every model's gathered cases.
+
+    Units, in the run's order: per model its `MODEL` unit, one per case, and a
+    `FUZZ` unit weighing the fuzz budget (the hunt runs whole in one shard).
+    """
+    if config.shard is None:
+        raise ValueError("plan() needs a RunConfig with a shard")
+    units: list[Unit] = []
+    cases_of: dict[str, list[dict]] = {}
+    for arg in config.models:
+        path = resolve(arg)
+        name = short_name(path)
+        cases_of[arg] = gather_cases(path, name, config)
+        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in cases_of[arg])]
+        if config.fuzz:
+            units.append(Unit(name, FUZZ, config.fuzz))
+    return partition("run", units, config.shard), cases_of
+
+
+def run(config: RunConfig, results: list[ModelResult] | None = None,
+        sharded: tuple[Partition, dict[str, list[dict]]] | None = None) -> list[ModelResult]:
     """Check every model of `config`; a `SetupError` for a bad name, path or corpus.
 
     Each finished model is appended to `results` as it finishes, so a caller
-    stopped by a signal still has them for a partial report.
+    stopped by a signal still has them for a partial report. `sharded` (from
+    `plan`) limits the run to one shard: models it holds nothing of are skipped.
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     for arg in config.models:
@@ -369,8 +399,14 @@ def run(config: RunConfig, results: list[ModelResult] | None = None) -> list[Mod
         if not Path(corpus).is_file():
             raise SetupError(f"no such corpus file: {corpus}")
     results = [] if results is None else results
+    part, cases_of = sharded if sharded is not None else (None, {})
     for arg in config.models:
+        if part is not None and not part.items(short_name(resolve(arg))):
+            continue
         if not config.quiet:
             print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)
-        results.append(check_model(arg, config, factory))
+        result = check_model(arg, config, factory, part=part, cases=cases_of.get(arg))
+        if part is not None and not part.owns(result.model):
+            case_part(result)
+        results.append(result)
     return results

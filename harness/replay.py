@@ -42,6 +42,7 @@ from .outcomes import (
 from .progress import Progress
 from .report import ModelResult
 from .run_config import RunConfig
+from .shard import MODEL, Partition, Unit, case_part, partition
 from .verdict import finish
 
 
@@ -114,17 +115,26 @@ def selected_goldens(directory: Path, names: tuple[str, ...],
     return chosen
 
 
-def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None) -> ModelResult:
+def _load(golden_file: Path, *, check: bool) -> dict:
+    try:
+        return load_golden(golden_file, check=check)
+    except GoldenError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None,
+                   part: Partition | None = None) -> ModelResult:
     """One golden against the engine; not checked (with a message) when its GGUF is not here.
 
     With `given` (`--model PATH`) that file must be the recorded one: a set-up error otherwise.
+    With `part` (a shard, `harness.shard`) only its cases are judged.
     """
-    try:
-        golden = load_golden(golden_file, check=_can_validate())
-    except GoldenError as exc:
-        raise SetupError(str(exc)) from None
-    path, why = locate(golden["gguf"], golden_file.parent, given)
+    golden = _load(golden_file, check=_can_validate())
     name = short_name(golden["gguf"]["file"])
+    if part is not None:  # units are keyed by the golden's file name (`plan`)
+        key = short_name(_stem(golden_file))
+        golden = {**golden, "cases": [c for c in golden["cases"] if part.owns(key, str(c["id"]))]}
+    path, why = locate(golden["gguf"], golden_file.parent, given)
     if path is None and given is not None:
         raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
     result = ModelResult(name, family_of(name))
@@ -204,15 +214,40 @@ def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, confi
             bar.advance(note=f"{len(result.failing)} failing")
 
 
-def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | None = None) -> list[ModelResult]:
-    """Every selected golden in `golden_dir` against the engine of `config`, appended to `results`."""
-    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
-    results = [] if results is None else results
+def _selected(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
     names = tuple(m for m in config.models if not _is_path(m))
     paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
-    for golden_file, given in selected_goldens(golden_dir, names, paths):
-        results.append(compare_golden(golden_file, config, factory, given))
-    if all(r.not_checked and r.not_checked.startswith(MISSING) for r in results):
+    return selected_goldens(golden_dir, names, paths)
+
+
+def plan(golden_dir: Path, config: RunConfig) -> Partition:
+    """Shard `config.shard` of the replay: per golden its `MODEL` unit, then one unit per recorded case."""
+    if config.shard is None:
+        raise ValueError("plan() needs a RunConfig with a shard")
+    units: list[Unit] = []
+    for golden_file, _ in _selected(golden_dir, config):
+        name = short_name(_stem(golden_file))
+        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in _load(golden_file, check=False)["cases"])]
+    return partition("compare", units, config.shard)
+
+
+def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | None = None,
+            part: Partition | None = None) -> list[ModelResult]:
+    """Every selected golden in `golden_dir` against the engine of `config`, appended to `results`.
+
+    With `part` (from `plan`) only that shard's share: goldens it holds nothing of are skipped.
+    """
+    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
+    results = [] if results is None else results
+    for golden_file, given in _selected(golden_dir, config):
+        key = short_name(_stem(golden_file))
+        if part is not None and not part.items(key):
+            continue
+        result = compare_golden(golden_file, config, factory, given, part=part)
+        if part is not None and not part.owns(key):
+            case_part(result)
+        results.append(result)
+    if results and all(r.not_checked and r.not_checked.startswith(MISSING) for r in results):
         raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here (see above); give --model PATH "
                          "or run: python -m harness fetch")
     return results

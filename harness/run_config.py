@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .known_crashes import NONE, KnownCrashes
 from .models import project_root
+from .shard import Shard
 
 FOUND_DIR = project_root() / "corpora" / "found"
 
@@ -34,3 +35,4 @@ class RunConfig:
     quiet: bool = False
     known_crashes: KnownCrashes = NONE
     expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement
+    shard: Shard | None = None  # --shard K/N: only that part of the work (harness.shard)

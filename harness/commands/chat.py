@@ -23,6 +23,7 @@ import argparse
 from pathlib import Path
 
 from .. import chat_golden, chat_helper_build, chat_run
+from .. import shard as sharding
 from ..chat_cases import Target, load_conversations
 from ..chat_diff import diff_text
 from ..chat_oracle import DEFAULT_TIMEOUT, ChatOracle
@@ -51,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="compile jobs for --build-helper")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help="seconds before the helper counts as hung on a case")
+    sharding.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         targets = [t for path in args.model for t in file_targets(path)]
     else:
         targets = chat_run.select(args.target)
+    part = _shard(targets, args.shard)
+    if part is not None:
+        targets = [t for t in targets if part.owns(t.name)]
     if args.golden:
         summary = chat_run.offline(targets, args.golden)
         if not summary.targets:
@@ -81,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
         with ChatOracle(timeout=args.timeout) as oracle:
             summary = chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz,
                                     seed=args.seed, corpus=args.corpus)
+    if part is not None:
+        summary.shard = part.meta()
+        print(f"shard {part.shard}: {len(targets)} of {part.units} templates")
     for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
         print(diff_text(finding))
     for line in summary.lines():
@@ -89,6 +97,16 @@ def run(args: argparse.Namespace) -> int:
         chat_run.write_report(summary, args.report)
         print(f"report: {args.report / 'messages.html'}")
     return 0 if summary.ok else 1
+
+
+def _shard(targets: list[Target], text: str | None) -> sharding.Partition | None:
+    """`--shard K/N` over the chat targets, one unit each: every template runs the same conversations
+    (the corpus with add_generation_prompt true and false, the same fuzz sample), so counting
+    templates counts cases."""
+    shard = sharding.from_text(text)
+    if shard is None:
+        return None
+    return sharding.partition("chat", [sharding.Unit(t.name, sharding.MODEL) for t in targets], shard)
 
 
 def _record(targets: list[Target], args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from .. import known_crashes
+from .. import shard as sharding
 from ..families import FAMILIES, models_of
 from ..models import SetupError
 from ..run_config import RunConfig
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-refusal", action="store_true",
                         help="goldens of files llama.cpp refused: the engine refusing too is agreement")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    sharding.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,15 +54,16 @@ def run(args: argparse.Namespace) -> int:
     if args.family and not names:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
     from ..final_report import run_and_report
-    from ..replay import compare
+    from ..replay import compare, plan
 
     golden_dir = args.golden.absolute()
     config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
                        known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
-                       **engine_options.config_fields(args))
+                       shard=sharding.from_text(args.shard), **engine_options.config_fields(args))
+    part = plan(golden_dir, config) if config.shard else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "golden": str(golden_dir),
             "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal,
-            "allow_flakes": config.allow_flakes}
-    return run_and_report(lambda results: compare(golden_dir, config, results), config, meta)
+            "allow_flakes": config.allow_flakes, **({"shard": part.meta()} if part else {})}
+    return run_and_report(lambda results: compare(golden_dir, config, results, part), config, meta)

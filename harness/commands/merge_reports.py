@@ -10,6 +10,11 @@ crash a finding), so one list applies to all the folded reports. Exit status:
 1 when it holds any, or an engine flake from a part not run with
 --allow-flakes, 2 when a report or the list cannot be read, or when a part
 left a model not checked (`harness.verdict`).
+
+Shards (`--shard K/N` reports, `harness.shard`) must come complete: the
+reports of one partition must be shards 1..N, each once; overlapping or
+missing shards are refused with one line (exit 2). A complete set is folded in
+shard order, which gives exactly the unsharded report (timings aside).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 from pathlib import Path
 
 from .. import known_crashes
+from .. import shard as sharding
 from ..models import SetupError
 from ..report_dir import ReportDir
 
@@ -39,12 +45,15 @@ def run(args: argparse.Namespace) -> int:
         reports = [reporting.load(path) for path in args.reports]
     except ValueError as exc:
         raise SetupError(str(exc)) from None
-    reports = [reporting.reclassify(report, known) for report in reports]
-    stopped = [str(p) for p, r in zip(args.reports, reports, strict=True) if r.get("meta", {}).get("interrupted")]
+    ordered = sharding.order(reports, [str(p) for p in args.reports])  # SetupError: shards missing or twice
+    paths = [args.reports[i] for i in ordered]
+    reports = [reporting.reclassify(reports[i], known) for i in ordered]
+    stopped = [str(p) for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
     allow = all(r.get("meta", {}).get("allow_flakes") for r in reports  # a part's flakes fail as they did
                 if r.get("summary", {}).get("engine_flakes"))
+    shards = {"shards": sharding.merged_meta(reports)} if sharding.merged_meta(reports) else {}
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": [str(p) for p in args.reports], "allow_flakes": allow,
+                                            "merged": [str(p) for p in paths], "allow_flakes": allow, **shards,
                                             **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
     with ReportDir(args.out) as folder:
         try:

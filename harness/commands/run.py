@@ -26,9 +26,10 @@ import sys
 from pathlib import Path
 
 from .. import known_crashes, worker_limits
+from .. import shard as sharding
 from ..engine_spec import is_ours
 from ..families import FAMILIES, models_of
-from ..models import SHIPPED, SetupError
+from ..models import SHIPPED, SetupError, short_name
 from ..run_config import RunConfig
 from ..verdict import EXIT_FOUND, EXIT_OK
 from . import engine_options
@@ -66,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the models are hostile files both sides must refuse: such a model is "
                              "'refused as expected' (not 'not checked', exit 2), one either side loads is a finding")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    sharding.add_option(parser)
 
 
 def selected_models(args: argparse.Namespace) -> tuple[str, ...]:
@@ -100,23 +102,29 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
         seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
         memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
-        expect_refusal=args.expect_refusal, **engine_options.config_fields(args), **kwargs,
+        expect_refusal=args.expect_refusal, shard=sharding.from_text(args.shard),
+        **engine_options.config_fields(args), **kwargs,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from ..final_report import run_and_report
+    from ..live_run import plan
     from ..live_run import run as run_models
 
     config = config_from(args)
+    sharded = plan(config) if config.shard else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
-            "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes}
-    code = run_and_report(lambda results: run_models(config, results), config, meta)
+            "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
+            **({"shard": sharded[0].meta()} if sharded else {})}
+    code = run_and_report(lambda results: run_models(config, results, sharded), config, meta)
     if args.messages is False or not is_ours(config.engine) or code not in (EXIT_OK, EXIT_FOUND):
         return code
     from ..chat_run import run_messages
-    messages_ok = run_messages(config.models, config.report_dir, fuzz=min(config.fuzz, 200),
+    models = config.models if sharded is None else tuple(  # a model's templates go with its own checks
+        m for m in config.models if sharded[0].owns(short_name(m)))
+    messages_ok = run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),
                                seed=config.seed, explicit=bool(args.messages))
     return EXIT_FOUND if messages_ok is False else code

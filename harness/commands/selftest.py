@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import shard as sharding
 from ..models import SetupError
 from ..mutants import MutantError, load, select
 from ..selftest import DETECTORS, Settings, load_prior, write_json
@@ -58,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run each mutant only on its likely vocabularies (cheaper; a survivor then means "
                              "'not killed there', not 'not killed by the main job')")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    sharding.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         mutants = select(load(), args.mutant)
     except MutantError as exc:
         raise SetupError(str(exc)) from None
+    part = _shard(mutants, args.shard)
+    if part is not None:
+        mutants = [m for m in mutants if part.owns(m.id)]
     if args.list:
         for m in mutants:
             print(f"{m.id:40} {m.area:18} {m.description}")
@@ -87,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"selftest: {len(mutants)} mutants x {len(detectors)} detectors, scope {args.scope}, "
           f"jobs {args.jobs}", flush=True)
     report = run_selftest(mutants, settings, out_json=json_path, say=lambda line: print(line, flush=True))
+    if part is not None:
+        report["shard"] = part.meta()
     args.report.mkdir(parents=True, exist_ok=True)
     write_json(json_path, report)
     html_path = args.report / "selftest.html"
@@ -106,6 +113,17 @@ def run(args: argparse.Namespace) -> int:
     if unsure:  # a verdict is a claim: a mutant nobody could judge is not reported as killed
         print(f"{len(unsure)} mutants could not be judged (timeout): {', '.join(unsure)}", file=sys.stderr)
     return EXIT_FOUND if survivors or unsure else EXIT_OK
+
+
+def _shard(mutants: list, text: str | None) -> sharding.Partition | None:
+    """`--shard K/N` over the selected mutants, one unit each in their listed order (`harness.shard`).
+
+    Each shard also runs the baseline (every detector on the unmutated code) for its own mutants.
+    """
+    shard = sharding.from_text(text)
+    if shard is None:
+        return None
+    return sharding.partition("selftest", [sharding.Unit(m.id, sharding.MODEL) for m in mutants], shard)
 
 
 def split_survivors(report: dict[str, Any], column: str | None) -> tuple[list[str], dict[str, str]]:
