@@ -67,9 +67,10 @@ class Child:
         """The reply to `message`, or `ChildFailure` naming what went wrong."""
         self.next_id += 1
         mark = self.stderr.seek(0, os.SEEK_END)
+        deadline = time.monotonic() + timeout  # the write and the reply both: a child that does not read is late
         # a child that died no longer reads: the read below finds it over and says how
-        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())
-        line = self._line(time.monotonic() + timeout, timeout, mark)
+        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode(), deadline)
+        line = self._line(deadline, timeout, mark)
         try:
             reply = json.loads(line)
         except ValueError:
