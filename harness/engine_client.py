@@ -241,7 +241,9 @@ class RemoteEngine:
                 return [self._recheck(batch[0], str(failure))]
             flakes = len(self.flakes)
             out = [self._batch([item])[0] for item in batch]
-            if not self.dead and len(self.flakes) == flakes and not any(isinstance(o, EngineError) for o in out):
+            # no case failed the process again (an engine error the engine *answered* does not explain it)
+            repeated = any(isinstance(o, EngineError) and o.error.startswith("EngineProcess:") for o in out)
+            if not self.dead and len(self.flakes) == flakes and not repeated:
                 self._flake([str(case["id"]) for _, case, _ in batch], "tokenize", str(failure))
             return out
         self.failed_in_a_row = 0
