@@ -86,10 +86,8 @@ class Contained:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return True
-            if self.pidfd is None:
-                watch, wait = [], POLL_SLICE if left is None else min(left, POLL_SLICE)
-            else:
-                watch, wait = [self.pidfd], left
+            watch = [self.pidfd] if self.pidfd is not None else []
+            wait = left if watch else min(left if left is not None else POLL_SLICE, POLL_SLICE)
             if select.select(watch, [self._in], [], wait)[0] or (self.pidfd is None and self.exited()):
                 return False  # exited: a grandchild may hold its stdin, but nobody will answer
         return True

@@ -360,8 +360,12 @@ class RemoteEngine:
 def flake_record(case_ids: list[str], op: str, first: str) -> dict:
     """An engine flake: the child failed on `op` for `case_ids`, a fresh child answered (report.json's
     `engine_flakes`, without the "model" the run adds)."""
-    return {"case_ids": list(case_ids), "op": op, "first": first,
-            "recheck": "a fresh engine process answered: the answer is used; the first failure did not repeat"}
+    if len(case_ids) > 1:
+        recheck = (f"the failed request held {len(case_ids)} cases; each, asked alone of a fresh engine process, "
+                   "was answered (which one set the failure off is not known): those answers are used")
+    else:
+        recheck = "a fresh engine process answered: the answer is used; the first failure did not repeat"
+    return {"case_ids": list(case_ids), "op": op, "first": first, "recheck": recheck}
 
 
 class _HelloFailed(EngineLoadError):

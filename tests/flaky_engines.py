@@ -3,10 +3,11 @@
 Each wraps our own `Tokenizer` (right on every case) and fails the first time it
 is asked to tokenize the input `"planted flake"` (or the text of the `on` engine argument,
 `--engine-arg on=TEXT`): `load_hang_once` hangs, `load_exit_once` exits with status 3.
-With `--engine-arg refuse=TEXT`, tokenizing TEXT raises `ValueError` every time (an
-engine error that is the engine's own answer, not a failure of its process). The `state` engine argument (`--engine-arg state=PATH`) is a
-file that says the failure has happened, so the fresh child the harness starts for
-the re-check answers. A failure that does not repeat is an *engine flake*.
+The `state` engine argument (`--engine-arg state=PATH`) is a file that says the failure
+has happened, so the fresh child the harness starts for the re-check answers. With
+`--engine-arg refuse=TEXT`, tokenizing TEXT raises `ValueError` every time (an engine
+error that is the engine's own answer, not a failure of its process). A failure that
+does not repeat is an *engine flake*.
 """
 
 from __future__ import annotations
