@@ -194,12 +194,20 @@ class RemoteEngine:
 
     def _restart(self, reason: str) -> None:
         self.child.close()
+        hello: list[str] = []  # hello failures of fresh children: a later one that answers makes them flakes
         for _ in range(MAX_RESTARTS):
             try:
                 self.child = self._start()
-                return
+            except _HelloFailed as exc:
+                reason = str(exc)
+                hello.append(exc.failure)
+                continue
             except EngineLoadError as exc:
                 reason = str(exc)
+                continue
+            for failure in hello:
+                self._flake(["<load>"], "hello", failure)
+            return
         self.dead = f"engine process could not be restarted after: {reason}"
 
     def _flake(self, case_ids: list[str], op: str, first: str) -> None:

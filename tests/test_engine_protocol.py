@@ -169,6 +169,18 @@ def test_a_hello_failure_that_does_not_repeat_is_a_load_flake(tmp_path):
     assert flake["case_ids"] == ["<load>"] and flake["op"] == "hello" and "exited with status 4" in flake["first"]
 
 
+def test_a_hello_failure_while_restarting_that_does_not_repeat_is_a_flake_too(tmp_path):
+    """The restart after a failed request is itself re-checked: a fresh child failing at hello once is listed."""
+    engine = remote("die-then-at-hello-once", 5.0, str(tmp_path / "state"))
+    try:
+        (answer,) = engine.evaluate_many(CASES[:1])
+    finally:
+        engine.close()
+    assert answer["encode"][0]["ids"] == [4]  # the third child answered
+    assert [(f["case_ids"], f["op"]) for f in engine.flakes] == [(["<load>"], "hello"), (["a"], "tokenize")]
+    assert "exited with status 4" in engine.flakes[0]["first"] and "status 9" in engine.flakes[1]["first"]
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
