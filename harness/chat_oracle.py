@@ -80,9 +80,10 @@ class ChatOracle:
 
     def ask(self, req: dict[str, Any]) -> ChatAnswer:
         child = self._start()
-        if not child.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"):
+        deadline = time.monotonic() + self.timeout
+        if not child.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n", deadline):
             return self._died(child)
-        line = child.readline(time.monotonic() + self.timeout)
+        line = child.readline(deadline)
         if line is None:
             self._end(child)
             return ChatAnswer("hang", error=f"no answer within {self.timeout:g} s")

@@ -10,6 +10,9 @@ import check of `harness.engine_spec`) is a `Contained`:
   on Linux; elsewhere `select` in short slices with a look at the process between them),
   so a child that exits is noticed at once, even when a grandchild it started still holds
   the pipe open and no end of file will ever come;
+- a write waits the same way, under the request's deadline (stdin is non-blocking), so a
+  child that does not read (hung, or gone while a grandchild holds its stdin) cannot stall
+  the harness on a request larger than the pipe's buffer;
 - `stop()` always SIGKILLs the whole group, even when the leader has already exited (its
   descendants live on otherwise), and then reaps the leader.
 
@@ -46,6 +49,8 @@ class Contained:
                                      env=env, cwd=cwd, start_new_session=True)
         self.pid = self.proc.pid  # also the process group's id
         self.pidfd = _pidfd(self.pid)
+        self._in = self.proc.stdin.fileno()  # type: ignore[union-attr]
+        os.set_blocking(self._in, False)  # `write` waits in select, under a deadline
         self.buffer = b""
         self.stopped = False
 
@@ -59,13 +64,32 @@ class Contained:
             return []
         return [self.out] + ([self.pidfd] if self.pidfd is not None else [])
 
-    def write(self, data: bytes) -> bool:
-        """Send `data`; False when the child no longer reads (it died: the next read says how)."""
-        try:
-            self.proc.stdin.write(data)  # type: ignore[union-attr]
-            self.proc.stdin.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError):
-            return False
+    def write(self, data: bytes, deadline: float | None = None) -> bool:
+        """Send `data` by `deadline` (time.monotonic(); None: no limit); False when the child no
+        longer reads (it died, or exited: the next read says how).
+
+        Never blocks past `deadline`: a child that does not read (hung, or gone while a grandchild
+        holds its stdin) cannot stall the harness on a request larger than the pipe. True then,
+        with the rest unsent: the read by the same deadline finds the child late.
+        """
+        view = memoryview(data)
+        while view:
+            if self.stopped or self.proc.stdin.closed:  # type: ignore[union-attr]  # (its fd may be reused)
+                return False
+            try:
+                view = view[os.write(self._in, view):]
+                continue
+            except BlockingIOError:  # the pipe is full
+                pass
+            except OSError:  # EPIPE: nobody holds its stdin any more
+                return False
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return True
+            watch = [self.pidfd] if self.pidfd is not None else []
+            wait = left if watch else min(left if left is not None else POLL_SLICE, POLL_SLICE)
+            if select.select(watch, [self._in], [], wait)[0] or (self.pidfd is None and self.exited()):
+                return False  # exited: a grandchild may hold its stdin, but nobody will answer
         return True
 
     def exited(self) -> bool:

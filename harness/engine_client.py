@@ -67,9 +67,10 @@ class Child:
         """The reply to `message`, or `ChildFailure` naming what went wrong."""
         self.next_id += 1
         mark = self.stderr.seek(0, os.SEEK_END)
+        deadline = time.monotonic() + timeout  # the write and the reply both: a child that does not read is late
         # a child that died no longer reads: the read below finds it over and says how
-        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())
-        line = self._line(time.monotonic() + timeout, timeout, mark)
+        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode(), deadline)
+        line = self._line(deadline, timeout, mark)
         try:
             reply = json.loads(line)
         except ValueError:
@@ -193,12 +194,20 @@ class RemoteEngine:
 
     def _restart(self, reason: str) -> None:
         self.child.close()
+        hello: list[str] = []  # hello failures of fresh children: a later one that answers makes them flakes
         for _ in range(MAX_RESTARTS):
             try:
                 self.child = self._start()
-                return
+            except _HelloFailed as exc:
+                reason = str(exc)
+                hello.append(exc.failure)
+                continue
             except EngineLoadError as exc:
                 reason = str(exc)
+                continue
+            for failure in hello:
+                self._flake(["<load>"], "hello", failure)
+            return
         self.dead = f"engine process could not be restarted after: {reason}"
 
     def _flake(self, case_ids: list[str], op: str, first: str) -> None:
@@ -240,7 +249,9 @@ class RemoteEngine:
                 return [self._recheck(batch[0], str(failure))]
             flakes = len(self.flakes)
             out = [self._batch([item])[0] for item in batch]
-            if not self.dead and len(self.flakes) == flakes and not any(isinstance(o, EngineError) for o in out):
+            # no case failed the process again (an engine error the engine *answered* does not explain it)
+            repeated = any(isinstance(o, EngineError) and o.error.startswith("EngineProcess:") for o in out)
+            if not self.dead and len(self.flakes) == flakes and not repeated:
                 self._flake([str(case["id"]) for _, case, _ in batch], "tokenize", str(failure))
             return out
         self.failed_in_a_row = 0
@@ -357,8 +368,12 @@ class RemoteEngine:
 def flake_record(case_ids: list[str], op: str, first: str) -> dict:
     """An engine flake: the child failed on `op` for `case_ids`, a fresh child answered (report.json's
     `engine_flakes`, without the "model" the run adds)."""
-    return {"case_ids": list(case_ids), "op": op, "first": first,
-            "recheck": "a fresh engine process answered: the answer is used; the first failure did not repeat"}
+    if len(case_ids) > 1:
+        recheck = (f"the failed request held {len(case_ids)} cases; each, asked alone of a fresh engine process, "
+                   "was answered (which one set the failure off is not known): those answers are used")
+    else:
+        recheck = "a fresh engine process answered: the answer is used; the first failure did not repeat"
+    return {"case_ids": list(case_ids), "op": op, "first": first, "recheck": recheck}
 
 
 class _HelloFailed(EngineLoadError):

@@ -194,11 +194,18 @@ def one_line(report: dict) -> str:
               "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
     flakes = (f"; {s['engine_flakes']} engine flakes (the engine's process failed once, a fresh one answered: "
               "see report)") if s.get("engine_flakes") else ""
-    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases, {s['failing_cases']} failing, "
+    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases{_set_aside(s)}, {s['failing_cases']} failing, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
             + _messages_figures(report.get("messages")))
+
+
+def _set_aside(s: dict) -> str:
+    """" (265 checked; set aside: 1 known-crash case)" when some cases were not compared, else ""."""
+    parts = [f"{n} {what} case{'' if n == 1 else 's'}" for n, what in
+             ((s.get("known_crash_cases", 0), "known-crash"), (s.get("not_applicable", 0), "not-applicable")) if n]
+    return f" ({s.get('checked', 0)} checked; set aside: {', '.join(parts)})" if parts else ""
 
 
 def _messages_figures(messages: dict | None) -> str:
@@ -400,11 +407,21 @@ def _side_rows(report: dict, kind: str) -> list[dict]:
 
 
 def _fault_first(crash: object) -> str:
-    """A llama.cpp worker's crash record in one line (as `harness.workers.describe` words it)."""
+    """A llama.cpp worker's crash record in words: killed by a signal, exited, hung, or raised."""
     if not isinstance(crash, dict):
         return str(crash or "")
-    what = crash.get("signal") or f"exit {crash.get('exit')}"
-    return f"worker {crash.get('kind', '?')} {what}" + (f": {crash['stderr']}" if crash.get("stderr") else "")
+    kind = crash.get("kind")
+    if kind == "timeout":
+        limit = crash.get("timeout")
+        what = f"hung (no answer within {limit:g}s)" if isinstance(limit, (int, float)) else "hung"
+    elif kind == "error":
+        what = "raised an error"
+    elif crash.get("signal"):
+        what = f"was killed by {crash['signal']}"
+    else:
+        what = f"exited with status {crash.get('exit')}"
+    call = f" in {crash['call']}" if crash.get("call") else ""
+    return f"the llama.cpp worker {what}{call}" + (f": {crash['stderr']}" if crash.get("stderr") else "")
 
 
 def _messages(report: dict) -> dict | None:

@@ -126,7 +126,7 @@ class Worker:
         self._stderr_at = self._stderr.seek(0, os.SEEK_END)
         self.step = None
         self.deadline = time.monotonic() + timeout
-        if not self.child.write((json.dumps(request) + "\n").encode()):
+        if not self.child.write((json.dumps(request) + "\n").encode(), self.deadline):
             self.eof = True  # died since its last answer: the caller sees eof and records why
 
     @property

@@ -7,7 +7,9 @@ checks that the harness turns each into an engine error or a load error.
 `python tests/protocol_children.py MODE-once STATE` misbehaves only while the file
 STATE does not exist (it creates it): `die-once`, `hang-once` on tokenize,
 `die-at-hello-once` at hello; the harness's re-check in a fresh child then
-gets an answer, which makes an engine flake.
+gets an answer, which makes an engine flake. `exit-after-reply` answers each tokenize
+request, then exits (so each next request restarts it). `die-then-at-hello-once` dies on
+tokenize, and the fresh child that replaces it at hello; the one after answers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ def reply(message: dict) -> None:
 
 
 def main(mode: str, state: str | None = None) -> int:
+    if mode == "die-then-at-hello-once":  # dies on tokenize; the fresh child dies at hello; the next answers
+        assert state is not None
+        mode = "die-once" if not os.path.exists(state) else "die-at-hello-once"
+        state = state if mode == "die-once" else state + ".hello"
     if mode.endswith("-once"):
         assert state is not None
         mode = "ok" if os.path.exists(state) else mode.removesuffix("-once")
@@ -62,6 +68,9 @@ def main(mode: str, state: str | None = None) -> int:
             time.sleep(3600)
         elif mode == "die":
             os._exit(9)
+        elif mode == "exit-after-reply":  # answers, then is gone: every next request needs a fresh child
+            reply({"id": rid, "ok": True, "results": [[{"ids": [len(i)]}] * 4 for i in request["inputs"]]})
+            return 0
         else:
             reply({"id": rid, "ok": True, "results": [[{"ids": [len(i)]}] * 4 for i in request["inputs"]]})
     return 0

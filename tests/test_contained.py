@@ -159,3 +159,61 @@ def test_the_chat_oracle_is_contained(tmp_path):
         oracle.ask(request(template="x", messages=[], add_generation_prompt=False))  # a fresh helper
     first, second = pids(marker)
     assert gone([first, second]) == []
+
+
+BIG = 1 << 20  # a request larger than any pipe's buffer (64 KiB on Linux)
+
+
+def in_thread(call, wait: float) -> tuple[bool, list]:
+    """Run `call()` in a thread for up to `wait` seconds: (whether it returned, [its result or exception])."""
+    import threading
+
+    out: list = []
+
+    def target() -> None:
+        try:
+            out.append(call())
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(wait)
+    return not thread.is_alive(), out
+
+
+def test_a_request_larger_than_the_pipe_to_a_child_that_does_not_read_is_bounded_by_the_timeout():
+    """The write is under the request's deadline too (before: it blocked until the child died)."""
+    from harness.engine_client import Child, ChildFailure
+    child = Child([sys.executable, "-c", "import time; time.sleep(120)"])  # alive, never reads its stdin
+    try:
+        started = time.monotonic()
+        returned, out = in_thread(lambda: child.request({"op": "tokenize", "inputs": ["x" * BIG]}, 2), 30)
+        assert returned, "the write blocked past the request's timeout"
+        assert time.monotonic() - started < 10
+        (failure,) = out
+        assert isinstance(failure, ChildFailure) and "engine hung: no reply within 2s" in str(failure)
+    finally:
+        child.kill()
+        child.close()
+
+
+@pytest.mark.parametrize("pidfd", [pytest.param(True, id="pidfd"), pytest.param(False, id="no-pidfd")])
+def test_a_write_to_an_exited_child_whose_grandchild_holds_its_stdin_returns_at_once(tmp_path, monkeypatch, pidfd):
+    from harness import contained
+    from harness.contained import Contained
+    if not pidfd:  # as where there is no pidfd_open (not Linux): short selects with a look at the process
+        monkeypatch.setattr(contained, "_pidfd", lambda pid: None)
+    pidfile = tmp_path / "pids"
+    child = Contained([sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen(['sleep', '120']); "
+                       f"open({str(pidfile)!r}, 'w').write(str(p.pid)); sys.exit(4)"])
+    try:
+        assert child.wait_exit(30)
+        started = time.monotonic()
+        returned, out = in_thread(lambda: child.write(b"x" * BIG), 30)  # no deadline: its exit ends it
+        assert returned and out == [False]  # nobody will read it: said at once, not at the deadline
+        assert time.monotonic() - started < 10
+    finally:
+        code = child.stop()
+    assert code == 4
+    assert gone(pids(pidfile)) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -166,3 +167,33 @@ def test_a_hello_failure_that_does_not_repeat_is_a_load_flake(tmp_path):
     finally:
         engine.close()
     assert flake["case_ids"] == ["<load>"] and flake["op"] == "hello" and "exited with status 4" in flake["first"]
+
+
+def test_a_hello_failure_while_restarting_that_does_not_repeat_is_a_flake_too(tmp_path):
+    """The restart after a failed request is itself re-checked: a fresh child failing at hello once is listed."""
+    engine = remote("die-then-at-hello-once", 5.0, str(tmp_path / "state"))
+    try:
+        (answer,) = engine.evaluate_many(CASES[:1])
+    finally:
+        engine.close()
+    assert answer["encode"][0]["ids"] == [4]  # the third child answered
+    assert [(f["case_ids"], f["op"]) for f in engine.flakes] == [(["<load>"], "hello"), (["a"], "tokenize")]
+    assert "exited with status 4" in engine.flakes[0]["first"] and "status 9" in engine.flakes[1]["first"]
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd (Linux)")
+def test_fifty_restarts_leave_no_descriptor_open():
+    """Each restart closes the old child's pipes, pidfd and stderr file: the harness's descriptors stay put."""
+    before = open_fds()
+    engine = remote("exit-after-reply")
+    try:
+        answers = [engine.evaluate_one({"id": f"c{i}", "text": "abc"}) for i in range(51)]  # a request each
+    finally:
+        engine.close()
+    assert all(isinstance(a, dict) and a["encode"][0]["ids"] == [4] for a in answers)  # len(base64("abc"))
+    assert len(engine.flakes) == 50  # 50 restarts, each a flake (the child exited between requests)
+    assert open_fds() == before

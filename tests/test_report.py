@@ -9,6 +9,7 @@ import pytest
 
 from harness import report, verdict
 from harness.cli import main
+from harness.engine_client import flake_record
 
 
 def result(model: str, family: str, *, cases: int, mismatches: int = 0, crashes: int = 0) -> report.ModelResult:
@@ -117,6 +118,14 @@ def test_the_page_shows_agreed_of_checked_and_no_rate_below_100_when_all_match()
     assert model["pass_rate"] == pytest.approx(17 / 20)  # unchanged meaning: passed / cases (report.json)
 
 
+
+def test_the_summary_line_says_how_many_cases_were_checked_and_why_the_rest_were_set_aside():
+    """The line atop the page reads as the tables do: 24 cases, 21 checked (the tables' agreed / checked)."""
+    line = report.one_line(all_match_with_known_crashes())
+    assert "24 cases (21 checked; set aside: 2 known-crash cases, 1 not-applicable case), 0 failing" in line
+    assert "4 cases, 0 failing" in report.one_line(report.build([result("gpt-2", "bpe", cases=4)], meta={}))
+
+
 def test_a_rate_is_never_rounded_up_to_100_while_a_case_differs():
     assert report.agree_pct(9999, 10000) == "99.9%" and report.agree_pct(3, 3) == "100%"
     assert report.agree_pct(0, 0) == "n/a"
@@ -124,8 +133,7 @@ def test_a_rate_is_never_rounded_up_to_100_while_a_case_differs():
 
 def test_engine_flakes_and_harness_faults_are_on_the_page_and_flakes_fail_the_verdict():
     r = report.ModelResult("qwen2", "bpe", cases=4)
-    r.add_flake({"case_ids": ["c1", "c2"], "op": "tokenize", "first": "engine hung: no reply within 3s",
-                 "recheck": "a fresh engine process answered"})
+    r.add_flake(flake_record(["c1", "c2"], "tokenize", "engine hung: no reply within 3s"))
     r.add_fault({"case_id": "c3", "op": "evaluate", "reason": "worker signal SIGKILL on evaluate",
                  "crash": {"kind": "signal", "signal": "SIGKILL", "exit": -9, "stderr": "", "call": None}})
     built = report.build([r], meta={})
@@ -133,7 +141,10 @@ def test_engine_flakes_and_harness_faults_are_on_the_page_and_flakes_fail_the_ve
     assert verdict.exit_status(built) == 1 and "1 engine flakes" in report.one_line(built)
     html = report.render_html(built)
     assert 'id="engine-flakes"' in html and "c1, c2" in html and "engine hung: no reply within 3s" in html
-    assert 'id="harness-faults"' in html and "worker signal SIGKILL" in html
+    faults = re.search(r'<table id="faults">.*?</table>', html, re.S)
+    assert 'id="harness-faults"' in html and faults and "the llama.cpp worker was killed by SIGKILL" in faults[0]
+    flakes = re.search(r'<table id="flakes">.*?</table>', html, re.S)
+    assert flakes and "held 2 cases; each, asked alone" in flakes[0]  # a batch: which case set it off is unknown
     allowed = report.build([r], meta={"allow_flakes": True})
     assert verdict.exit_status(allowed) == 0 and len(allowed["engine_flakes"]) == 1
 
