@@ -59,7 +59,7 @@ BPE_SPECIALS = (
     ("[tool", TokenType.USER_DEFINED),
     ("tool]]", TokenType.USER_DEFINED),
 )
-LONG_NUMBERS = (("00", "0"), ("10", "0"), ("20", "26"))   # 000, 100, 2026 from two-digit halves
+LONG_NUMBERS = (("00", "0"), ("1", "00"))   # 000 and 100, as BPE reaches them (0 0 ranks first)
 UGM_KEEP = 8192                          # nomic's best-scored pieces kept
 UGM_HOLE = "\u00c4"                      # Ä: a boundary probe (Lu), and inside German pieces
 UGM_USER = ("\u2581\u2581", "\u2581\u2581\u2581\u2581", "<extra_id_0>")
