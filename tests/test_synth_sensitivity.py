@@ -164,3 +164,17 @@ def test_a_character_that_starts_no_piece_lies_inside_pieces():
     normal = scores[np.asarray(meta[Keys.TOKEN_TYPE]) == TokenType.NORMAL]
     space, piece = scores[ids["\u2581"]], scores[ids["\u2581" + hole]]
     assert space + normal.min() - 10 < piece < space + normal.max() - 10
+
+
+def test_selftest_judges_each_on_its_engine_in_the_main_scope():
+    """The self-test's main scope (what the main job runs) holds the family, and a mutant of one
+    engine's file runs on the sensitivity vocabularies of that engine only."""
+    from harness.selftest import reachable, scope_vocabs
+
+    main = scope_vocabs("main")
+    assert set(NAMES) <= set(main)
+    by_id = {m.id: m for m in load()}
+    assert reachable(by_id["ugm-unk-score-from-max"], NAMES) == ["sens-ugm-lattice"]
+    assert reachable(by_id["pre-gpt2-letters-any-space"], NAMES) == ["sens-bpe-specials",
+                                                                     "sens-starcoder-digits"]
+    assert reachable(by_id["special-id-order"], NAMES) == NAMES   # a shared module: every engine
