@@ -21,11 +21,11 @@ do hold it, so that the boundary slice and the corpora reach the difference:
 - ``sens-ugm-lattice`` (nomic-bert-moe's best pieces, every single character
   and the pieces around one hole; extra whitespace kept): user-defined
   whitespace runs scored -1000 in the file, as llama.cpp's converter scores
-  added tokens (``ugm-user-defined-scored``); and a character, `UGM_HOLE`,
-  that no piece spells or starts but that lies inside kept pieces, each scored
+  added tokens (``ugm-user-defined-scored``); and two characters, `UGM_HOLES`,
+  that no piece spells or starts but that lie inside kept pieces, each scored
   as nomic's rarest piece (``ugm-unk-score-from-max``: the unknown score then
-  decides between ``▁Ä`` and ``▁`` + unknown; with nomic's own scores every
-  piece around a character beats an unknown scored either way).
+  decides between, say, ``▁Ä`` and ``▁`` + unknown; with nomic's own scores
+  every piece around a character beats an unknown scored either way).
 
 `ENGINES` names the engine family each one runs on (the self-test skips a
 mutant of one engine on the others' vocabularies).
@@ -61,7 +61,7 @@ BPE_SPECIALS = (
 )
 LONG_NUMBERS = (("00", "0"), ("1", "00"))   # 000 and 100, as BPE reaches them (0 0 ranks first)
 UGM_KEEP = 8192                          # nomic's best-scored pieces kept
-UGM_HOLE = "\u00c4"                      # Ä: a boundary probe (Lu), and inside German pieces
+UGM_HOLES = ("\u00c4", "\u00e9")         # Ä (a boundary probe, Lu) and é (in the corpora and probes)
 UGM_USER = ("\u2581\u2581", "\u2581\u2581\u2581\u2581", "<extra_id_0>")
 ADDED_TOKEN_SCORE = -1000.0              # convert_hf_to_gguf's score for added tokens
 
@@ -126,18 +126,22 @@ def _starcoder_digits(src: gguf.GGUFFile) -> tuple[Meta, Types]:
 
 def _ugm_kept(texts: list[str], kinds: np.ndarray) -> list[int]:
     """Ids kept from nomic, in its order: every non-normal token, the best `UGM_KEEP` pieces,
-    every single-character piece, and every piece with `UGM_HOLE` inside; none that spells or
-    starts with the hole."""
+    every single-character piece, and every piece with a hole (`UGM_HOLES`) inside; none that
+    spells or starts with a hole."""
     normal = kinds == TokenType.NORMAL
     kept = []
     for i, text in enumerate(texts):
         if not normal[i]:
             kept.append(i)
-        elif text.startswith(UGM_HOLE):
+        elif text.startswith(UGM_HOLES):
             continue
-        elif i < UGM_KEEP or len(text) == 1 or UGM_HOLE in text:
+        elif i < UGM_KEEP or len(text) == 1 or _holed(text):
             kept.append(i)
     return kept
+
+
+def _holed(text: str) -> bool:
+    return any(hole in text for hole in UGM_HOLES)
 
 
 def _ugm_lattice(src: gguf.GGUFFile) -> tuple[Meta, Types]:
@@ -151,7 +155,7 @@ def _ugm_lattice(src: gguf.GGUFFile) -> tuple[Meta, Types]:
     new_id = {old: new for new, old in enumerate(kept)}
     scores = np.asarray(keys[Keys.SCORES], dtype="<f4")
     rare = scores[kinds == TokenType.NORMAL].min()
-    holed = np.asarray([UGM_HOLE in texts[i] for i in kept])
+    holed = np.asarray([_holed(texts[i]) for i in kept])
     meta |= keys | {
         Keys.TOKENS: [texts[i] for i in kept] + list(UGM_USER),
         Keys.TOKEN_TYPE: np.concatenate([kinds[kept], np.full(len(UGM_USER), int(TokenType.USER_DEFINED))])

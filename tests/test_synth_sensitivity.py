@@ -152,12 +152,13 @@ def test_user_defined_tokens_have_a_file_score_and_reach_the_lattice():
         assert scores[_ids(meta)[text]] == sens.ADDED_TOKEN_SCORE
 
 
-def test_a_character_that_starts_no_piece_lies_inside_pieces():
-    """ugm-unk-score-from-max: no piece spells or starts with the hole, pieces hold it, and `▁Ä`
-    scores between `▁` + unknown at min-10 (llama.cpp's) and at max-10, so the unknown score
-    decides how a lone `Ä` is cut."""
+@pytest.mark.parametrize("hole", sens.UGM_HOLES)
+def test_a_character_that_starts_no_piece_lies_inside_pieces(hole):
+    """ugm-unk-score-from-max: no piece spells or starts with the hole, pieces hold it, and
+    `▁` + hole scores between `▁` + unknown at min-10 (llama.cpp's) and at max-10, so the
+    unknown score decides how a lone hole (`Ä`, `é`: boundary probes) is cut."""
     meta = _meta("sens-ugm-lattice")
-    texts, hole = meta[Keys.TOKENS], sens.UGM_HOLE
+    texts = meta[Keys.TOKENS]
     assert not any(t.startswith(hole) for t in texts)
     assert sum(hole in t for t in texts) > 10
     ids, scores = _ids(meta), np.asarray(meta[Keys.SCORES])
