@@ -104,7 +104,8 @@ SHARD = os.environ.get("GGUF_PARITY_SHARD") or None
 # environment, which has none of the project's dependencies, so it imports nothing
 # from the project (tests/test_noxfile.py keeps the lists in step).
 SHIPPED_FAMILIES = ("spm", "bpe", "wpm", "ugm")           # together: the 19 shipped vocabularies
-SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names")
+SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names", "sensitivity")
+MAIN_SYNTHETIC_FAMILIES = ("sensitivity",)   # synthetic families the main job runs too (built first)
 
 
 def harness(session: nox.Session, *args: str) -> None:
@@ -152,9 +153,13 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
 
 @nox.session
 def parity(session: nox.Session) -> None:
-    """The main job: every shipped vocabulary, golden + corpora + a modest fuzz budget -> reports/parity/."""
+    """The main job: every shipped vocabulary and the sensitivity family (harness/synth_sensitivity.py),
+    golden + corpora + a modest fuzz budget -> reports/parity/."""
     install(session)
-    selection = [arg for family in SHIPPED_FAMILIES for arg in ("--family", family)]
+    for family in MAIN_SYNTHETIC_FAMILIES:
+        session.run("python", "-m", "harness", "synth", "--family", family)
+    families = SHIPPED_FAMILIES + MAIN_SYNTHETIC_FAMILIES
+    selection = [arg for family in families for arg in ("--family", family)]
     if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED):
         session.error("differences found: see reports/parity/report.html")
 

@@ -5,8 +5,9 @@ vocabularies are grouped by the tokenizer llama.cpp runs for them (gemma-4's
 `gemma4` model is a BPE vocabulary in llama.cpp). The synthetic vocabularies
 (`harness.synth`, built by `python -m harness synth`) make up `rwkv`,
 `plamo2`, `pre-sweep` (one per `tokenizer.ggml.pre` name llama.cpp accepts)
-and `model-names` (the other `tokenizer.ggml.model` values llama.cpp loads and
-tokenizes with).
+`model-names` (the other `tokenizer.ggml.model` values llama.cpp loads and
+tokenizes with) and `sensitivity` (`harness.synth_sensitivity`: vocabularies
+that hold what the self-test's former blind spots need; the main job runs them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "plamo2": ("plamo2",),
     "pre-sweep": tuple(synth.pre_sweep_names()),
     "model-names": ("model-gemma4", "model-hybriddna", "model-whitespace"),
+    "sensitivity": tuple(synth.names("sens-")),
 }
 
 

@@ -17,7 +17,8 @@ run (whose report names the vocabulary that failed). That bounds the cost, as
 does skipping the families whose engine never runs the mutated file
 (`ENGINE_FILES`: a mutant of engines/spm.py runs on the SPM vocabularies only).
 It only tries the vocabularies the main job would run it on (`--scope main`:
-the 19 shipped; `--scope nightly` adds the RWKV and PLaMo-2 families).
+the 19 shipped and the `sensitivity` family, `harness.synth_sensitivity`,
+built first when missing; `--scope nightly` adds the RWKV and PLaMo-2 families).
 `live+fuzz` sees every case `live` sees, so a kill by `live` on a vocabulary
 is a kill by `live+fuzz` there too: it is recorded as implied, not re-run.
 The main job (`./quickstart.sh parity`) is golden + live+fuzz, so it
@@ -42,11 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from . import synth_sensitivity
 from .families import FAMILIES
 from .mutants import Mutant
 from .selftest_settings import DETECTORS, Settings, Verdict
 
-MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm")            # noxfile.SHIPPED_FAMILIES
+MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm", "sensitivity")   # noxfile: SHIPPED + MAIN_SYNTHETIC_FAMILIES
 NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2")   # pre-sweep (91 vocabularies) is too dear per mutant
 COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
 
@@ -54,6 +56,21 @@ COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
 def scope_vocabs(scope: str) -> list[str]:
     families = MAIN_FAMILIES if scope == "main" else NIGHTLY_FAMILIES
     return list(dict.fromkeys(v for f in families for v in FAMILIES[f]))
+
+
+def build_synthetic(vocabs: list[str], say: Callable[[str], None]) -> None:
+    """Build the synthetic vocabularies of `vocabs` that are not in the cache yet (as the main job
+    does first); one whose shipped source is missing is left out by `detector_vocabs`."""
+    from . import synth
+    from .models import SetupError
+
+    for name in vocabs:
+        if name in synth.RECIPES and not synth.synthetic_path(name).is_file():
+            try:
+                synth.write(name)
+                say(f"built synthetic vocabulary {name}")
+            except SetupError as exc:
+                say(f"cannot build {name}: {exc}")
 
 
 def detector_vocabs(detector: str, vocabs: list[str], root: Path) -> list[str]:
@@ -96,11 +113,13 @@ ENGINE_FILES = {
 
 
 def reachable(mutant: Mutant, vocabs: list[str]) -> list[str]:
-    """The vocabularies whose engine executes the mutated file."""
+    """The vocabularies whose engine executes the mutated file (a `sensitivity` vocabulary
+    counts as a member of its engine's family, `synth_sensitivity.ENGINES`)."""
     families = ENGINE_FILES.get(mutant.file)
     if families is None:
         return vocabs
     members = {v for f in families for v in FAMILIES[f]}
+    members |= {v for v, engine in synth_sensitivity.ENGINES.items() if engine in families}
     return [v for v in vocabs if v in members]
 
 
@@ -282,6 +301,7 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     if s.likely_only:  # the baseline need only cover what the mutants will run on
         wanted = {v for m in mutants for v in m.vocabs}
         vocabs = [v for v in vocabs if v in wanted]
+    build_synthetic(vocabs, say)
     candidates = {d: detector_vocabs(d, vocabs, s.root) for d in fresh.detectors}
     started = time.monotonic()
     results: dict[str, dict[str, Verdict]] = {}

@@ -22,6 +22,8 @@ Families of recipes (`RECIPES`, name -> `Recipe`):
 - ``model-<name>``: the other `tokenizer.ggml.model` values (``none``,
   ``no_vocab``, ``hybriddna``, ``whitespace``, ``gemma4``, ``test``) and one
   llama.cpp does not know.
+- ``sens-<name>``: vocabularies built to close the self-test's blind spots
+  (`harness.synth_sensitivity`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys, ValueType
 from tokenizer.pre_names import PRE_NAMES
 
+from . import synth_sensitivity
 from .models import cache_dir, shipped_path
 
 SYNTH_COMMAND = "python -m harness synth"
@@ -416,6 +419,7 @@ def _all_recipes() -> dict[str, Recipe]:
         Recipe("plamo2", "llama-spm", "PLaMo-2 layout over llama-spm's pieces", _plamo2),
         *(_pre_recipe(name) for name in sorted(PRE_NAMES)),
         *_model_recipes(),
+        *synth_sensitivity.recipes(),
     ]
     table: dict[str, Recipe] = {}
     for recipe in recipes:

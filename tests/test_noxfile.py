@@ -15,6 +15,7 @@ import pytest
 
 from harness.families import FAMILIES
 from harness.models import SHIPPED
+from harness.selftest import MAIN_FAMILIES
 
 NOXFILE = Path(__file__).resolve().parent.parent / "noxfile.py"
 
@@ -38,6 +39,9 @@ def test_noxfile_families_are_harness_families():
     assert set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES) == set(FAMILIES)
     shipped = {m for family in noxfile.SHIPPED_FAMILIES for m in FAMILIES[family]}
     assert shipped == set(SHIPPED)
+    assert set(noxfile.MAIN_SYNTHETIC_FAMILIES) <= set(noxfile.SYNTHETIC_FAMILIES)
+    # the self-test measures what the main job runs
+    assert MAIN_FAMILIES == noxfile.SHIPPED_FAMILIES + noxfile.MAIN_SYNTHETIC_FAMILIES
 
 
 def test_nox_lists_sessions_without_project_dependencies(tmp_path):

@@ -7,7 +7,9 @@
   the pinned llama.cpp source accepts (read from the sdist when present).
 - Parity: every `pre-<name>` golden (recorded from llama.cpp with
   `python -m harness record --model pre-<name> --corpus corpora/pre_sweep.jsonl`)
-  replayed against our engine. Goldens are never edited by hand: they are
+  and every `sens-<name>` one (the `sensitivity` family, on the default
+  corpora: `python -m harness record --model sens-<name>`) replayed against
+  our engine. Goldens are never edited by hand: they are
   re-recorded from the oracle and the diff is reviewed. A missing golden skips,
   naming that command.
 """
@@ -33,6 +35,7 @@ from tokenizer.engines.rwkv import unescape
 from tokenizer.pre_names import PRE_NAMES
 
 RECORD = "python -m harness record --corpus corpora/pre_sweep.jsonl --model"
+RECORD_DEFAULT = "python -m harness record --model"   # the default corpora (the sensitivity family)
 
 
 def _needs_source(name: str) -> None:
@@ -140,27 +143,36 @@ def test_synth_command_lists_and_builds(tmp_path, monkeypatch, capsys):
 
 # --- parity on the pre-tokenizer sweep, against golden recorded from llama.cpp ---------------
 
-def _golden(name: str) -> dict:
+def _golden(name: str, record: str = RECORD) -> dict:
     path = GOLDEN_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"no golden for {name}; record with: {RECORD} {name}")
+        pytest.skip(f"no golden for {name}; record with: {record} {name}")
     return load_golden(path)
 
 
-def _synthetic_matching(name: str, golden: dict) -> Path:
+def _synthetic_matching(name: str, golden: dict, record: str = RECORD) -> Path:
     _needs_source(name)
     path = synth.ensure(name)
     differs = mismatch(golden["gguf"], path)  # the golden's file identity (docs/golden.md)
     assert differs is None, (
         f"{path.name} no longer matches its golden ({differs}): rebuild ({synth.SYNTH_COMMAND} {name}) and "
-        f"re-record ({RECORD} {name}), then review the diff")
+        f"re-record ({record} {name}), then review the diff")
     return path
 
 
 @pytest.mark.parametrize("name", synth.pre_sweep_names())
 def test_pre_sweep_golden(name):
-    golden = _golden(name)
-    path = _synthetic_matching(name, golden)
+    _replay_golden(name, RECORD)
+
+
+@pytest.mark.parametrize("name", synth.names("sens-"))
+def test_sensitivity_golden(name):
+    _replay_golden(name, RECORD_DEFAULT)
+
+
+def _replay_golden(name: str, record: str) -> None:
+    golden = _golden(name, record)
+    path = _synthetic_matching(name, golden, record)
     ours = Tokenizer.from_gguf(path)
     got = vocab_record(ours)
     assert got == golden["vocab"], f"vocabulary fields differ: {diff_vocab(golden['vocab'], got)[:5]}"

@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--detector", action="append", default=[], choices=DETECTORS,
                         help="only this detector (repeatable; default all four)")
     parser.add_argument("--scope", choices=("main", "nightly"), default="main",
-                        help="vocabularies: main = the 19 shipped (the main job); nightly adds the synthetic families")
+                        help="vocabularies: main = the 19 shipped and the sensitivity family (the main job); "
+                             "nightly adds the RWKV and PLaMo-2 families")
     parser.add_argument("--fuzz", type=int, default=20, metavar="N", help="fuzzed inputs per vocabulary for live+fuzz")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="fuzz seed (default 0, as the main job)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="mutants judged in parallel")

@@ -1,4 +1,4 @@
-"""Build the synthetic vocabularies (RWKV, PLaMo-2, every pre-tokenizer name, other models).
+"""Build the synthetic vocabularies (RWKV, PLaMo-2, every pre-tokenizer name, other models, sensitivity).
 
 They are derived deterministically from the shipped vocabularies (fetch
 those first) and written to <cache>/synthetic/<name>.gguf, where
@@ -9,6 +9,7 @@ files; a file that is already up to date is left alone.
     python -m harness synth rwkv-world plamo2
     python -m harness synth 'pre-*' --list
     python -m harness synth --family pre-sweep
+    python -m harness synth --family sensitivity   # what the main job builds first
 """
 
 from __future__ import annotations
