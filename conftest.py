@@ -12,6 +12,9 @@
 - Hypothesis profiles `ci`, `dev` and `nightly` (registered by `harness.fuzz`)
   apply suite-wide with `--hypothesis-profile=NAME` or
   `GGUF_PARITY_HYPOTHESIS_PROFILE=NAME`; tests with their own `@settings` keep them.
+- The end of the run counts the skips by group (tests/skip_policy.py); under
+  `nox -s tests` (`GGUF_PARITY_STRICT_SKIPS=1`) a skip for something the session
+  builds itself (vocabularies, synthetic vocabularies, the chat helper) fails the run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from harness import fuzz
 from harness.model_paths import resolve
 from harness.models import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer, UnsupportedVocab
+
+pytest_plugins = ["tests.skip_policy"]
 
 if os.environ.get(fuzz.PROFILE_ENV):
     fuzz.load_profile()

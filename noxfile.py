@@ -70,12 +70,23 @@ def ensure_chromium(session: nox.Session) -> None:
                 external=True, env={"DEBIAN_FRONTEND": "noninteractive"}, success_codes=[0, 100])
 
 
+# Set by the tests session: a skip for something it set up itself fails the run (tests/skip_policy.py).
+STRICT_SKIPS_ENV = "GGUF_PARITY_STRICT_SKIPS"
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (the nightly marker is excluded; see conftest.py)."""
+    """The test suite (the nightly marker is excluded; see conftest.py).
+
+    It first sets up everything its tests need, each step cached: the shipped and the
+    synthetic vocabularies and the chat helper. So the only skips left are the optional
+    extras (nightly, peers, ...); any other skip fails the run (tests/skip_policy.py).
+    """
     install(session, "test")
+    session.run("python", "-m", "harness", "synth")
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", str(os.cpu_count() or 1))
     ensure_chromium(session)
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", *session.posargs, env={STRICT_SKIPS_ENV: "1"})
 
 
 @nox.session

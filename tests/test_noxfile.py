@@ -54,3 +54,43 @@ def test_nox_lists_sessions_without_project_dependencies(tmp_path):
     assert done.returncode == 0, done.stderr
     for session in ("tests", "parity", "parity-spm", "parity-pre-sweep", "nightly", "mutants"):
         assert f"* {session}" in done.stdout or f"- {session}" in done.stdout, done.stdout
+
+
+class FakeSession:
+    """Records what a nox session function runs, instead of running it."""
+
+    def __init__(self, posargs: list[str]) -> None:
+        self.posargs = posargs
+        self.env: dict[str, str] = {}
+        self.calls: list[tuple[tuple[str, ...], dict]] = []
+
+    def install(self, *args: str) -> None:
+        self.calls.append((("install", *args), {}))
+
+    def run(self, *args: str, **kwargs) -> None:
+        self.calls.append((args, kwargs))
+
+    def log(self, *args) -> None:
+        pass
+
+
+def test_tests_session_builds_what_its_tests_need_before_a_strict_pytest(monkeypatch):
+    pytest.importorskip("nox")
+    sys.path.insert(0, str(NOXFILE.parent))
+    try:
+        import noxfile
+    finally:
+        sys.path.remove(str(NOXFILE.parent))
+    monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
+    monkeypatch.setattr(noxfile, "ensure_chromium", lambda session: None)
+    session = FakeSession(["-k", "spm"])
+    noxfile.tests.func(session)
+    commands = [" ".join(args) for args, _ in session.calls]
+    steps = ["python -m harness fetch", "python -m harness synth", "python -m harness chat --build-helper",
+             "python -m pytest -k spm"]
+    at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
+    assert at == sorted(at), commands
+    _, pytest_kwargs = session.calls[at[-1]]
+    assert pytest_kwargs["env"] == {"GGUF_PARITY_STRICT_SKIPS": "1"}
+    from tests.skip_policy import STRICT_ENV
+    assert noxfile.STRICT_SKIPS_ENV == STRICT_ENV

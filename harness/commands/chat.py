@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build the chat helper (llama.cpp's common/ chat code) and exit")
     parser.add_argument("--assign-vocabs", action="store_true",
                         help="maintainers: recompute harness/data/chat_targets.json and exit")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="compile jobs for --build-helper")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="compile jobs for --build-helper (default: one per CPU)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help="seconds before the helper counts as hung on a case")
     sharding.add_option(parser)
