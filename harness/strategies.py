@@ -78,8 +78,7 @@ def table_differences(draw):
 
 @st.composite
 def any_category(draw, *, max_size: int = 12):
-    """Text from every general category but surrogates, and what only llama.cpp's newer tables name: unseen
-    classes in \\p{..} regexes."""
+    """Every general category but surrogates, and what only llama.cpp's tables name: unseen \\p{..} classes."""
     alphabet = st.one_of(st.characters(exclude_categories=["Cs"]), table_differences())
     return draw(st.text(alphabet, max_size=max_size))
 
