@@ -16,7 +16,13 @@ from the rules themselves:
   start or end with a space or U+2581, the longest tokens, byte-fallback
   triggers;
 - per engine (`table_probes`): rows of the normaliser tables (llama.cpp's NFD
-  and lower-case tables; the UGM charsmap's keys), every row in the full set.
+  and lower-case tables; the UGM charsmap's keys), every row in the full set;
+- from inside llama.cpp's Unicode tables (`harness.unicode_probes`): the
+  first, last, middle and a seeded random code point of every UnicodeData
+  First/Last range (Hangul syllables, every CJK extension, Tangut, the private
+  use planes), and up to four code points per block of those whose class
+  differs between llama.cpp's tables and Python's `unicodedata` (what Python
+  cannot name), each after a letter, before `'s` and after a digit.
 
 `cases(path, level)` gives them as corpus cases. `level="slice"` packs the
 probes into a few dozen long cases: it joins the default corpora (so the main
@@ -31,6 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -302,6 +309,8 @@ def cases(path: Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
     """Boundary cases for one vocabulary (ids `bnd-...`): the default slice or the full set."""
     if level_name == "off":
         return []
+    from . import unicode_probes
+
     full = level_name == "full"
     generic = generic_probes()
     groups: list[tuple[str, Iterable[bytes]]] = [
@@ -312,6 +321,9 @@ def cases(path: Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
         groups.append(("voc", pack(vocab_probes(path, longest=64 if full else 12,
                                                 max_special=100_000 if full else 128), size=1 if full else 6,
                                    sep="\n")))
+    inside = unicode_probes.probes()   # text apart from the surrogates' raw bytes: one case is not text for them all
+    groups.append(("uni", chain(pack([p for p in inside if isinstance(p, str)], size=8 if full else 48),
+                                pack([p for p in inside if isinstance(p, bytes)], size=8 if full else 48))))
     out = []
     for tag, packed in groups:
         out += [make_case(f"bnd-{tag}-{i:04d}", data) for i, data in enumerate(packed)]
@@ -324,7 +336,9 @@ def boundary_inputs(path: Path | None = None) -> SearchStrategy[str]:
     """One to four boundary probes, glued or spaced: the rules' edges, in new combinations."""
     from hypothesis import strategies as st
 
-    probes = generic_probes() + (vocab_probes(path) if path is not None else [])
+    from . import unicode_probes
+
+    probes = generic_probes() + unicode_probes.probes() + (vocab_probes(path) if path is not None else [])
     texts = [p for p in probes if isinstance(p, str)]
     glue = st.sampled_from(["", " ", "\n", "a", "1"])
     return st.lists(st.tuples(st.sampled_from(texts), glue), min_size=1, max_size=4).map(

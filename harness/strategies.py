@@ -55,24 +55,47 @@ INVALID_UTF8 = (
 # --- Unicode-heavy text ---------------------------------------------------------------------
 
 @st.composite
+def table_characters(draw, *, categories: tuple[str, ...]):
+    """One character of `categories` as llama.cpp's tables class it, not Python's `unicodedata`.
+
+    Python 3.11 knows Unicode 14.0; llama.cpp's tables are 15.1. The code points
+    Python cannot name (CJK Extensions H and I, Kawi, Nag Mundari...) are drawn
+    by llama.cpp's class (harness.unicode_probes.table_codepoints).
+    """
+    from .unicode_probes import table_codepoints
+
+    cpts = table_codepoints(categories)
+    return chr(int(cpts[draw(st.integers(0, len(cpts) - 1))]))
+
+
+@st.composite
+def table_differences(draw):
+    """A code point whose class differs between llama.cpp's tables and Python's: what Python cannot name."""
+    from .unicode_probes import differing_codepoints
+
+    return chr(draw(st.sampled_from(differing_codepoints())))
+
+
+@st.composite
 def any_category(draw, *, max_size: int = 12):
-    """Text from every general category but surrogates: unseen classes in \\p{..} regexes."""
-    return draw(st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size))
+    """Every general category but surrogates, and what only llama.cpp's tables name: unseen \\p{..} classes."""
+    alphabet = st.one_of(st.characters(exclude_categories=["Cs"]), table_differences())
+    return draw(st.text(alphabet, max_size=max_size))
 
 
 @st.composite
 def weighted_categories(draw, *, max_size: int = 12):
-    """Z*, M*, Nd, P*, So and Cf: the classes pre-tokenizer regexes split on differently."""
-    cats = draw(st.sampled_from([["Zs", "Zl", "Zp"], ["Mn", "Mc", "Me"], ["Nd"], ["No", "Nl"],
-                                 ["Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"], ["So", "Sk", "Sm"],
-                                 ["Cf"], ["Lu", "Ll", "Lt", "Lm", "Lo"]]))
-    return draw(st.text(st.characters(categories=cats), min_size=1, max_size=max_size))
+    """Z*, M*, Nd, P*, So and Cf: the classes pre-tokenizer regexes split on differently (llama.cpp's tables)."""
+    cats = draw(st.sampled_from([("Zs", "Zl", "Zp"), ("Mn", "Mc", "Me"), ("Nd",), ("No", "Nl"),
+                                 ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"), ("So", "Sk", "Sm"),
+                                 ("Cf",), ("Lu", "Ll", "Lt", "Lm", "Lo")]))
+    return draw(st.text(table_characters(categories=cats), min_size=1, max_size=max_size))
 
 
 @st.composite
 def digits_of_many_scripts(draw, *, max_size: int = 10):
-    """Runs of Nd digits from any script: `\\p{N}{1,3}` chunking and digit splitting."""
-    digit = st.one_of(st.sampled_from("0123456789"), st.characters(categories=["Nd"]))
+    """Runs of Nd digits from any script (llama.cpp's tables): `\\p{N}{1,3}` chunking and digit splitting."""
+    digit = st.one_of(st.sampled_from("0123456789"), table_characters(categories=("Nd",)))
     return draw(st.text(digit, min_size=1, max_size=max_size))
 
 
@@ -115,7 +138,7 @@ def nfc_nfd_pair(draw):
 def combining_marks(draw):
     """A base letter with a stack of combining marks: `\\p{M}` glued to the previous letter."""
     base = draw(st.sampled_from("aeoOnAiy i1 "))
-    marks = draw(st.text(st.characters(categories=["Mn", "Me", "Mc"]), min_size=1, max_size=4))
+    marks = draw(st.text(table_characters(categories=("Mn", "Me", "Mc")), min_size=1, max_size=4))
     return base + marks
 
 
