@@ -30,10 +30,13 @@ EXAMPLE = ROOT / "examples" / "third-party"
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (apt-get install nodejs)")
 
 
-def pytest_in(folder: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def pytest_in(folder: Path, *args: str, env: dict | None = None,
+              cache: bool = False) -> tuple[subprocess.CompletedProcess, dict]:
     """`python -m pytest ARGS --junitxml` in `folder`: the process and {(classname, name): (outcome, message)}."""
     junit = folder / "junit.xml"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", *args],
+    junit.unlink(missing_ok=True)
+    no_cache = [] if cache else ["-p", "no:cacheprovider"]
+    done = subprocess.run([sys.executable, "-m", "pytest", *no_cache, f"--junitxml={junit}", *args],
                           cwd=folder, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
     return done, outcomes(junit) if junit.is_file() else {}
 
@@ -212,11 +215,13 @@ def test_the_third_party_example_passes_and_fails_as_it_should(tmp_path, require
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert len(good) == 17 and failed(good) == set()  # 16 parity items and the repository's own test
     assert {n for (c, n), (o, _) in good.items() if o == "skipped"} == {"pieces", "attr", "specials", "eog", "control"}
-    done, bad = pytest_in(folder, env={"EXAMPLE_ENGINE": "broken"})
+    done, bad = pytest_in(folder, env={"EXAMPLE_ENGINE": "broken"}, cache=True)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr
     assert failed(bad) == {("llama-spm", "dog")}
     message = bad[("llama-spm", "dog")][1]
     assert "first differing position" in message and "reproduce: python -m harness run" in message
+    done, again = pytest_in(folder, "--lf", env={"EXAMPLE_ENGINE": "broken"}, cache=True)  # --lf: the failed one
+    assert set(again) == {("llama-spm", "dog")} and failed(again) == {("llama-spm", "dog")}, done.stdout[-3000:]
 
 
 # --- verdicts on a hand-made result (no pytest run) ------------------------------------------------
