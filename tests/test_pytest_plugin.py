@@ -165,6 +165,21 @@ def test_an_engine_flake_is_its_own_outcome(tmp_path, require_vocab, allow):
         assert done.returncode == 1, done.stdout[-3000:]
 
 
+@pytest.mark.oracle
+def test_the_fuzz_item_fails_with_the_minimal_failing_input(tmp_path, require_vocab):
+    """tests/broken_engine.py:load_tab loses the last token of any input with a tab: <fuzz> shrinks to "\\t"."""
+    require_vocab("llama-spm")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
+                              "--parity-fuzz", "40", "--parity-seed", "3",
+                              "--parity-engine", "tests.broken_engine:load_tab", env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert failed(results) == {("llama-spm", "<fuzz>")}
+    message = results[("llama-spm", "<fuzz>")][1]
+    assert "shrunk to '\\t'" in message and "first differing position" in message, message
+    saved = (tmp_path / "parity-report" / "found" / "llama-spm.jsonl").read_text(encoding="utf-8")
+    assert [json.loads(line)["text"] for line in saved.splitlines()] == ["\t"]
+
+
 # --- staying out of the way, and bad options -------------------------------------------------------
 
 def test_without_parity_model_the_plugin_adds_nothing(tmp_path):
