@@ -260,3 +260,13 @@ def test_verdicts_for_each_outcome():
     assert item_verdicts.case_verdict(result, "ok") == item_verdicts.Verdict("pass")
     attr = item_verdicts.vocab_verdict(result, "attr")
     assert attr.outcome == "skip" and "token_attr not offered" in attr.message
+
+
+def test_an_engine_that_cannot_load_fails_every_item_with_the_reason():
+    from harness.outcomes import engine_load_error
+    result = ModelResult("m", "spm")
+    engine_load_error(result, "UnsupportedVocab: no such pre-tokenizer 'x'")
+    result.failing.update({"a", "b"})
+    for verdict in (item_verdicts.case_verdict(result, "a"), item_verdicts.model_verdict(result),
+                    item_verdicts.vocab_verdict(result, "text")):
+        assert verdict.outcome == "fail" and "UnsupportedVocab: no such pre-tokenizer 'x'" in verdict.message, verdict
