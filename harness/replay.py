@@ -214,7 +214,7 @@ def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, confi
             bar.advance(note=f"{len(result.failing)} failing")
 
 
-def _selected(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
+def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
     names = tuple(m for m in config.models if not _is_path(m))
     paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
     return selected_goldens(golden_dir, names, paths)
@@ -225,7 +225,7 @@ def plan(golden_dir: Path, config: RunConfig) -> Partition:
     if config.shard is None:
         raise ValueError("plan() needs a RunConfig with a shard")
     units: list[Unit] = []
-    for golden_file, _ in _selected(golden_dir, config):
+    for golden_file, _ in chosen_goldens(golden_dir, config):
         name = short_name(_stem(golden_file))
         units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in _load(golden_file, check=False)["cases"])]
     return partition("compare", units, config.shard)
@@ -239,7 +239,7 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = [] if results is None else results
-    for golden_file, given in _selected(golden_dir, config):
+    for golden_file, given in chosen_goldens(golden_dir, config):
         key = short_name(_stem(golden_file))
         if part is not None and not part.items(key):
             continue

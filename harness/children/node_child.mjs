@@ -92,6 +92,7 @@ class Toy {
     this.bos = meta["tokenizer.ggml.bos_token_id"];
     this.unk = meta["tokenizer.ggml.unknown_token_id"];
     this.addBos = meta["tokenizer.ggml.add_bos_token"] ?? this.model === "llama";
+    this.addSpacePrefix = this.model === "llama" && (meta["tokenizer.ggml.add_space_prefix"] ?? true);
     this.alphabet = this.model === "gpt2" ? gpt2Alphabet() : null;
     this.ids = new Map();
     this.byteIds = new Map();
@@ -138,19 +139,25 @@ class Toy {
     return out;
   }
 
-  detokenize(ids, removeSpecial) {
+  // As llama.cpp detokenizes: with remove_special a leading BOS is dropped (and the space
+  // prefix then kept); otherwise one leading space of the first piece is the prefix and goes;
+  // a control token shows as its text only with unparse_special.
+  detokenize(ids, removeSpecial, unparseSpecial) {
     const parts = [];
-    for (const id of ids) {
+    let strip = this.addSpacePrefix;
+    if (removeSpecial && this.addBos && ids.length > 0 && ids[0] === this.bos) { ids = ids.slice(1); strip = false; }
+    ids.forEach((id, n) => {
       const type = this.types[id] ?? NORMAL;
-      if (removeSpecial && type === CONTROL) continue;
       const text = this.texts[id];
-      if (text === undefined) continue;
+      if (text === undefined || (type === CONTROL && !unparseSpecial)) return;
       const s = text.toString("utf8");
       const m = /^<0x([0-9A-Fa-f]{2})>$/.exec(s);
-      if (type === BYTE && m) parts.push(Buffer.from([parseInt(m[1], 16)]));
-      else if (this.alphabet) parts.push(Buffer.from(Array.from(s, (c) => this.alphabet.toByte.get(c) ?? 63)));
-      else parts.push(Buffer.from(s.replaceAll("\u2581", " "), "utf8"));
-    }
+      let piece;
+      if (type === BYTE && m) piece = Buffer.from([parseInt(m[1], 16)]);
+      else if (this.alphabet) piece = Buffer.from(Array.from(s, (c) => this.alphabet.toByte.get(c) ?? 63));
+      else piece = Buffer.from(s.replaceAll("\u2581", " "), "utf8");
+      parts.push(n === 0 && strip && piece[0] === 0x20 ? piece.subarray(1) : piece);
+    });
     return Buffer.concat(parts);
   }
 }
@@ -185,8 +192,8 @@ const ops = {
         try {
           const ids = toy.tokenize(data, addSpecial);
           const out = { ids };
-          if (req.detokenize) out.detokenize = req.detokenize.map(([removeSpecial]) =>
-            toy.detokenize(ids, removeSpecial).toString("base64"));
+          if (req.detokenize) out.detokenize = req.detokenize.map(([removeSpecial, unparseSpecial]) =>
+            toy.detokenize(ids, removeSpecial, unparseSpecial).toString("base64"));
           return out;
         } catch (err) {
           return { error: errorObject(err) };

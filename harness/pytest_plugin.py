@@ -1,0 +1,322 @@
+"""The pytest plugin: parity with llama.cpp as test items in anyone's suite (docs/pytest-plugin.md).
+
+    pytest --parity-engine 'cmd:./my-tokenizer --serve' --parity-model llama-bpe --parity-model x.gguf
+
+Registered through the `pytest11` entry point of the gguf-parity package, so
+it is loaded by every pytest in an environment where gguf-parity is installed;
+it does nothing unless `--parity-model` is given (and imports nothing of the
+harness until then). Per model it collects:
+
+    <model>::<model>          loading the file on both sides, refusals, flakes not tied to a case
+    <model>::vocab::<check>   one item per vocabulary record check (text, score, attr, pieces, ...)
+    <model>::<case id>        one item per corpus case (or golden case, with --parity-golden)
+    <model>::<fuzz>           with --parity-fuzz N: the hunt; fails with the minimal failing input
+
+Nothing is judged here. At a model's first item the harness's own per-model
+check runs once (`harness.live_run.check_model` live, `harness.replay.compare_golden`
+with goldens), on the cases pytest selected (`-k`, `--lf`); every item then
+looks its outcome up in that `ModelResult` (`harness.item_verdicts`). The
+options are translated to `python -m harness run`'s own, so both build the
+same `RunConfig`. report.json and report.html are written to --parity-report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+XDIST_GROUP = "xdist_group"
+
+
+class ParityFailure(Exception):
+    """An item's finding: shown as its message alone (the per-token diff), without a Python traceback."""
+
+
+class ParityHarnessFault(UserWarning):
+    """A llama.cpp worker died and a fresh one answered (a harness fault): the case was still checked."""
+
+
+class ParityEngineFlake(UserWarning):
+    """An engine flake allowed by --parity-allow-flakes: the fresh process's answer was compared."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gguf-parity", "token parity with llama.cpp (gguf-parity, docs/pytest-plugin.md)")
+    group.addoption("--parity-model", action="append", default=[], metavar="NAME|PATH",
+                    help="a shipped vocabulary name or a .gguf path to check (repeatable); the plugin is "
+                         "off without it")
+    group.addoption("--parity-engine", default=None, metavar="SPEC",
+                    help="the engine under test: cmd:\"COMMAND LINE\" (docs/engine-protocol.md), MODULE:CALLABLE, "
+                         "or ours (default), as `python -m harness run --engine`")
+    group.addoption("--parity-engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option for the engine (repeatable)")
+    group.addoption("--parity-engine-timeout", type=float, default=None, metavar="SECONDS",
+                    help="a request to the engine taking longer is a hang (default 30)")
+    group.addoption("--parity-allow-flakes", action="store_true",
+                    help="an engine flake passes with a warning instead of failing its item")
+    group.addoption("--parity-golden", type=Path, default=None, metavar="DIR",
+                    help="replay the golden files in DIR instead of running llama.cpp live")
+    group.addoption("--parity-corpus", action="append", default=[], type=Path, metavar="FILE",
+                    help="a JSONL or .inp corpus, in addition to the default corpora (repeatable)")
+    group.addoption("--parity-no-default-corpora", action="store_true",
+                    help="only the --parity-corpus files")
+    group.addoption("--parity-fuzz", type=int, default=0, metavar="N",
+                    help="fuzzed inputs per model (one <fuzz> item per model; live only)")
+    group.addoption("--parity-seed", type=int, default=None, metavar="S", help="make the fuzzing reproducible")
+    group.addoption("--parity-known-crashes", default=None, metavar="FILE|none",
+                    help="known llama.cpp crashes, reported as xfail (default: the project's list)")
+    group.addoption("--parity-report", type=Path, default=Path("parity-report"), metavar="DIR",
+                    help="where report.json, report.html and the reproduce commands' cases go "
+                         "(default parity-report)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{XDIST_GROUP}(name): pytest-xdist's --dist loadgroup keeps a group "
+                                       "on one worker (gguf-parity groups a model's items)")
+
+
+# --- what is checked -----------------------------------------------------------------------------
+
+@dataclass
+class ModelPlan:
+    """One model as collected: its name, how it is checked, and which of its items pytest kept."""
+
+    name: str
+    arg: str
+    case_ids: list[str]
+    cases: list[dict] = field(default_factory=list)  # live: the gathered cases
+    golden: tuple[Path, Path | None] | None = None  # (golden file, --model PATH or None)
+    selected: set[str] | None = None  # item names left after -k / --lf (None: all)
+
+
+class ParityRun:
+    """The session's checks: the RunConfig, the engine factory, each model's `ModelResult` once computed."""
+
+    def __init__(self, config: Any, factory: Any, golden_dir: Path | None) -> None:
+        self.config = config
+        self.factory = factory
+        self.golden_dir = golden_dir
+        self.results: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+        self.known = config.known_crashes.describe()
+        self.summary = ""  # the verdict line and the report's path, for the terminal summary
+
+    def result(self, plan: ModelPlan) -> Any:
+        """The model's `ModelResult`, checking it at the first call (`ParityFailure` if it cannot be)."""
+        if plan.name not in self.results and plan.name not in self.errors:
+            self._check(plan)
+        if plan.name in self.errors:
+            raise ParityFailure(self.errors[plan.name])
+        return self.results[plan.name]
+
+    def _check(self, plan: ModelPlan) -> None:
+        from .models import SetupError
+        try:
+            if plan.golden is not None:
+                from .replay import compare_golden
+                self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1])
+                return
+            from dataclasses import replace
+
+            from .live_run import check_model
+            chosen = [c for c in plan.cases if plan.selected is None or str(c["id"]) in plan.selected]
+            fuzz = self.config.fuzz if plan.selected is None or "<fuzz>" in plan.selected else 0
+            config = replace(self.config, fuzz=fuzz)
+            self.results[plan.name] = check_model(plan.arg, config, self.factory, cases=chosen)
+        except SetupError as exc:
+            self.errors[plan.name] = f"cannot check {plan.arg}: {exc}"
+
+
+def _run_argv(options: Any, report_dir: Path) -> list[str]:
+    """The plugin's options as `python -m harness run` arguments: both then build the same RunConfig."""
+    argv = [arg for model in options.parity_model for arg in ("--model", model)]
+    argv += [arg for corpus in options.parity_corpus for arg in ("--corpus", str(corpus))]
+    argv += [arg for pair in options.parity_engine_arg for arg in ("--engine-arg", pair)]
+    engine = options.parity_engine
+    if engine and engine != "ours":
+        argv += ["--engine", engine]
+    if options.parity_engine_timeout is not None:
+        argv += ["--engine-timeout", str(options.parity_engine_timeout)]
+    if options.parity_seed is not None:
+        argv += ["--seed", str(options.parity_seed)]
+    if options.parity_known_crashes:
+        argv += ["--known-crashes", options.parity_known_crashes]
+    flags = {"--no-default-corpora": options.parity_no_default_corpora,
+             "--allow-flakes": options.parity_allow_flakes}
+    return [*argv, *(f for f, on in flags.items() if on), "--fuzz", str(options.parity_fuzz),
+            "--report", str(report_dir), "--quiet"]
+
+
+def _report_dir(config: pytest.Config) -> Path:
+    """--parity-report; a pytest-xdist worker writes into its own sub-folder."""
+    base = Path(config.getoption("parity_report"))
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    return (base / worker if worker else base).absolute()
+
+
+def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
+    """The session's run and its models; `pytest.UsageError` (one line) for bad options."""
+    options = config.option
+    try:
+        from .commands import run as run_command
+        from .engine_spec import load_engine
+        from .models import SetupError
+    except ImportError as exc:
+        raise pytest.UsageError(f"--parity-model needs the harness: pip install 'gguf-parity[harness]' ({exc})") \
+            from None
+    if options.parity_golden is not None and options.parity_fuzz:
+        raise pytest.UsageError("--parity-fuzz needs llama.cpp live: it cannot be used with --parity-golden")
+    parser = argparse.ArgumentParser(prog="pytest --parity-*", add_help=False)
+    run_command.add_arguments(parser)
+    try:
+        args = parser.parse_args(_run_argv(options, _report_dir(config)))
+        run_config = run_command.config_from(args)
+        factory = load_engine(run_config.engine, args=dict(run_config.engine_args),
+                              timeout=run_config.engine_timeout)
+        golden = options.parity_golden.absolute() if options.parity_golden is not None else None
+        plans = _golden_plans(golden, run_config) if golden is not None else _live_plans(run_config)
+    except SetupError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return ParityRun(run_config, factory, golden), plans
+
+
+def _live_plans(run_config: Any) -> list[ModelPlan]:
+    from .live_run import gather_cases
+    from .model_paths import resolve
+    from .models import short_name
+    plans = []
+    for arg in run_config.models:
+        path = resolve(arg)
+        cases = gather_cases(path, short_name(path), run_config)
+        plans.append(ModelPlan(short_name(path), arg, [str(c["id"]) for c in cases], cases))
+    return plans
+
+
+def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
+    from .golden import GoldenError, load_golden
+    from .models import SetupError, short_name
+    from .replay import chosen_goldens
+    plans = []
+    for golden_file, given in chosen_goldens(golden_dir, run_config):
+        try:
+            golden = load_golden(golden_file, check=False)
+        except GoldenError as exc:
+            raise SetupError(str(exc)) from None
+        name = short_name(golden["gguf"]["file"])
+        plans.append(ModelPlan(name, str(given or name), [str(c["id"]) for c in golden["cases"]],
+                               golden=(golden_file, given)))
+    return plans
+
+
+# --- collection ------------------------------------------------------------------------------------
+
+RUN_KEY = pytest.StashKey[ParityRun]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so that they select parity items too
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("parity_model"):
+        return
+    run, plans = _start(config)
+    config.stash[RUN_KEY] = run
+    for plan in plans:
+        collector = ParityModel.from_parent(session, name=plan.name, nodeid=plan.name, run=run, plan=plan)
+        items.extend(session.genitems(collector))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note which items of each model survived selection: the check then runs only those cases."""
+    if RUN_KEY not in session.config.stash or hasattr(session.config, "workerinput"):
+        return  # an xdist worker runs a share of the items it collected: it checks whole models
+    kept: dict[str, set[str]] = {}
+    for item in session.items:
+        if isinstance(item, ParityItem):
+            kept.setdefault(item.plan.name, set()).add(item.key or f"<{item.kind}>")
+    for item in session.items:
+        if isinstance(item, ParityItem):
+            item.plan.selected = kept[item.plan.name]
+
+
+class ParityModel(pytest.Collector):
+    """One model's items: `<model>`, the vocabulary checks, its cases, and `<fuzz>` when fuzzing."""
+
+    def __init__(self, *, run: ParityRun, plan: ModelPlan, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run, self.plan = run, plan
+
+    def collect(self) -> list[pytest.Item]:
+        from .capabilities import VOCAB_CHECKS
+        specs = [("<model>", "model", ""), *((f"vocab::{c}", "vocab", c) for c in VOCAB_CHECKS),
+                 *((cid, "case", cid) for cid in self.plan.case_ids)]
+        if self.run.config.fuzz:
+            specs.append(("<fuzz>", "fuzz", ""))
+        return [ParityItem.from_parent(self, name=name, kind=kind, key=key) for name, kind, key in specs]
+
+
+class ParityItem(pytest.Item):
+    """One case, vocabulary check or model-level outcome, judged by the harness (`harness.item_verdicts`)."""
+
+    def __init__(self, *, kind: str, key: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kind, self.key = kind, key
+        self.add_marker(pytest.mark.xdist_group(self.plan.name))
+
+    @property
+    def plan(self) -> ModelPlan:
+        return self.parent.plan  # type: ignore[union-attr]
+
+    def runtest(self) -> None:
+        from . import item_verdicts as verdicts
+        run: ParityRun = self.parent.run  # type: ignore[union-attr]
+        result = run.result(self.plan)
+        verdict = {"case": lambda: verdicts.case_verdict(result, self.key, known=run.known),
+                   "vocab": lambda: verdicts.vocab_verdict(result, self.key),
+                   "model": lambda: verdicts.model_verdict(result, known=run.known),
+                   "fuzz": lambda: verdicts.fuzz_verdict(result)}[self.kind]()
+        for text in verdict.warnings:
+            warnings.warn(ParityHarnessFault(f"{self.nodeid}: {text}"), stacklevel=1)
+        if verdict.outcome == "flake" and run.config.allow_flakes:
+            warnings.warn(ParityEngineFlake(f"{self.nodeid}: {verdict.message}"), stacklevel=1)
+        elif verdict.outcome in ("fail", "flake"):
+            raise ParityFailure(verdict.message)
+        elif verdict.outcome == "xfail":
+            pytest.xfail(verdict.message)
+        elif verdict.outcome == "skip":
+            pytest.skip(verdict.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ParityFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, self.nodeid
+
+
+# --- the report ---------------------------------------------------------------------------------------
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """report.json and report.html of the models checked, as `python -m harness run` writes them."""
+    run = session.config.stash.get(RUN_KEY, None)
+    if run is None or not run.results:
+        return
+    from . import report as reporting
+    meta = {"command": "pytest (gguf-parity plugin)", "engine": run.config.engine or "tokenizer:Tokenizer.from_gguf",
+            "engine_args": dict(run.config.engine_args), "fuzz": run.config.fuzz, "seed": run.config.seed,
+            "known_crashes": run.config.known_crashes.source, "allow_flakes": run.config.allow_flakes,
+            **({"golden": str(run.golden_dir)} if run.golden_dir else {}), **reporting.versions()}
+    report = reporting.build(run.results.values(), meta=meta, known_crashes=run.known)
+    run.config.report_dir.mkdir(parents=True, exist_ok=True)
+    _, html = reporting.write(report, run.config.report_dir)
+    run.summary = f"gguf-parity: {reporting.one_line(report)}\ngguf-parity report: {html}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    run = config.stash.get(RUN_KEY, None)
+    if run is not None and run.summary:
+        terminalreporter.write_line(run.summary)
