@@ -31,10 +31,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -44,27 +42,21 @@ from tokenizer.constants import Keys, ValueType
 from tokenizer.pre_names import PRE_NAMES
 
 from . import synth_sensitivity
-from .models import cache_dir, shipped_path
+from .models import cache_dir
+from .synth_base import (
+    F32_ARRAY,
+    I32_ARRAY,
+    PRE_SWEEP_TOKENS,
+    STR_ARRAY,
+    Meta,
+    Recipe,
+    Types,
+    cut,
+    general,
+    read_source,
+)
 
 SYNTH_COMMAND = "python -m harness synth"
-PRE_SWEEP_TOKENS = 8192   # ordinary tokens kept in each pre-<name> vocabulary
-PRE_SWEEP_CHARS = 1024    # ... plus this many single-character tokens beyond them
-Meta = dict[str, Any]  # GGUF metadata: key -> value as tokenizer.gguf reads it
-Types = dict[str, tuple[ValueType, ValueType | None]]
-
-_STR_ARRAY = (ValueType.ARRAY, ValueType.STRING)
-_I32_ARRAY = (ValueType.ARRAY, ValueType.INT32)
-_F32_ARRAY = (ValueType.ARRAY, ValueType.FLOAT32)
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How to make one synthetic vocabulary from one shipped vocabulary."""
-
-    name: str
-    source: str
-    summary: str
-    make: Callable[[gguf.GGUFFile], tuple[Meta, Types]]
 
 
 def synthetic_dir() -> Path:
@@ -78,7 +70,7 @@ def synthetic_path(name: str) -> Path:
 def build(name: str) -> bytes:
     """The bytes of synthetic vocabulary `name` (`KeyError` listing known names)."""
     recipe = recipe_for(name)
-    meta, types = recipe.make(_source(recipe.source))
+    meta, types = recipe.make(read_source(recipe.source))
     return gguf_writer.build(meta, types=types)
 
 
@@ -127,10 +119,10 @@ def custom(tokens: Sequence[str | bytes], *, model: str, types: Sequence[int] | 
     kinds = [int(TokenType.NORMAL)] * len(tokens) if types is None else [int(t) for t in types]
     meta |= {Keys.MODEL: model, Keys.TOKENS: list(tokens),
              Keys.TOKEN_TYPE: np.asarray(kinds, dtype="<i4")}
-    key_types |= {Keys.TOKENS: _STR_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    key_types |= {Keys.TOKENS: STR_ARRAY, Keys.TOKEN_TYPE: I32_ARRAY}
     if scores is not None:
         meta[Keys.SCORES] = np.asarray(scores, dtype="<f4")
-        key_types[Keys.SCORES] = _F32_ARRAY
+        key_types[Keys.SCORES] = F32_ARRAY
     for key, value in (extra or {}).items():
         if value is None:
             meta.pop(key, None)
@@ -147,23 +139,7 @@ def recipe_for(name: str) -> Recipe:
                        f"{', '.join(sorted(RECIPES))})") from None
 
 
-@lru_cache(maxsize=4)
-def _source(name: str) -> gguf.GGUFFile:
-    return gguf.read(shipped_path(name))
-
-
 # --- shared pieces ---------------------------------------------------------------------------
-
-def _general(src: gguf.GGUFFile, name: str) -> tuple[Meta, Types]:
-    """The source's non-tokenizer keys (architecture and hyper-parameters), renamed."""
-    meta = {k: v for k, v in src.metadata.items() if not k.startswith("tokenizer.")}
-    meta[Keys.NAME] = name
-    return meta, dict(src.types)
-
-
-def _tokenizer_keys(src: gguf.GGUFFile) -> Meta:
-    return {k: v for k, v in src.metadata.items() if k.startswith("tokenizer.")}
-
 
 @lru_cache(maxsize=1)
 def _gpt2_byte_decoder() -> dict[str, int]:
@@ -201,7 +177,7 @@ def _pad_to(tokens: list, types: list, multiple: int, *, scores: list | None = N
 # --- RWKV ------------------------------------------------------------------------------------
 
 def _rwkv_world(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-    meta, types = _general(src, "rwkv-world")
+    meta, types = general(src, "rwkv-world")
     tokens, kinds = ["<s>"], [int(TokenType.CONTROL)]
     src_types = np.asarray(src.metadata[Keys.TOKEN_TYPE])
     for text, kind in zip(src.metadata[Keys.TOKENS], src_types):
@@ -217,7 +193,7 @@ def _rwkv_world(src: gguf.GGUFFile) -> tuple[Meta, Types]:
         Keys.EOS_ID: 0,
         Keys.EOT_ID: tokens.index(rwkv_escape(b"\n\n")),
     }
-    types |= {Keys.TOKENS: _STR_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    types |= {Keys.TOKENS: STR_ARRAY, Keys.TOKEN_TYPE: I32_ARRAY}
     return meta, types
 
 
@@ -233,7 +209,7 @@ PLAMO2_SPECIALS = (
 
 
 def _plamo2(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-    meta, types = _general(src, "plamo2")
+    meta, types = general(src, "plamo2")
     tokens = [text for text, _ in PLAMO2_SPECIALS] + [f"<0x{b:02X}>" for b in range(256)]
     kinds = [int(kind) for _, kind in PLAMO2_SPECIALS] + [int(TokenType.BYTE)] * 256
     scores = [0.0] * len(tokens)
@@ -263,54 +239,8 @@ def _plamo2(src: gguf.GGUFFile) -> tuple[Meta, Types]:
         Keys.EOT_ID: 4,
         Keys.ADD_SPACE_PREFIX: False,
     }
-    types |= {Keys.TOKENS: _STR_ARRAY, Keys.SCORES: _F32_ARRAY, Keys.TOKEN_TYPE: _I32_ARRAY}
+    types |= {Keys.TOKENS: STR_ARRAY, Keys.SCORES: F32_ARRAY, Keys.TOKEN_TYPE: I32_ARRAY}
     return meta, types
-
-
-# --- cut-down BPE bases ----------------------------------------------------------------------
-
-_ID_KEYS = tuple(v for k, v in vars(Keys).items() if k.endswith("_ID"))
-
-
-def cut_bpe(src: gguf.GGUFFile, keep: int) -> Meta:
-    """The source's tokenizer keys with only its first `keep` ordinary tokens.
-
-    SentencePiece-style vocabularies list single characters last, so the most
-    frequent `PRE_SWEEP_CHARS` of those stay as well. Special (non-NORMAL) tokens all
-    stay, renumbered after the ordinary ones; a merge stays when both halves and the
-    result stay. Special-id keys follow their token; one whose token is dropped is
-    dropped too.
-    """
-    meta = _tokenizer_keys(src)
-    texts = src.metadata[Keys.TOKENS]
-    kinds = np.asarray(src.metadata[Keys.TOKEN_TYPE])
-    ordinary = [i for i in range(len(texts)) if kinds[i] == TokenType.NORMAL]
-    chars = [i for i in ordinary[keep:] if len(texts[i]) == 1][:PRE_SWEEP_CHARS]
-    kept = ordinary[:keep] + chars + [i for i in range(len(texts)) if kinds[i] != TokenType.NORMAL]
-    new_id = {old: new for new, old in enumerate(kept)}
-    tokens = [texts[i] for i in kept]
-    present = set(tokens)
-    merges = [m for m in src.metadata.get(Keys.MERGES, []) if _merge_kept(m, present)]
-    meta |= {
-        Keys.TOKENS: tokens,
-        Keys.TOKEN_TYPE: np.asarray([kinds[i] for i in kept], dtype="<i4"),
-        Keys.MERGES: merges,
-    }
-    if Keys.SCORES in meta:
-        meta[Keys.SCORES] = np.asarray(src.metadata[Keys.SCORES])[kept].astype("<f4")
-    for key in _ID_KEYS:
-        if key in meta:
-            old = int(meta[key])
-            if old in new_id:
-                meta[key] = new_id[old]
-            else:
-                del meta[key]
-    return meta
-
-
-def _merge_kept(merge: str, present: set[str]) -> bool:
-    left, sep, right = merge.partition(" ")
-    return bool(sep) and left in present and right in present and left + right in present
 
 
 # --- pre-tokenizer sweep ---------------------------------------------------------------------
@@ -333,19 +263,13 @@ def pre_base(pre_name: str) -> str:
     return _PRE_BASES.get(behaviour, _PRE_DEFAULT_BASE)
 
 
-@lru_cache(maxsize=4)
-def _cut(source: str) -> Meta:
-    """`cut_bpe` of a shipped vocabulary, shared by the recipes built on it (never mutated)."""
-    return cut_bpe(_source(source), PRE_SWEEP_TOKENS)
-
-
 def _pre_recipe(pre_name: str) -> Recipe:
     base = pre_base(pre_name)
 
     def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-        meta, types = _general(src, f"pre-{pre_name}")
-        meta |= _cut(base) | {Keys.MODEL: "gpt2", Keys.PRE: pre_name}
-        return meta, types | {Keys.MERGES: _STR_ARRAY}
+        meta, types = general(src, f"pre-{pre_name}")
+        meta |= cut(base) | {Keys.MODEL: "gpt2", Keys.PRE: pre_name}
+        return meta, types | {Keys.MERGES: STR_ARRAY}
 
     return Recipe(f"pre-{pre_name}", base,
                   f"pre-tokenizer {pre_name!r} on {base} (first {PRE_SWEEP_TOKENS} tokens)", make)
@@ -356,18 +280,18 @@ def _pre_recipe(pre_name: str) -> Recipe:
 def _model_recipe(model: str, source: str, summary: str,
                   extra: Callable[[gguf.GGUFFile, Meta], None] | None = None) -> Recipe:
     def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-        meta, types = _general(src, f"model-{model}")
-        meta |= _cut(source) | {Keys.MODEL: model}
+        meta, types = general(src, f"model-{model}")
+        meta |= cut(source) | {Keys.MODEL: model}
         if extra is not None:
             extra(src, meta)
-        return meta, types | {Keys.MERGES: _STR_ARRAY}
+        return meta, types | {Keys.MERGES: STR_ARRAY}
 
     return Recipe(f"model-{model}", source, summary, make)
 
 
 def _no_vocab(model: str) -> Recipe:
     def make(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-        meta, types = _general(src, f"model-{model}")
+        meta, types = general(src, f"model-{model}")
         meta[Keys.MODEL] = model
         return meta, types
 

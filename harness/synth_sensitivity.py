@@ -33,16 +33,14 @@ mutant of one engine on the others' vocabularies).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from tokenizer import gguf
 from tokenizer.attrs import TokenType
 from tokenizer.constants import Keys
 
-if TYPE_CHECKING:
-    from .synth import Meta, Recipe, Types
+from . import synth_base as base
+from .synth_base import Meta, Recipe, Types
 
 FAMILY = "sensitivity"
 ENGINES = {"sens-bpe-specials": "bpe", "sens-starcoder-digits": "bpe", "sens-ugm-lattice": "ugm"}
@@ -67,8 +65,6 @@ ADDED_TOKEN_SCORE = -1000.0              # convert_hf_to_gguf's score for added 
 
 
 def recipes() -> list[Recipe]:
-    from .synth import Recipe  # here: harness.synth imports this module to build its table
-
     return [
         Recipe("sens-bpe-specials", "gpt-2",
                "LSTRIP <mask>, nested and overlapping specials, <|im_end|> beside another EOT, "
@@ -85,13 +81,11 @@ def recipes() -> list[Recipe]:
 
 def _bpe_base(src: gguf.GGUFFile, source: str, name: str, pre: str) -> tuple[Meta, Types]:
     """`source` cut down as the pre-sweep does, as `name` with pre-tokenizer `pre` (lists copied)."""
-    from . import synth
-
-    meta, types = synth._general(src, name)
-    cut = synth._cut(source)
+    meta, types = base.general(src, name)
+    cut = base.cut(source)
     meta |= cut | {Keys.MODEL: "gpt2", Keys.PRE: pre,
                    Keys.TOKENS: list(cut[Keys.TOKENS]), Keys.MERGES: list(cut[Keys.MERGES])}
-    return meta, types | {Keys.MERGES: synth._STR_ARRAY}
+    return meta, types | {Keys.MERGES: base.STR_ARRAY}
 
 
 def _append(meta: Meta, texts: list[str], kind: TokenType, merges: list[str] | None = None) -> None:
@@ -145,10 +139,8 @@ def _holed(text: str) -> bool:
 
 
 def _ugm_lattice(src: gguf.GGUFFile) -> tuple[Meta, Types]:
-    from . import synth
-
-    meta, types = synth._general(src, "sens-ugm-lattice")
-    keys = synth._tokenizer_keys(src)
+    meta, types = base.general(src, "sens-ugm-lattice")
+    keys = base.tokenizer_keys(src)
     texts = list(keys[Keys.TOKENS])
     kinds = np.asarray(keys[Keys.TOKEN_TYPE])
     kept = _ugm_kept(texts, kinds)
@@ -164,7 +156,7 @@ def _ugm_lattice(src: gguf.GGUFFile) -> tuple[Meta, Types]:
                                      np.full(len(UGM_USER), ADDED_TOKEN_SCORE)]).astype("<f4"),
         Keys.REMOVE_EXTRA_WS: False,   # so that runs of spaces reach the user-defined tokens
     }
-    for key in synth._ID_KEYS:
+    for key in base.ID_KEYS:
         if key in meta:
             meta[key] = new_id[int(meta[key])]
     return meta, types

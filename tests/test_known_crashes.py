@@ -20,6 +20,7 @@ import pytest
 
 from harness import known_crashes, report
 from harness.cli import main
+from harness.families import FAMILIES
 from harness.findings import crash_info
 from harness.golden import golden_files, load_golden
 from harness.models import short_name
@@ -114,7 +115,9 @@ def test_shipped_list_covers_exactly_the_recorded_crashes():
         assert found is not None, f"{model} {case}: crash not on the known list: {crash.get('stderr')!r}"
         by_entry.setdefault(found.id, set()).add(model)
     assert by_entry["whitespace-pre-bpe-rank-space"] == {"pre-whitespace"}
-    assert len(by_entry["invalid-codepoint"]) == 15  # the 14 shipped BPE vocabularies and bert-bge
+    # the 14 shipped BPE vocabularies, bert-bge, and the two BPE vocabularies of the sensitivity family
+    assert by_entry["invalid-codepoint"] == {*FAMILIES["bpe"], "bert-bge", "sens-bpe-specials",
+                                             "sens-starcoder-digits"}
 
 
 # --- compare (offline, goldens) ---------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_an_engine_flake_is_its_own_outcome(tmp_path, require_vocab, allow):
 
 @pytest.mark.oracle
 def test_the_fuzz_item_fails_with_the_minimal_failing_input(tmp_path, require_vocab):
-    """tests/broken_engine.py:load_tab loses the last token of any input with a tab: <fuzz> shrinks to a short input with a tab."""
+    """tests/broken_engine.py:load_tab drops the last token of an input with a tab: <fuzz> shrinks to a short one."""
     require_vocab("llama-spm")
     done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
                               "--parity-fuzz", "40", "--parity-seed", "3",

@@ -88,9 +88,12 @@ def test_fuzz_finds_shrinks_and_saves_a_planted_fault(tmp_path, require_vocab):
     done = harness(*args, "--report", str(tmp_path / "r1"))
     assert done.returncode == 1, done.stderr
     report = report_of(tmp_path / "r1")
-    assert {m["text"] for m in report["mismatches"]} == {"\t"}  # shrunk to the minimal input
+    # Shrunk: one short input with the planted trigger (a tab). Where the shrinker stops depends on
+    # the strategies' draws ("\t", or "<unk>\t" since the Unicode-table strategies), not on the fault.
+    [shrunk] = {m["text"] for m in report["mismatches"]}
+    assert "\t" in shrunk and len(shrunk) <= 8, shrunk
     saved = [json.loads(line) for line in (found / "llama-spm.jsonl").read_text().splitlines()]
-    assert [c["text"] for c in saved] == ["\t"]
+    assert [c["text"] for c in saved] == [shrunk]
     harness(*args, "--report", str(tmp_path / "r2"))
     assert report_of(tmp_path / "r2")["summary"]["cases"] == report["summary"]["cases"]  # --seed reproduces
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import synth
+from harness import synth, synth_base
 from harness.file_identity import mismatch
 from harness.golden import GOLDEN_DIR, load_golden
 from harness.model_paths import resolve
@@ -84,7 +84,7 @@ def test_pre_recipe_sets_name_and_model():
     _needs_source("pre-kimi-k2")
     meta = gguf.parse(synth.build("pre-kimi-k2")).metadata
     assert (meta[Keys.MODEL], meta[Keys.PRE]) == ("gpt2", "kimi-k2")
-    assert len(meta[Keys.TOKENS]) <= synth.PRE_SWEEP_TOKENS + synth.PRE_SWEEP_CHARS + 1000
+    assert len(meta[Keys.TOKENS]) <= synth_base.PRE_SWEEP_TOKENS + synth_base.PRE_SWEEP_CHARS + 1000
 
 
 def test_cut_keeps_special_ids_on_their_tokens():
