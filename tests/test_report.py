@@ -162,3 +162,6 @@ def test_merge_reports_keeps_flakes_and_fails_them_unless_their_part_allowed_the
     assert 'id="engine-flakes"' in (tmp_path / "m" / "report.html").read_text(encoding="utf-8")
     assert main(["merge-reports", str(tmp_path / "allowed"), str(tmp_path / "clean"),
                  "--out", str(tmp_path / "m2")]) == 0
+    assert main(["merge-reports", str(tmp_path / "clean"), "--out", str(tmp_path / "m3")]) == 0
+    # no flake anywhere: the merged report does not claim that flakes were allowed
+    assert json.loads((tmp_path / "m3" / "report.json").read_text())["meta"]["allow_flakes"] is False

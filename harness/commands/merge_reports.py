@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     paths = [args.reports[i] for i in ordered]
     reports = [reporting.reclassify(reports[i], known) for i in ordered]
     stopped = [str(p) for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
-    allow = all(r.get("meta", {}).get("allow_flakes") for r in reports  # a part's flakes fail as they did
-                if r.get("summary", {}).get("engine_flakes"))
+    flaky = [r for r in reports if r.get("summary", {}).get("engine_flakes")]
+    # a part's flakes fail as they did; with no flake at all, nothing was allowed (the page shows it)
+    allow = bool(flaky) and all(r.get("meta", {}).get("allow_flakes") for r in flaky)
     shards = {"shards": sharding.merged_meta(reports)} if sharding.merged_meta(reports) else {}
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
                                             "merged": [str(p) for p in paths], "allow_flakes": allow, **shards,
