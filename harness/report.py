@@ -354,10 +354,9 @@ def _rows(frame: pd.DataFrame) -> list[dict]:
     for key in COUNTS:  # a report written before a count existed
         frame[key] = frame[key].fillna(0).astype(int) if key in frame else 0
     frame["findings"] = frame[list(FINDINGS)].sum(axis=1)
-    if "checked" not in frame:  # a report written before `checked` existed
-        frame["checked"] = frame["cases"] - frame["known_crash_cases"] - frame["not_applicable"]
-    frame["checked"] = frame["checked"].fillna(0).astype(int)
-    frame["agreed"] = (frame["checked"] - frame["failing_cases"]).clip(lower=0)
+    # checked and passed by the one formula (`_with_rate`), also for a report written before them
+    frame = pd.DataFrame([_with_rate(row) for row in frame.to_dict("records")])
+    frame["agreed"] = frame["passed"]
     frame["agree_pct"] = [agree_pct(a, c) for a, c in zip(frame["agreed"], frame["checked"], strict=True)]
     frame = frame.sort_values(["findings", "name"], ascending=[False, True])
     return frame.to_dict("records")
