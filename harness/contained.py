@@ -33,6 +33,16 @@ from typing import IO, Any
 POLL_SLICE = 0.05  # seconds between looks at the process where there is no pidfd
 
 
+def signal_name(code: int) -> str | None:
+    """The signal that ended a process with exit status `code` (negative, as Popen gives it), or None."""
+    if code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"SIG{-code}"
+
+
 def _pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]  # Linux 5.3+, Python 3.9+

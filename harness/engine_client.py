@@ -15,13 +15,12 @@ from __future__ import annotations
 import binascii
 import json
 import os
-import signal
 import tempfile
 import time
 from pathlib import Path
 
 from .capabilities import CapabilityError, declared
-from .contained import Contained
+from .contained import Contained, signal_name
 from .corpus import case_input
 from .engine_guard import EngineLoadError
 from .engine_records import (
@@ -96,7 +95,7 @@ class Child:
         if not exited:
             return "engine process closed its stdout mid-request (killed and restarted)"
         if code < 0:
-            return f"engine process was killed by {_signal_name(code)} mid-request"
+            return f"engine process was killed by {signal_name(code)} mid-request"
         return f"engine process exited with status {code} mid-request"
 
     def _tail(self, mark: int) -> str:
@@ -117,13 +116,6 @@ class Child:
                 pass
         self.contained.close()
         self.stderr.close()
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
 
 
 def _error(obj: object, capability: str = "tokenize") -> EngineError:

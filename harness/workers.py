@@ -43,7 +43,6 @@ import json
 import os
 import re
 import select
-import signal
 import sys
 import tempfile
 import time
@@ -52,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from .contained import POLL_SLICE, Contained
+from .contained import POLL_SLICE, Contained, signal_name
 from .models import SetupError
 from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
 
@@ -199,7 +198,7 @@ class Worker:
             self.child.wait_exit(10)  # over: it exited, or closed its stdout and is about to
         code = self.child.stop()  # the whole group, always; a worker still running is SIGKILLed
         kind = "timeout" if timed_out else ("signal" if code < 0 else "exit")
-        record: dict[str, Any] = {"kind": kind, "signal": _signal_name(code), "exit": code,
+        record: dict[str, Any] = {"kind": kind, "signal": signal_name(code), "exit": code,
                   "stderr": self._stderr_tail(), "call": self.step}
         if timed_out:
             record["timeout"] = float(timeout)
@@ -227,15 +226,6 @@ class Worker:
             self._stderr.close()
         except OSError:
             pass
-
-
-def _signal_name(code: int) -> str | None:
-    if code >= 0:
-        return None
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"SIG{-code}"
 
 
 def clean_stderr(text: str) -> str:
