@@ -9,7 +9,7 @@
   once and never holds all 19; an evicted oracle is closed, and so is every
   one left at the end of the session.
 - `oracle` tests skip when llama-cpp-python is not importable.
-- Hypothesis profiles `ci`, `dev` and `nightly` (registered by `harness.fuzz`)
+- Hypothesis profiles `ci`, `dev` and `nightly` (registered by `harness.inputs.fuzz`)
   apply suite-wide with `--hypothesis-profile=NAME` or
   `GGUF_PARITY_HYPOTHESIS_PROFILE=NAME`; tests with their own `@settings` keep them.
 - The end of the run counts the skips by group (tests/skip_policy.py); under
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import fuzz
-from harness.model_paths import resolve
-from harness.models import FETCH_COMMAND, SetupError
+from harness.inputs import fuzz
+from harness.models.paths import resolve
+from harness.models.shipped import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer, UnsupportedVocab
 
 pytest_plugins = ["tests.skip_policy"]
@@ -81,7 +81,7 @@ class PairCache:
         if path in self._pairs:
             self._pairs.move_to_end(path)
             return self._pairs[path]
-        oracle_mod = pytest.importorskip("harness.oracle")
+        oracle_mod = pytest.importorskip("harness.oracle.llama")
         try:
             ours = Tokenizer.from_gguf(path)
         except UnsupportedVocab as e:

@@ -111,7 +111,7 @@ JOBS = str(min(os.cpu_count() or 1, 2))
 # K/N: the parity sessions run only that shard (`--shard`, docs/sharding.md) into
 # reports/<session>/shard-K-of-N/{golden,live}, and leave the merge to `merge-reports`.
 SHARD = os.environ.get("GGUF_PARITY_SHARD") or None
-# Family names of harness/families.py, spelled out: this file runs in nox's own
+# Family names of harness/models/families.py, spelled out: this file runs in nox's own
 # environment, which has none of the project's dependencies, so it imports nothing
 # from the project (tests/test_noxfile.py keeps the lists in step).
 SHIPPED_FAMILIES = ("spm", "bpe", "wpm", "ugm")           # together: the 19 shipped vocabularies
@@ -164,7 +164,7 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
 
 @nox.session
 def parity(session: nox.Session) -> None:
-    """The main job: every shipped vocabulary and the sensitivity family (harness/synth_sensitivity.py),
+    """The main job: every shipped vocabulary and the sensitivity family (harness/models/synth_sensitivity.py),
     golden + corpora + a modest fuzz budget -> reports/parity/."""
     install(session)
     for family in MAIN_SYNTHETIC_FAMILIES:
@@ -215,7 +215,7 @@ def nightly(session: nox.Session) -> None:
     install(session, "test")
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
-    session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.boundaries)
+    session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.inputs.boundaries)
     shipped = [arg for family in SHIPPED_FAMILIES for arg in ("--family", family)]
     synthetic = [arg for family in SYNTHETIC_FAMILIES for arg in ("--family", family)]
     # The synthetic vocabularies share a few small token lists and differ in their pre-tokenizer;

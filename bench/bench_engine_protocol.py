@@ -53,8 +53,8 @@ def once(command: str, model: str, extra: list[str]) -> float:
 def vocab_times(model: str) -> None:
     """Load and vocabulary-record time of our engine in-process and through the Python child."""
     sys.path.insert(0, str(ROOT))
-    from harness.engine_spec import load_engine
-    from harness.model_paths import resolve
+    from harness.models.paths import resolve
+    from harness.subjects.spec import load_engine
     path = resolve(model)
     for name, spec in (("in-process", None), ("python child (cmd:)", VARIANTS["python child (cmd:)"][1])):
         start = time.perf_counter()

@@ -3,7 +3,7 @@
 In one run, interleaved file by file (the order rotates each pass, so no reader
 always goes first on a cold cache), it times:
 
-- ours: `tokenizer.gguf.read`, every value decoded (token arrays included);
+- ours: `tokenizer.gguf.reader.read`, every value decoded (token arrays included);
 - gguf-py: `gguf.GGUFReader`, then every field's parts read into bytes, so its
   lazy memmap reads are counted;
 - llama.cpp: `llama_model_load_from_file` with `vocab_only=True` (its log
@@ -25,15 +25,15 @@ import time
 from pathlib import Path
 
 try:
-    from harness.model_paths import resolve
-    from harness.models import SHIPPED, SetupError
+    from harness.models.paths import resolve
+    from harness.models.shipped import SHIPPED, SetupError
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from harness.model_paths import resolve
-    from harness.models import SHIPPED, SetupError
+    from harness.models.paths import resolve
+    from harness.models.shipped import SHIPPED, SetupError
 
-from harness.progress import Progress
-from tokenizer.gguf import read
+from harness.runs.progress import Progress
+from tokenizer.gguf.reader import read
 
 READERS = ("ours", "gguf-py", "llama.cpp")
 

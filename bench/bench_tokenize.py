@@ -3,7 +3,7 @@
 For every shipped vocabulary whose engine is registered (or those named), the
 same multilingual text (every llama.cpp `.inp` test input plus prose in a dozen
 scripts, repeated to `--size-kb`) is tokenized by `tokenizer.Tokenizer` and by
-llama.cpp (`harness.oracle.LlamaOracle`, vocab-only load, single thread), with
+llama.cpp (`harness.oracle.llama.LlamaOracle`, vocab-only load, single thread), with
 add_special=False, parse_special=False. Reported per vocabulary: MB/s of each,
 their ratio, and the load-time ratio (best of `--repeat` loads each).
 Targets (issue 4): tokenize >= 0.25x llama.cpp on SPM (and UGM), >= 0.5x on BPE
@@ -24,11 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.model_paths import resolve
-from harness.models import SHIPPED, vocab_path
-from harness.oracle import LlamaOracle
-from tokenizer import Tokenizer, gguf
+from harness.models.paths import resolve
+from harness.models.shipped import SHIPPED, vocab_path
+from harness.oracle.llama import LlamaOracle
+from tokenizer import Tokenizer
 from tokenizer.engines import ENGINES
+from tokenizer.gguf import reader as gguf
 from tokenizer.vocab import MODELS
 
 TARGETS = {"spm": 0.25, "ugm": 0.25, "bpe": 0.5, "wpm": 0.5, "rwkv": 0.5, "plamo2": 0.25}

@@ -19,7 +19,7 @@ import sys
 import traceback
 import zlib
 
-from .models import SetupError
+from .models.shipped import SetupError
 
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {
@@ -72,11 +72,11 @@ def input_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean bad input or set-up (exit 2, one line), not a bug of ours."""
     from tokenizer.errors import GGUFError
 
-    from .corpus import CorpusError
-    from .golden import GoldenError
-    from .input_limits import InputTooLarge
-    from .jsonl import JSONLError
-    from .known_crashes import KnownCrashesError
+    from .files.input_limits import InputTooLarge
+    from .files.jsonl import JSONLError
+    from .golden.files import GoldenError
+    from .inputs.corpus import CorpusError
+    from .oracle.known_crashes import KnownCrashesError
 
     return (SetupError, GGUFError, CorpusError, GoldenError, JSONLError, KnownCrashesError,
             InputTooLarge, OSError, UnicodeDecodeError, zlib.error, RecursionError, MemoryError)

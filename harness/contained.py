@@ -1,8 +1,8 @@
 """Child processes contained as a whole tree: a session of their own, killed and reaped as a group.
 
-Every child the harness talks to over a pipe (engine children of `harness.engine_client`,
-llama.cpp workers of `harness.workers`, the chat helper of `harness.chat_oracle`, the
-import check of `harness.engine_spec`) is a `Contained`:
+Every child the harness talks to over a pipe (engine children of `harness.subjects.client`,
+llama.cpp workers of `harness.oracle.workers`, the chat helper of `harness.chat.oracle`, the
+import check of `harness.subjects.spec`) is a `Contained`:
 
 - it starts in a new session (`start_new_session=True`), so it and everything it starts
   share one process group, whose id is the child's pid;

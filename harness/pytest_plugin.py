@@ -13,9 +13,9 @@ harness until then). Per model it collects:
     <model>::<fuzz>           with --parity-fuzz N: the hunt; fails with the minimal failing input
 
 Nothing is judged here. At a model's first item the harness's own per-model
-check runs once (`harness.live_run.check_model` live, `harness.replay.compare_golden`
+check runs once (`harness.runs.live.check_model` live, `harness.runs.replay.compare_golden`
 with goldens), on the cases pytest selected (`-k`, `--lf`); every item then
-looks its outcome up in that `ModelResult` (`harness.item_verdicts`). The
+looks its outcome up in that `ModelResult` (`harness.compare.item_verdicts`). The
 options are translated to `python -m harness run`'s own, so both build the
 same `RunConfig`. report.json and report.html are written to --parity-report.
 """
@@ -115,15 +115,15 @@ class ParityRun:
         return self.results[plan.name]
 
     def _check(self, plan: ModelPlan) -> None:
-        from .models import SetupError
+        from .models.shipped import SetupError
         try:
             if plan.golden is not None:
-                from .replay import compare_golden
+                from .runs.replay import compare_golden
                 self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1])
                 return
             from dataclasses import replace
 
-            from .live_run import check_model
+            from .runs.live import check_model
             chosen = [c for c in plan.cases if plan.selected is None or str(c["id"]) in plan.selected]
             fuzz = self.config.fuzz if plan.selected is None or "<fuzz>" in plan.selected else 0
             config = replace(self.config, fuzz=fuzz)
@@ -164,8 +164,8 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
     options = config.option
     try:
         from .commands import run as run_command
-        from .engine_spec import load_engine
-        from .models import SetupError
+        from .models.shipped import SetupError
+        from .subjects.spec import load_engine
     except ImportError as exc:
         raise pytest.UsageError(f"--parity-model needs the harness: pip install 'gguf-parity[harness]' ({exc})") \
             from None
@@ -186,9 +186,9 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
 
 
 def _live_plans(run_config: Any) -> list[ModelPlan]:
-    from .live_run import gather_cases
-    from .model_paths import resolve
-    from .models import short_name
+    from .models.paths import resolve
+    from .models.shipped import short_name
+    from .runs.live import gather_cases
     plans = []
     for arg in run_config.models:
         path = resolve(arg)
@@ -198,9 +198,9 @@ def _live_plans(run_config: Any) -> list[ModelPlan]:
 
 
 def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
-    from .golden import GoldenError, load_golden
-    from .models import SetupError, short_name
-    from .replay import chosen_goldens
+    from .golden.files import GoldenError, load_golden
+    from .models.shipped import SetupError, short_name
+    from .runs.replay import chosen_goldens
     plans = []
     for golden_file, given in chosen_goldens(golden_dir, run_config):
         try:
@@ -250,7 +250,7 @@ class ParityModel(pytest.Collector):
         self.run, self.plan = run, plan
 
     def collect(self) -> list[pytest.Item]:
-        from .capabilities import VOCAB_CHECKS
+        from .subjects.capabilities import VOCAB_CHECKS
         specs = [("<model>", "model", ""), *((f"vocab::{c}", "vocab", c) for c in VOCAB_CHECKS),
                  *((cid, "case", cid) for cid in self.plan.case_ids)]
         if self.run.config.fuzz:
@@ -259,7 +259,7 @@ class ParityModel(pytest.Collector):
 
 
 class ParityItem(pytest.Item):
-    """One case, vocabulary check or model-level outcome, judged by the harness (`harness.item_verdicts`)."""
+    """One case, vocabulary check or model-level outcome, judged by the harness (`harness.compare.item_verdicts`)."""
 
     def __init__(self, *, kind: str, key: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -271,7 +271,7 @@ class ParityItem(pytest.Item):
         return self.parent.plan  # type: ignore[union-attr]
 
     def runtest(self) -> None:
-        from . import item_verdicts as verdicts
+        from .compare import item_verdicts as verdicts
         run: ParityRun = self.parent.run  # type: ignore[union-attr]
         result = run.result(self.plan)
         verdict = {"case": lambda: verdicts.case_verdict(result, self.key, known=run.known),
@@ -305,7 +305,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN_KEY, None)
     if run is None or not run.results:
         return
-    from . import report as reporting
+    from .report import build as reporting
     meta = {"command": "pytest (gguf-parity plugin)", "engine": run.config.engine or "tokenizer:Tokenizer.from_gguf",
             "engine_args": dict(run.config.engine_args), "fuzz": run.config.fuzz, "seed": run.config.seed,
             "known_crashes": run.config.known_crashes.source, "allow_flakes": run.config.allow_flakes,

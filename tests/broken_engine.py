@@ -1,6 +1,6 @@
 """A deliberately broken engine, for the harness's own done-criteria test.
 
-It is llama.cpp itself (`harness.oracle.LlamaOracle`, in-process) with two
+It is llama.cpp itself (`harness.oracle.llama.LlamaOracle`, in-process) with two
 planted faults, so every case is right except exactly these:
 
 - an input containing `WRONG` loses its last token under every flag
@@ -38,12 +38,12 @@ class BrokenEngine:
 
 
 def load(path) -> BrokenEngine:
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     return BrokenEngine(LlamaOracle(path))
 
 
 def load_tab(path) -> BrokenEngine:
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     return BrokenEngine(LlamaOracle(path), wrong=b"\t")
 
 
@@ -55,7 +55,7 @@ class StubEngine:
     """
 
     def __init__(self, path) -> None:
-        from tokenizer import gguf
+        from tokenizer.gguf import reader as gguf
         self.n_tokens = len(gguf.read(path).metadata.get("tokenizer.ggml.tokens") or [])
         self.vocab_type, self.pre = "bpe", ""
         self.add_bos = self.add_eos = self.add_sep = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokenizer import chat_jinja
+from tokenizer.chat import jinja as chat_jinja
 
 
 def plant_one_character_change(monkeypatch) -> None:

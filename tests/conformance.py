@@ -1,7 +1,7 @@
 """The conformance checks the engine parity tests share: ours against llama.cpp, cell by cell.
 
 Every check compares our `Tokenizer` (`ours`) with llama.cpp through the live
-oracle (`llama`, a `harness.oracle.LlamaOracle`); expected values come only
+oracle (`llama`, a `harness.oracle.llama.LlamaOracle`); expected values come only
 from llama.cpp. A failing check says how many cases differ and shows the first
 one: the input or token id, our answer and llama.cpp's.
 
@@ -24,9 +24,9 @@ import random
 
 import pytest
 
-from harness import synth
-from harness.model_paths import resolve
-from harness.models import FETCH_COMMAND, SetupError
+from harness.models import synth
+from harness.models.paths import resolve
+from harness.models.shipped import FETCH_COMMAND, SetupError
 
 # (False, False), (False, True), (True, False), (True, True): tokenize's
 # (add_special, parse_special) and detokenize's (remove_special, unparse_special).
@@ -63,12 +63,12 @@ def _or_skip(find, name: str):
 
 
 def shipped_or_skip(name: str):
-    """A shipped vocabulary's path (`harness.model_paths.resolve`), or skip naming the fetch command."""
+    """A shipped vocabulary's path (`harness.models.paths.resolve`), or skip naming the fetch command."""
     return _or_skip(resolve, name)
 
 
 def synthetic_or_skip(name: str):
-    """A synthetic vocabulary's path (`harness.synth.ensure`), or skip naming the fetch command."""
+    """A synthetic vocabulary's path (`harness.models.synth.ensure`), or skip naming the fetch command."""
     return _or_skip(synth.ensure, name)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.models import FETCH_COMMAND, source_path
+from harness.models.shipped import FETCH_COMMAND, source_path
 
 
 def llama_source(name: str) -> str:

@@ -48,7 +48,7 @@ PLANNED: dict[str, re.Pattern[str]] = {
     "chat helper not built (python -m harness chat --build-helper)": re.compile(r"--build-helper"),
     "vocabulary not fetched (python -m harness fetch)": re.compile(r"harness fetch"),
     "llama-cpp-python not installed": re.compile(r"llama-cpp-python is not installed"
-                                                 r"|could not import 'harness\.(oracle|oracle_session)'"),
+                                                 r"|could not import 'harness\.oracle\.(llama|session)'"),
 }
 """Skips for what the tests session builds itself: each one fails the session."""
 

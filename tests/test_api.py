@@ -1,6 +1,6 @@
 """The public `Tokenizer` API at its edges, against the live oracle on every shipped vocabulary.
 
-Expected values come from llama.cpp (`harness.oracle.LlamaOracle`) at test
+Expected values come from llama.cpp (`harness.oracle.llama.LlamaOracle`) at test
 time. The cells: the empty input, whitespace only, invalid UTF-8, NUL bytes,
 BOS/EOS texts at the start and end (double-BOS), special texts surrounded by
 whitespace (LSTRIP/RSTRIP), all four tokenize flag combinations; detokenize of
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.models import SHIPPED
+from harness.models.shipped import SHIPPED
 from tokenizer import InvalidToken, Tokenizer
 from tokenizer.pieces import clean_spaces
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.golden import load_golden
-from harness.workers import Worker
+from harness.golden.files import load_golden
+from harness.oracle.workers import Worker
 
 pytestmark = [pytest.mark.oracle, pytest.mark.vocab]
 
@@ -54,7 +54,7 @@ class Killer:
 @pytest.fixture()
 def tiny(tmp_path: Path) -> Path:
     """A small RWKV vocabulary (every letter a token): recording it takes a moment, not gpt-2's seconds."""
-    from harness import synth
+    from harness.models import synth
 
     path = tmp_path / "tiny.gguf"
     letters = [chr(c) for c in range(0x20, 0x7F) if chr(c) != "\\"]
@@ -151,7 +151,7 @@ def test_fuzzing_neither_shrinks_nor_saves_a_killed_workers_case(require_vocab, 
 
 
 def test_oracle_session_answers_from_a_fresh_worker(require_vocab):
-    from harness.oracle_session import OracleSession
+    from harness.oracle.session import OracleSession
 
     with OracleSession(require_vocab("gpt-2"), timeout=30) as oracle:
         first = oracle.evaluate(CASES[0])

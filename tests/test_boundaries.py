@@ -1,12 +1,12 @@
-"""The boundary inputs derived from the tokenizer's rules (harness.boundaries, issue 11 §2)."""
+"""The boundary inputs derived from the tokenizer's rules (harness.inputs.boundaries, issue 11 §2)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 
-from harness import boundaries
-from harness.corpus import case_input
+from harness.inputs import boundaries
+from harness.inputs.corpus import case_input
 
 
 def _all_input() -> bytes:

@@ -6,7 +6,7 @@ are checked by tests/test_vectors.py for every engine.
 
 - A seeded differential run (tests/bpe_inputs.py): each input under the four
   add_special x parse_special flags, each id list under the four detokenize
-  flags (`harness.records.evaluate_case` on both sides).  100 inputs per
+  flags (`harness.golden.records.evaluate_case` on both sides).  100 inputs per
   vocabulary by default, 2,000 with --nightly.
 - Every token's text, score, attribute and pieces (`vocab_record`).
 - Inputs llama.cpp aborts on: we raise `LlamaCppAbort` instead, checked
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.records import evaluate_case, vocab_record
+from harness.golden.records import evaluate_case, vocab_record
 from tests.bpe_inputs import inputs
 from tokenizer import Tokenizer
 from tokenizer.attrs import Attr
@@ -65,7 +65,7 @@ SYNTHETIC_MODELS = ("model-gemma4", "model-hybriddna", "model-whitespace")
 
 
 def _synthetic(name: str):
-    from harness.synth import synthetic_path
+    from harness.models.synth import synthetic_path
     path = synthetic_path(name)
     if not path.is_file():
         pytest.skip(f"{path.name} missing (build with: python -m harness synth)")
@@ -138,7 +138,7 @@ def test_abort_inputs_raise(data, require_vocab):
 @pytest.mark.oracle
 def test_abort_inputs_crash_llama(require_vocab):
     """The same inputs really abort llama.cpp (so raising is the faithful answer)."""
-    from harness.oracle_session import OracleCrash, OracleSession
+    from harness.oracle.session import OracleCrash, OracleSession
 
     with OracleSession(require_vocab("gpt-2"), timeout=60) as session:
         for param in ABORTING_INPUTS:
@@ -155,8 +155,10 @@ def test_abort_inputs_crash_llama(require_vocab):
 ])
 def test_token_text_above_10ffff(text, refused, require_vocab, tmp_path):
     """llama.cpp decodes every byte-level piece while loading; one above U+10FFFF fails the load."""
-    from harness.oracle import LlamaOracle, OracleError
-    from tokenizer import UnsupportedVocab, gguf, gguf_writer
+    from harness.oracle.llama import LlamaOracle, OracleError
+    from tokenizer import UnsupportedVocab
+    from tokenizer.gguf import reader as gguf
+    from tokenizer.gguf import writer as gguf_writer
 
     src = require_vocab("gpt-2")
     tokens = list(gguf.read(src).metadata["tokenizer.ggml.tokens"])

@@ -1,12 +1,12 @@
-"""Capabilities (harness.capabilities): what an engine offers, and figures that never count the unchecked."""
+"""Capabilities (harness.subjects.capabilities): what an engine offers, and figures that never count the unchecked."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness import capabilities as caps
-from harness import report as reporting
-from harness.engine_guard import EngineLoadError, InProcessEngine, checked_engine
+from harness.report import build as reporting
+from harness.subjects import capabilities as caps
+from harness.subjects.guard import EngineLoadError, InProcessEngine, checked_engine
 
 
 class StrOnly:
@@ -83,8 +83,8 @@ def test_a_user_engines_fuzz_finds_stay_under_the_report(tmp_path, monkeypatch, 
     import argparse
 
     from harness.commands.engine_options import found_fields
-    from harness.fuzz import DB_ENV
-    from harness.models import project_root
+    from harness.inputs.fuzz import DB_ENV
+    from harness.models.shipped import project_root
     monkeypatch.delenv(DB_ENV, raising=False)
     fields = found_fields(argparse.Namespace(engine=engine, found_dir=None, report=tmp_path))
     def spelled(path):

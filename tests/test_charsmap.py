@@ -31,9 +31,9 @@ import pytest
 
 from tokenizer import GGUFError, Tokenizer
 from tokenizer.attrs import TokenType
-from tokenizer.charsmap import llama_utf8_fix, parse
-from tokenizer.constants import Keys
-from tokenizer.ugm_normalizer import PrefixNormalizer
+from tokenizer.gguf.constants import Keys
+from tokenizer.normalize.charsmap import llama_utf8_fix, parse
+from tokenizer.normalize.ugm import PrefixNormalizer
 
 KEY = Keys.PRECOMPILED_CHARSMAP
 LEAF, VALUE = 1 << 8, 1 << 31
@@ -157,7 +157,7 @@ BYTES_VOCAB = ["<pad>", "</s>", "<unk>"] + [bytes([b]) for b in range(1, 256)]
 
 def byte_vocab(blob: bytes | None, **extra) -> bytes:
     """A t5 vocabulary whose normal tokens are the 255 single bytes (ids 3..257)."""
-    from harness import synth
+    from harness.models import synth
     types = [TokenType.CONTROL, TokenType.CONTROL, TokenType.UNKNOWN] + [TokenType.NORMAL] * 255
     meta = {KEY: None if blob is None else np.frombuffer(blob, dtype=np.uint8).copy(),
             Keys.ADD_SPACE_PREFIX: False, Keys.REMOVE_EXTRA_WS: False} | extra
@@ -167,7 +167,7 @@ def byte_vocab(blob: bytes | None, **extra) -> bytes:
 
 _PROBE = textwrap.dedent("""
     import sys
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     try:
         o = LlamaOracle(sys.argv[1])
     except Exception as e:
@@ -209,7 +209,7 @@ def test_what_llama_does_with_hostile_blob(tmp_path, blob, message, llama):
     pytest.param(b"a\xcc\x81", id="key-then-mark"), pytest.param(b"", id="empty"),
 ])
 def test_normalisation_matches_llama(tmp_path, text):
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     path = tmp_path / "good.gguf"
     path.write_bytes(byte_vocab(GOOD))
     ours = Tokenizer.from_gguf(path)
@@ -254,7 +254,7 @@ def build_trie(mapping: dict[bytes, bytes]) -> bytes:
 def alphabet_vocab(blob: bytes, *, prefix: bool, merge: bool, user_defined=()) -> bytes:
     """Every ASCII byte and alphabet character is a token of equal score, so the ids
     spell out llama.cpp's normalized text; `user_defined` tokens are added."""
-    from harness import synth
+    from harness.models import synth
     chars = sorted({chr(b) for b in range(1, 0x80)} | set(ALPHABET))
     extra = sorted(set(user_defined) - set(chars))
     tokens = ["<pad>", "</s>", "<unk>"] + chars + extra
@@ -288,7 +288,7 @@ def random_text(rng) -> bytes:
 def charsmap_differential(tmp_path, seed: int, inputs: int) -> list:
     import random
 
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     rng = random.Random(seed)
     mapping = random_charsmap(rng)
     user = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(2, 3)))

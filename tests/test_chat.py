@@ -1,4 +1,4 @@
-"""tokenizer.chat without llama.cpp: the sandbox, the budget, and llama.cpp's engine rules.
+"""tokenizer.chat.render without llama.cpp: the sandbox, the budget, and llama.cpp's engine rules.
 
 The expected outputs here are llama.cpp's behaviour as read in `common/jinja/` (cited per
 test); the golden replay in tests/test_chat_golden.py checks the same against recordings.
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from tokenizer.chat import ChatBudgetExceeded, ChatTemplateError, TemplateRaised, apply_template
-from tokenizer.chat_caps import caps_of
-from tokenizer.chat_jinja import render
+from tokenizer.chat.caps import caps_of
+from tokenizer.chat.jinja import render
+from tokenizer.chat.render import ChatBudgetExceeded, ChatTemplateError, TemplateRaised, apply_template
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -14,10 +14,10 @@ import json
 import pytest
 from chat_plants import plant_one_character_change
 
-from harness import chat_golden
-from harness.chat_cases import all_targets, tokenizer_for
-from harness.chat_oracle import NOW
-from harness.models import SetupError, models_dir
+from harness.chat import golden as chat_golden
+from harness.chat.cases import all_targets, tokenizer_for
+from harness.chat.oracle import NOW
+from harness.models.shipped import SetupError, models_dir
 
 GOLDEN = chat_golden.GOLDEN_DIR
 # target -> case keys where we knowingly differ (reason in the README table).
@@ -83,9 +83,9 @@ CAPS = ("supports_string_content", "supports_typed_content", "supports_system_ro
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
 def test_template_capabilities_equal_llama_cpp(target):
-    """Our probes (tokenizer.chat_caps) find the capabilities llama.cpp's caps_get found."""
-    from tokenizer.chat import _source_fixes
-    from tokenizer.chat_caps import caps_of
+    """Our probes (tokenizer.chat.caps) find the capabilities llama.cpp's caps_get found."""
+    from tokenizer.chat.caps import caps_of
+    from tokenizer.chat.render import _source_fixes
     recorded = chat_golden.load(chat_golden.golden_path(target))["caps"]
     ours = caps_of(_source_fixes(target.source))
     assert {k: getattr(ours, k) for k in CAPS} == {k: recorded[k] for k in CAPS}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import chat_helper_build
-from harness.chat_oracle import ChatOracle, request
-from harness.models import SetupError
+from harness.chat import helper_build as chat_helper_build
+from harness.chat.oracle import ChatOracle, request
+from harness.models.shipped import SetupError
 
 
 def _helper():

@@ -11,11 +11,13 @@ import re
 import pytest
 from chat_plants import plant_one_character_change
 
-from harness import chat_golden, chat_report, report
-from harness.chat_cases import all_targets, file_targets
-from harness.chat_run import ChatSummary
-from harness.models import SetupError, models_dir, shipped_path
-from harness.verdict import EXIT_FOUND, exit_status
+from harness.chat import golden as chat_golden
+from harness.chat.cases import all_targets, file_targets
+from harness.chat.run import ChatSummary
+from harness.compare.verdict import EXIT_FOUND, exit_status
+from harness.models.shipped import SetupError, models_dir, shipped_path
+from harness.report import build as report
+from harness.report import messages as chat_report
 
 pytestmark = pytest.mark.skipif(not (models_dir() / "ggml-vocab-phi-3.gguf").is_file(),
                                 reason="vocabularies not fetched: python -m harness fetch")
@@ -80,7 +82,7 @@ def test_a_gguf_by_path_is_a_chat_target():
 
 
 def _helper_built() -> bool:
-    from harness import chat_helper_build
+    from harness.chat import helper_build as chat_helper_build
     try:
         return chat_helper_build.helper_path().is_file()
     except SetupError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.chat_strategies import sample
+from harness.chat.strategies import sample
 
 
 def test_sample_is_reproducible_and_well_formed():

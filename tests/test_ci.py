@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import fuzz
-from harness.models import SetupError
+from harness.inputs import fuzz
+from harness.models.shipped import SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -116,7 +116,7 @@ def test_pin_is_the_noxfile_pin():
     import re
     text = (ROOT / "noxfile.py").read_text()
     assert matrix.pinned_version() == re.search(r'LLAMA_CPP_PYTHON = "(.+)"', text).group(1)
-    from harness.models import LLAMA_CPP_PYTHON_VERSION
+    from harness.models.shipped import LLAMA_CPP_PYTHON_VERSION
     assert matrix.pinned_version() == LLAMA_CPP_PYTHON_VERSION  # one cache key for the wheel and the vocabularies
 
 

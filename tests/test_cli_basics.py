@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import fetch
 from harness.cli import main
-from harness.model_paths import resolve
-from harness.models import SHIPPED, SetupError, short_name
+from harness.models import fetch
+from harness.models.paths import resolve
+from harness.models.shipped import SHIPPED, SetupError, short_name
 
 
 @pytest.mark.parametrize("member, dest", [

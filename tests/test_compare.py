@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import diff
+from harness.compare import diff
 
 NORMAL, CONTROL, USER, BYTE = 4, 8, 16, 32
 # id: text, attr, piece

@@ -109,7 +109,7 @@ def test_a_child_leaving_a_grandchild_behind_costs_bounded_time_and_leaves_nothi
 
 def test_a_llama_cpp_worker_is_a_group_of_its_own_and_close_kills_the_group(tmp_path, require_vocab,
                                                                              monkeypatch):
-    from harness.workers import Worker
+    from harness.oracle.workers import Worker
     model = require_vocab("llama-spm")
     marker = tmp_path / "grandchild"
     wrapper = tmp_path / "python"  # starts a process in the worker's group, then is the worker's python
@@ -143,7 +143,7 @@ for line in sys.stdin:
 
 def test_the_chat_oracle_is_contained(tmp_path):
     """A fake helper (the line protocol, no build needed) that leaves a grandchild and may die."""
-    from harness.chat_oracle import ChatOracle, request
+    from harness.chat.oracle import ChatOracle, request
     marker = tmp_path / "grandchildren"
     helper = tmp_path / "helper"
     helper.write_text(FAKE_HELPER.format(python=sys.executable, marker=str(marker)))
@@ -184,7 +184,7 @@ def in_thread(call, wait: float) -> tuple[bool, list]:
 
 def test_a_request_larger_than_the_pipe_to_a_child_that_does_not_read_is_bounded_by_the_timeout():
     """The write is under the request's deadline too (before: it blocked until the child died)."""
-    from harness.engine_client import Child, ChildFailure
+    from harness.subjects.client import Child, ChildFailure
     child = Child([sys.executable, "-c", "import time; time.sleep(120)"])  # alive, never reads its stdin
     try:
         started = time.monotonic()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import corpus
-from harness.corpus import CorpusError, case_input, load_corpus, make_case, split_inp
-from harness.models import SHIPPED, models_dir
+from harness.inputs import corpus
+from harness.inputs.corpus import CorpusError, case_input, load_corpus, make_case, split_inp
+from harness.models.shipped import SHIPPED, models_dir
 
 INP_MODELS = [n for n in SHIPPED if n not in ("aquila", "baichuan", "gpt-neox", "nomic-bert-moe")]
 EDGE = corpus.CORPORA_DIR / "edge.jsonl"

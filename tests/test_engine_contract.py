@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _golden_counts() -> tuple[int, int]:
     """(cases, cases whose input is not UTF-8) of the llama-spm golden, which llama.cpp recorded."""
-    from harness.golden import load_golden
+    from harness.golden.files import load_golden
     golden = load_golden(ROOT / "golden" / "ggml-vocab-llama-spm.json")
     return len(golden["cases"]), sum("bytes" in c for c in golden["cases"])
 
@@ -39,8 +39,8 @@ def compare(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subproces
 
 def faulty_cases() -> set[str]:
     """The golden cases whose input is one of the planted faults (some inputs recur in several corpora)."""
-    from harness.corpus import case_input
-    from harness.golden import load_golden
+    from harness.golden.files import load_golden
+    from harness.inputs.corpus import case_input
     from tests.hostile_engines import FAULTS
     golden = load_golden(ROOT / "golden" / "ggml-vocab-llama-spm.json")
     return {c["id"] for c in golden["cases"] if case_input(c) in FAULTS}

@@ -91,7 +91,7 @@ def compare(tmp_path: Path, on: str, *extra: str) -> tuple[subprocess.CompletedP
 
 
 def test_compare_lists_an_engine_flake_and_fails_unless_allowed(tmp_path, require_vocab):
-    """The golden replay (harness.replay) keeps the flake as `run` does: listed, counted, exit 1."""
+    """The golden replay (harness.runs.replay) keeps the flake as `run` does: listed, counted, exit 1."""
     require_vocab("llama-spm")
     golden = json.loads((ROOT / "golden" / "ggml-vocab-llama-spm.json").read_text(encoding="utf-8"))
     case = next(c for c in golden["cases"] if c.get("text") and "bytes" not in c)  # recorded from llama.cpp

@@ -114,7 +114,7 @@ def test_inspect_on_an_unreadable_file_is_exit_2(tmp_path: Path, capsys, monkeyp
 
     def denied(path):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
-    monkeypatch.setattr("harness.summary.read", denied)
+    monkeypatch.setattr("harness.models.summary.read", denied)
     code, err = run_main(capsys, "inspect", str(model))
     assert code == 2 and "m.gguf: cannot read it (Permission denied)" in err and "Traceback" not in err
 

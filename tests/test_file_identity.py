@@ -1,4 +1,4 @@
-"""A golden's file identity (harness.file_identity) and `compare --golden DIR --model PATH`.
+"""A golden's file identity (harness.golden.identity) and `compare --golden DIR --model PATH`.
 
 The identity hashes only the bytes before the tensor data, so a multi-GB model
 is checked by reading its metadata; the vocabulary here is the shipped
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.file_identity import identity, mismatch
+from harness.golden.identity import identity, mismatch
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden" / "ggml-vocab-llama-spm.json"

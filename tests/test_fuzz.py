@@ -14,8 +14,10 @@ import os
 import pytest
 from hypothesis import find, given, settings
 
-from harness import fuzz, known_crashes, models, strategies
-from harness.models import SHIPPED
+from harness.inputs import fuzz, strategies
+from harness.models import shipped as models
+from harness.models.shipped import SHIPPED
+from harness.oracle import known_crashes
 
 VIEW = strategies.VocabView("toy", pieces=(b"\xe2\x96\x81he", b"llo", b"\xe2\x96"), specials=("<s>", "<|im_end|>"),
                       byte_fallback=True)
@@ -120,9 +122,9 @@ def test_database_lives_in_the_project(monkeypatch):
 
 def differential(model: str, require_vocab, *, n: int, corpora: tuple = ()):
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
-    from harness.engine_spec import load_engine
-    from harness.live_run import check_model
-    from harness.run_config import RunConfig
+    from harness.runs.config import RunConfig
+    from harness.runs.live import check_model
+    from harness.subjects.spec import load_engine
 
     require_vocab(model)
     config = RunConfig(models=(model,), report_dir=_tmp_report(), default_corpora=False, fuzz=n, corpora=corpora,
@@ -136,7 +138,7 @@ def differential(model: str, require_vocab, *, n: int, corpora: tuple = ()):
 
 def nightly_problems(result) -> list[dict]:
     """What makes `run` exit 1 (report.FINDINGS): known llama.cpp crashes are not among them."""
-    from harness.report import FINDINGS
+    from harness.report.build import FINDINGS
 
     return [entry for kind in FINDINGS for entry in getattr(result, kind)]
 

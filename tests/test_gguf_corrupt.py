@@ -29,10 +29,10 @@ from tests.gguf_strategies import (
     padded,
     tensor_info,
 )
-from tokenizer.constants import ValueType as VT
 from tokenizer.errors import GGUFError
-from tokenizer.gguf import parse, read
-from tokenizer.gguf_writer import build
+from tokenizer.gguf.constants import ValueType as VT
+from tokenizer.gguf.reader import parse, read
+from tokenizer.gguf.writer import build
 
 H = 24  # bytes in a v3 header: magic, version, tensor count, metadata count
 U8, U32, U64 = (struct.Struct(f).pack for f in ("<B", "<I", "<Q"))

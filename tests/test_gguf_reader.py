@@ -18,10 +18,10 @@ import time
 import numpy as np
 import pytest
 
-from harness.models import SHIPPED
+from harness.models.shipped import SHIPPED
 from tests.gguf_strategies import array_payload, gguf_string, header, kv, padded, tensor_info
-from tokenizer.constants import ValueType as VT
-from tokenizer.gguf import as_bytes, read
+from tokenizer.gguf.constants import ValueType as VT
+from tokenizer.gguf.reader import as_bytes, read
 
 gguf = pytest.importorskip("gguf")
 
@@ -145,7 +145,7 @@ def test_reads_version_1():
                                             + gguf_string("", version=1), version=1), version=1)
     body += tensor_info("t", [4, 2], 0, 0, version=1)
     data = padded(header(1, 2, version=1) + body) + bytes(32)
-    from tokenizer.gguf import parse
+    from tokenizer.gguf.reader import parse
     f = parse(data)
     assert f.version == 1
     assert f.metadata == {"s": "x\xff", "a": ["p", ""]}
@@ -155,7 +155,7 @@ def test_reads_version_1():
 def test_string_bytes_survive_exactly():
     raw = b"\xe2\x82 split \xff\xfe \xc3"
     data = header(0, 1) + kv("k", VT.ARRAY, array_payload(VT.STRING, 2, gguf_string(raw) * 2))
-    from tokenizer.gguf import parse
+    from tokenizer.gguf.reader import parse
     assert [as_bytes(s) for s in parse(data).metadata["k"]] == [raw, raw]
 
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.models import SHIPPED
+from harness.models.shipped import SHIPPED
 from tests.gguf_strategies import gguf_files
-from tokenizer.constants import Keys, ValueType
-from tokenizer.gguf import as_bytes, parse, read
-from tokenizer.gguf_writer import GGUFWriteError, build, infer_type, write
+from tokenizer.gguf.constants import Keys, ValueType
+from tokenizer.gguf.reader import as_bytes, parse, read
+from tokenizer.gguf.writer import GGUFWriteError, build, infer_type, write
 
 VT = ValueType
 
@@ -114,7 +114,7 @@ def test_gguf_package_reads_what_we_write(tmp_path):
 def test_llama_cpp_loads_a_rewritten_vocabulary(require_vocab, tmp_path):
     # Through the oracle, which owns llama.cpp's process-wide log callback: a callback
     # installed here would be freed after the test while llama.cpp still calls it.
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
 
     src = read(require_vocab("llama-spm"))
     path = tmp_path / "flags.gguf"
@@ -156,7 +156,7 @@ def test_infer_type(value, expected):
     pytest.param(Keys.TOKEN_TYPE, [1, 2], id="token-type"),
 ])
 def test_llama_cpp_key_types_win_over_inference(key, value):
-    from tokenizer.constants import KEY_TYPES
+    from tokenizer.gguf.constants import KEY_TYPES
     f = parse(build({key: value}))
     expected = KEY_TYPES[key]
     assert f.types[key] == (expected if isinstance(expected, tuple) else (expected, None))
@@ -224,7 +224,7 @@ def test_tensors_round_trip_byte_exact_through_the_reader():
 
 
 def test_rewrite_changes_drops_and_keeps_the_rest(require_vocab, tmp_path):
-    from tokenizer.gguf_writer import rewrite
+    from tokenizer.gguf.writer import rewrite
     src = require_vocab("bert-bge")
     out = tmp_path / "rewritten.gguf"
     rewrite(src, out, {Keys.PRE: "gpt-2", "custom.flag": True, Keys.PAD_ID: 1},

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import golden as goldens
-from harness.models import SHIPPED
-from harness.records import SPECIALS, diff_vocab, unpack_array, vocab_record
+from harness.golden import files as goldens
+from harness.golden.records import SPECIALS, diff_vocab, unpack_array, vocab_record
+from harness.models.shipped import SHIPPED
 
 COMMITTED = sorted(goldens.GOLDEN_DIR.glob("ggml-vocab-*.json"))
 FEW = [{"id": "hello", "text": "Hello world"}, {"id": "special", "text": " <s>x</s> "},
@@ -131,7 +131,7 @@ def test_recording_twice_gives_identical_bytes(require_vocab):
 @pytest.mark.vocab
 def test_committed_golden_still_matches_llama_cpp(require_vocab):
     """A fast drift check on one vocabulary: its vocab record and a dozen cases."""
-    from harness.workers import inspect_model, run_cases
+    from harness.oracle.workers import inspect_model, run_cases
 
     golden = _small_golden()
     path = require_vocab("llama-spm")
@@ -185,7 +185,7 @@ def test_golden_has_not_drifted(path: Path):
     """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
     from harness.commands.drift import find_gguf
     from harness.commands.record import record_model
-    from harness.models import SetupError, models_dir
+    from harness.models.shipped import SetupError, models_dir
 
     old = goldens.load_golden(path)
     try:
@@ -208,7 +208,7 @@ class ByteTokenizer:
 
 
 def test_evaluate_case_layout_is_fixed_and_exact():
-    from harness.records import FLAGS, evaluate_case
+    from harness.golden.records import FLAGS, evaluate_case
 
     record = evaluate_case(ByteTokenizer(), {"id": "x", "bytes": "ff41"})
     assert record["id"] == "x" and record["bytes"] == "ff41" and "text" not in record
@@ -224,6 +224,6 @@ def test_evaluate_and_golden_do_not_need_llama_cpp():
     import subprocess
     import sys
 
-    code = ("import sys, harness.records, harness.golden, harness.corpus, harness.commands.drift; "
+    code = ("import sys, harness.golden.records, harness.golden.files, harness.inputs.corpus, harness.commands.drift; "
             "sys.exit('llama_cpp' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=goldens.GOLDEN_DIR.parent).returncode == 0

@@ -28,7 +28,7 @@ PACKAGES = ("tokenizer", "harness")
 KNOWN: set[tuple[str, str]] = set()
 # Modules allowed to import by a computed name: the user's `--engine MODULE:CALLABLE` (resolved
 # in the Python child), and the CLI's command table (each command is imported only when it runs).
-DYNAMIC = {"harness.engine_spec", "harness.cli", "harness.children.python_child"}
+DYNAMIC = {"harness.subjects.spec", "harness.cli", "harness.children.python_child"}
 
 
 def module_name(path: Path) -> str:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import input_limits
-from harness.corpus import CorpusError, load_corpus
-from harness.golden import GoldenError, load_golden
-from tokenizer import GGUFError, gguf
+from harness.files import input_limits
+from harness.golden.files import GoldenError, load_golden
+from harness.inputs.corpus import CorpusError, load_corpus
+from tokenizer import GGUFError
+from tokenizer.gguf import reader as gguf
 
 GGUF_MEMORY_RATIO = 16  # peak Python allocation / file size, for any header shape below
 

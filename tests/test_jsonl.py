@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import jsonl
-from harness.corpus import CorpusError, load_corpus, make_case
-from harness.live_run import _append_found, gather_cases
-from harness.outcomes import save_failing
-from harness.report import ModelResult
-from harness.run_config import RunConfig
+from harness.files import jsonl
+from harness.inputs.corpus import CorpusError, load_corpus, make_case
+from harness.report.build import ModelResult
+from harness.runs.config import RunConfig
+from harness.runs.live import _append_found, gather_cases
+from harness.runs.outcomes import save_failing
 
 LINE_BREAKERS = "\u2028\u2029\u0085\x0b\x0c\x1c\x1d\x1e\r"
 # Every code point, lone surrogates (category Cs) included, with the line breakers made likely.

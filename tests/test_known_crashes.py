@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import known_crashes, report
 from harness.cli import main
-from harness.families import FAMILIES
-from harness.findings import crash_info
-from harness.golden import golden_files, load_golden
-from harness.models import short_name
+from harness.compare.findings import crash_info
+from harness.golden.files import golden_files, load_golden
+from harness.models.families import FAMILIES
+from harness.models.shipped import short_name
+from harness.oracle import known_crashes
+from harness.report import build as report
 from tests.test_run_cli import harness, report_of, write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +124,7 @@ def test_shipped_list_covers_exactly_the_recorded_crashes():
 # --- compare (offline, goldens) ---------------------------------------------------------------
 
 def _need_golden_gguf(name: str) -> None:
-    from harness.replay import locate
+    from harness.runs.replay import locate
     golden = next(p for p in golden_files(GOLDEN) if short_name(p.name.removesuffix(".json")) == name)
     if locate(load_golden(golden, check=False)["gguf"]) is None:
         pytest.skip(f"{name} is not in the vocabulary cache: python -m harness fetch")
@@ -199,7 +200,7 @@ def test_merge_reports_applies_its_list(tmp_path):
 # --- run (live llama.cpp) ---------------------------------------------------------------------
 
 def _whitespace_vocab(tmp_path) -> Path:
-    from harness import synth
+    from harness.models import synth
     try:
         return synth.write("pre-whitespace", tmp_path)
     except Exception as exc:  # noqa: BLE001 - needs the shipped vocabularies

@@ -46,5 +46,5 @@ def test_importing_tokenizer_loads_no_forbidden_module():
 
 def test_the_check_sees_a_forbidden_import(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from harness.oracle import LlamaOracle\nimport llama_cpp.llama_cpp as c\n")
+    bad.write_text("from harness.oracle.llama import LlamaOracle\nimport llama_cpp.llama_cpp as c\n")
     assert imported_roots(bad) & FORBIDDEN == {"harness", "llama_cpp"}

@@ -1,6 +1,6 @@
 """The other `tokenizer.ggml.model` names: each reproduced, or refused exactly where llama.cpp refuses.
 
-Pinned here, on synthetic files from `harness.synth` (built from the shipped
+Pinned here, on synthetic files from `harness.models.synth` (built from the shipped
 gpt-2 and gemma-4 vocabularies; skipped with the fetch command without them):
 
 | model          | llama.cpp                                 | we                              |
@@ -14,7 +14,7 @@ gpt-2 and gemma-4 vocabularies; skipped with the fetch command without them):
 | anything else  | refuses to load ("unknown tokenizer")     | `UnsupportedVocab` at load      |
 
 Expected values come only from llama.cpp, run in a crash-isolated worker
-(`harness.oracle_session.OracleSession`); an input on which llama.cpp itself crashes is
+(`harness.oracle.session.OracleSession`); an input on which llama.cpp itself crashes is
 left out of the comparison and must stay rare.
 """
 
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness import synth
-from harness.models import FETCH_COMMAND, SetupError
-from harness.records import diff_vocab, evaluate_case, vocab_record
+from harness.golden.records import diff_vocab, evaluate_case, vocab_record
+from harness.models import synth
+from harness.models.shipped import FETCH_COMMAND, SetupError
 from tokenizer import Tokenizer, UnsupportedVocab
 
-live = pytest.importorskip("harness.oracle_session")
+live = pytest.importorskip("harness.oracle.session")
 pytestmark = pytest.mark.oracle
 
 REPRODUCED = ["model-gemma4", "model-hybriddna", "model-test", "model-whitespace"]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import model_paths
-from harness.model_paths import check_same, fingerprint, resolve
-from harness.models import SetupError
+from harness.models import paths as model_paths
+from harness.models.paths import check_same, fingerprint, resolve
+from harness.models.shipped import SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,12 +55,13 @@ def test_the_same_bytes_check(tmp_path: Path, monkeypatch):
 
 
 def test_models_and_synth_do_not_import_each_other():
-    code = ("import sys\nimport harness.models\nassert 'harness.synth' not in sys.modules\n"
-            "import harness.synth\nprint('ok')")
+    code = ("import sys\nimport harness.models.shipped\nassert 'harness.models.synth' not in sys.modules\n"
+            "import harness.models.synth\nprint('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
     assert done.stdout.strip() == "ok", done.stderr
-    assert "model_paths" not in (ROOT / "harness" / "synth.py").read_text()
-    assert "import synth" not in (ROOT / "harness" / "models.py").read_text()
+    synth_text = (ROOT / "harness" / "models" / "synth.py").read_text()
+    assert ".paths import" not in synth_text and "import paths" not in synth_text
+    assert "import synth" not in (ROOT / "harness" / "models" / "shipped.py").read_text()
 
 
 # --- live: the regressions of the issue ---------------------------------------------------------
@@ -117,7 +118,7 @@ def test_a_file_of_the_same_name_in_the_project_root_is_not_used(tmp_path: Path,
 
 @pytest.mark.oracle
 def test_the_worker_reports_the_bytes_it_opened(require_vocab):
-    from harness.oracle_session import OracleSession
+    from harness.oracle.session import OracleSession
 
     path = require_vocab("llama-spm")
     with OracleSession(path, timeout=60) as oracle:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import mutants as mutants_mod
-from harness.model_paths import resolve
-from harness.models import SetupError, project_root
-from harness.mutants import AREAS, Edit, Mutant, MutantError
+from harness.models.paths import resolve
+from harness.models.shipped import SetupError, project_root
+from harness.selftest import mutants as mutants_mod
+from harness.selftest.mutants import AREAS, Edit, Mutant, MutantError
 
 ROOT = project_root()
 ALL = mutants_mod.load(ROOT)
@@ -103,8 +103,8 @@ def test_no_mutant_survives_every_detector(tmp_path):
 def test_live_detectors_run_the_token_level_main_job():
     """The live detectors are `run` as the main job runs it: token level, no chat-template check
     (whose presence depends on a built helper, and whose last line would hide the verdict)."""
-    from harness.selftest import command
-    from harness.selftest_settings import Settings
+    from harness.selftest.run import command
+    from harness.selftest.settings import Settings
     for detector in ("live", "live+fuzz"):
         cmd = command(detector, ["gpt-2"], ROOT / "reports" / "x", Settings())
         assert cmd[cmd.index("harness") + 1] == "run" and "--no-messages" in cmd

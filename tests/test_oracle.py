@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import corpus
 from harness.cli import main
-from harness.models import SHIPPED
+from harness.inputs import corpus
+from harness.models.shipped import SHIPPED
 
 pytestmark = pytest.mark.oracle
 
@@ -29,7 +29,7 @@ INP_VECTORS = 694
 
 @pytest.fixture(scope="module")
 def oracle_for():
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
 
     opened = {}
 
@@ -116,7 +116,7 @@ def test_buffer_too_small_is_retried_with_the_size_llama_cpp_asks_for(require_vo
 
 
 def test_unloadable_file_raises_oracle_error(tmp_path: Path):
-    from harness.oracle import LlamaOracle, OracleError
+    from harness.oracle.llama import LlamaOracle, OracleError
 
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 12)
@@ -126,7 +126,7 @@ def test_unloadable_file_raises_oracle_error(tmp_path: Path):
 
 @pytest.mark.vocab
 def test_log_is_silent_unless_verbose(require_vocab, capfd):
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
 
     with LlamaOracle(require_vocab("gpt-2")):
         pass
@@ -165,7 +165,7 @@ CRASH_CASES = [
 
 @pytest.mark.vocab
 def test_abort_becomes_a_crash_record_and_the_run_goes_on(aborting_vocab):
-    from harness.workers import run_cases
+    from harness.oracle.workers import run_cases
 
     results = run_cases(aborting_vocab, CRASH_CASES, jobs=2, timeout=60)
     assert [r["id"] for r in results] == ["ok-1", "double-space", "ok-2"]
@@ -179,7 +179,7 @@ def test_abort_becomes_a_crash_record_and_the_run_goes_on(aborting_vocab):
 
 @pytest.mark.vocab
 def test_hang_past_the_timeout_becomes_a_timeout_record(require_vocab):
-    from harness.workers import run_cases
+    from harness.oracle.workers import run_cases
 
     results = run_cases(require_vocab("gpt-2"), CRASH_CASES[:1], timeout=0.0)
     assert results[0]["crash"]["kind"] == "timeout"
@@ -197,7 +197,7 @@ def test_record_command_reports_the_crash_and_exits_1(aborting_vocab, tmp_path: 
     assert "1 oracle crash" in output
     assert ("oracle crash: gpt2-pre-whitespace.gguf case few-double-space ('Hello  world'): "
             "signal SIGABRT in tokenize(add_special=False, parse_special=False): ") in output
-    from harness.golden import load_golden
+    from harness.golden.files import load_golden
 
     golden = load_golden(out / "gpt2-pre-whitespace.json")
     crashed = [c["id"] for c in golden["cases"] if "crash" in c]
@@ -205,7 +205,7 @@ def test_record_command_reports_the_crash_and_exits_1(aborting_vocab, tmp_path: 
 
 
 def test_a_file_llama_cpp_refuses_is_a_load_failure(tmp_path: Path):
-    from harness.workers import LoadFailure, run_cases
+    from harness.oracle.workers import LoadFailure, run_cases
 
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 12)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.corpus import case_input
-from harness.golden import load_golden
-from harness.records import FLAGS
+from harness.golden.files import load_golden
+from harness.golden.records import FLAGS
+from harness.inputs.corpus import case_input
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = {"numpy", "regex"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import llama_release
+from harness.subjects import llama_release
 
 ROOT = Path(__file__).resolve().parent.parent
 OLDER = os.environ.get("GGUF_PARITY_PEER_RELEASE", "0.3.16")
@@ -39,9 +39,9 @@ def _run(tmp_path: Path, engine: str, model: str, texts: list[str]) -> dict:
 def test_transformers_is_checked_on_what_it_offers_only(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from harness.hf_engine import TransformersEngine
-    from harness.model_paths import resolve
-    from harness.oracle import LlamaOracle
+    from harness.models.paths import resolve
+    from harness.oracle.llama import LlamaOracle
+    from harness.subjects.hf import TransformersEngine
 
     engine = TransformersEngine(resolve("llama-spm"))
     assert set(engine.capabilities) == {"tokenize", "detokenize", "token_text"}

@@ -1,4 +1,4 @@
-"""The peer matrix and the built-in peers' spec handling (harness.peers, harness.peer_engines).
+"""The peer matrix and the built-in peers' spec handling (harness.runs.matrix, harness.subjects.peers).
 
 A cell says per capability what agreed with llama.cpp, or why the
 implementation could not load the vocabulary; nothing unchecked reads as
@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import llama_release, peer_engines, peers
-from harness.capabilities import new_tally
-from harness.engine_spec import load_engine
-from harness.models import SetupError
+from harness.models.shipped import SetupError
+from harness.runs import matrix as peers
+from harness.subjects import llama_release
+from harness.subjects import peers as peer_engines
+from harness.subjects.capabilities import new_tally
+from harness.subjects.spec import load_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 

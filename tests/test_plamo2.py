@@ -1,7 +1,7 @@
 """PLaMo-2 engine: token-identical to llama.cpp on the synthetic plamo2 vocabulary and on quirk vocabularies.
 
 Every expected value comes from llama.cpp through the live oracle
-(`harness.oracle.LlamaOracle`), never from our engine. The synthetic plamo2
+(`harness.oracle.llama.LlamaOracle`), never from our engine. The synthetic plamo2
 vocabulary is built from the shipped llama-spm one (skipped, with the fetch
 command, when that is missing). The seeded 2,000-input differential run is
 nightly.
@@ -32,12 +32,12 @@ from conformance import (  # noqa: F401
     test_vocab_entries,
 )
 
-from harness import synth
+from harness.models import synth
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
-from tokenizer.constants import Keys
+from tokenizer.gguf.constants import Keys
 
-oracle_mod = pytest.importorskip("harness.oracle")
+oracle_mod = pytest.importorskip("harness.oracle.llama")
 pytestmark = pytest.mark.oracle
 
 CORPUS = [

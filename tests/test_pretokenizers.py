@@ -21,8 +21,8 @@ import pytest
 from tests.bpe_inputs import inputs
 from tests.llama_sources import llama_source
 from tokenizer import UnsupportedVocab
-from tokenizer import pretokenizers as pt
-from tokenizer.pre_names import PRE_NAMES, resolve
+from tokenizer.pretokenize import behaviours as pt
+from tokenizer.pretokenize.names import PRE_NAMES, resolve
 
 SYNTH_COMMAND = "python -m harness synth"
 # inputs per pre-tokenizer name: the default run, and the nightly one
@@ -139,7 +139,7 @@ def test_registry_refuses_duplicates_and_lists_known_names():
 # --- every name against the live oracle ----------------------------------------------------
 
 def _synthetic(pre: str) -> Path:
-    from harness.synth import synthetic_path
+    from harness.models.synth import synthetic_path
     path = synthetic_path(f"pre-{pre}")
     if not path.is_file():
         pytest.skip(f"{path.name} missing (build with: {SYNTH_COMMAND})")
@@ -147,8 +147,8 @@ def _synthetic(pre: str) -> Path:
 
 
 def _differential(pre: str, n: int) -> list[str]:
-    from harness.oracle import LlamaOracle
-    from harness.records import evaluate_case
+    from harness.golden.records import evaluate_case
+    from harness.oracle.llama import LlamaOracle
     from tokenizer import Tokenizer
 
     path = _synthetic(pre)
@@ -194,8 +194,8 @@ def test_whitespace_pre_aborts_where_llama_does():
 
     We raise `LlamaCppAbort` on exactly those inputs and agree elsewhere.
     """
-    from harness.oracle_session import OracleCrash, OracleSession
-    from harness.records import evaluate_case
+    from harness.golden.records import evaluate_case
+    from harness.oracle.session import OracleCrash, OracleSession
     from tokenizer import Tokenizer
     from tokenizer.unicode import LlamaCppAbort
 
@@ -217,7 +217,7 @@ def test_whitespace_pre_aborts_where_llama_does():
 @pytest.mark.parametrize("name", sorted(pt.REGISTRY))
 def test_memoised_split_equals_in_context_split(name):
     """`Splitter.split` memoises later stages per piece; it must equal running them in context."""
-    from tokenizer.splitter import Splitter, Text
+    from tokenizer.pretokenize.splitter import Splitter, Text
     from tokenizer.unicode import decode_lenient
 
     splitter = Splitter.for_pretokenizer(pt.REGISTRY[name])

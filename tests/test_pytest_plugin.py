@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import item_verdicts
-from harness.report import ModelResult
+from harness.compare import item_verdicts
+from harness.report.build import ModelResult
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_CHILD = ROOT / "harness" / "children" / "node_child.mjs"
@@ -266,7 +266,7 @@ def test_verdicts_for_each_outcome():
 
 
 def test_an_engine_that_cannot_load_fails_every_item_with_the_reason():
-    from harness.outcomes import engine_load_error
+    from harness.runs.outcomes import engine_load_error
     result = ModelResult("m", "spm")
     engine_load_error(result, "UnsupportedVocab: no such pre-tokenizer 'x'")
     result.failing.update({"a", "b"})

@@ -10,7 +10,12 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("tokenizer", "tokenizer/engines", "harness", "harness/commands", "harness/children")
+PACKAGES = ("tokenizer", "harness")
+
+
+def folders() -> list[str]:
+    """Every package folder: `tokenizer`, `harness` and each folder under them with an `__init__.py`."""
+    return sorted(p.parent.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py"))
 
 
 def layout_section() -> str:
@@ -21,7 +26,7 @@ def layout_section() -> str:
 
 
 def modules() -> set[str]:
-    return {p.relative_to(ROOT).as_posix() for folder in FOLDERS for p in (ROOT / folder).glob("*.py")}
+    return {p.relative_to(ROOT).as_posix() for folder in folders() for p in (ROOT / folder).glob("*.py")}
 
 
 def listed(section: str) -> list[str]:

@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from harness import report, verdict
 from harness.cli import main
-from harness.engine_client import flake_record
+from harness.compare import verdict
+from harness.report import build as report
+from harness.subjects.client import flake_record
 
 
 def result(model: str, family: str, *, cases: int, mismatches: int = 0, crashes: int = 0) -> report.ModelResult:

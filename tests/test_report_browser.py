@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from harness import diff, report
+from harness.compare import diff
+from harness.report import build as report
 
 pytestmark = pytest.mark.browser
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import atomic, report_dir
-from harness import report as reporting
-from harness.final_report import run_and_report
-from harness.models import SetupError
-from harness.report import ModelResult
-from harness.run_config import RunConfig
+from harness.files import atomic
+from harness.models.shipped import SetupError
+from harness.report import build as reporting
+from harness.report import folder as report_dir
+from harness.report.build import ModelResult
+from harness.runs.config import RunConfig
+from harness.runs.finish import run_and_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +99,7 @@ def test_a_report_folder_held_by_another_run_is_refused(tmp_path: Path):
 
 def test_a_lock_dies_with_its_process(tmp_path: Path):
     folder = tmp_path / "r"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom harness.report_dir import ReportDir\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom harness.report.folder import ReportDir\n"
                                f"d = ReportDir({str(folder)!r}).__enter__()\nprint('held', flush=True)\n"
                                "time.sleep(60)"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -152,7 +153,7 @@ def _workers_of(model: Path) -> list[str]:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"harness.workers" in cmdline and str(model).encode() in cmdline:
+        if b"harness.oracle.workers" in cmdline and str(model).encode() in cmdline:
             found.append(proc.name)
     return found
 

@@ -100,7 +100,7 @@ def test_fuzz_finds_shrinks_and_saves_a_planted_fault(tmp_path, require_vocab):
 
 @pytest.mark.oracle
 def test_llama_cpp_abort_is_a_reported_crash(tmp_path):
-    from harness import synth
+    from harness.models import synth
     try:
         path = synth.write("pre-whitespace", tmp_path)
     except Exception as exc:  # noqa: BLE001 - needs the shipped vocabularies
@@ -125,7 +125,7 @@ def test_llama_cpp_abort_is_a_reported_crash(tmp_path):
 
 
 def _bogus_vocab(tmp_path) -> Path:
-    from harness import synth
+    from harness.models import synth
     try:
         return synth.write("model-bogus", tmp_path)
     except Exception as exc:  # noqa: BLE001 - needs the shipped vocabularies
@@ -195,7 +195,7 @@ class _Stream:
 
 @pytest.mark.parametrize("tty", [pytest.param(True, id="tty-bar"), pytest.param(False, id="plain-lines")])
 def test_progress(tty):
-    from harness.progress import Progress
+    from harness.runs.progress import Progress
     stream = _Stream(tty)
     with Progress(total=50, label="llama-spm", stream=stream) as bar:
         for _ in range(50):

@@ -1,7 +1,7 @@
 """RWKV engine: token-identical to llama.cpp on rwkv-world and on small hand-made vocabularies.
 
 Every expected value comes from llama.cpp through the live oracle
-(`harness.oracle.LlamaOracle`), never from our engine. The synthetic
+(`harness.oracle.llama.LlamaOracle`), never from our engine. The synthetic
 rwkv-world vocabulary is built from the shipped gpt-2 one (skipped, with the
 fetch command, when that is missing). The seeded 2,000-input differential run
 is nightly.
@@ -30,13 +30,13 @@ from conformance import (  # noqa: F401
     test_vocab_entries,
 )
 
-from harness import synth
+from harness.models import synth
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
-from tokenizer.constants import Keys
 from tokenizer.engines.rwkv import unescape
+from tokenizer.gguf.constants import Keys
 
-pytest.importorskip("harness.oracle")
+pytest.importorskip("harness.oracle.llama")
 pytestmark = pytest.mark.oracle
 
 CORPUS = [

@@ -1,4 +1,4 @@
-"""`--shard K/N` and `merge-reports` over shards (harness/shard.py, docs/sharding.md).
+"""`--shard K/N` and `merge-reports` over shards (harness/runs/shard.py, docs/sharding.md).
 
 The partition: every unit in exactly one shard whatever N is, contiguous, balanced
 by weight (cases), the same on every call. `merge-reports` refuses overlapping and
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import shard
 from harness.cli import main
-from harness.models import SetupError
-from harness.report import ModelResult
+from harness.models.shipped import SetupError
+from harness.report.build import ModelResult
+from harness.runs import shard
 
 ROOT = Path(__file__).resolve().parent.parent
 

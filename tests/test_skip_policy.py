@@ -117,7 +117,7 @@ def test_the_optional_extras_are_allowed(reason, group):
     "chat helper not built: python -m harness chat --build-helper",
     "no vocabulary llama-spm (fetch with: python -m harness fetch)",
     "llama-cpp-python is not installed: run the tests through `nox -s tests`",
-    "could not import 'harness.oracle': No module named 'llama_cpp'",
+    "could not import 'harness.oracle.llama': No module named 'llama_cpp'",
     "no golden for pre-gpt2; record with: python -m harness record pre-gpt2",
     "could not import 'gguf': No module named 'gguf'",
     "no g++ to build the libstdc++ probe",

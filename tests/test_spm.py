@@ -1,6 +1,6 @@
 """SPM parity with the live oracle (llama.cpp through llama-cpp-python).
 
-Every expected value comes from llama.cpp at test time (`harness.oracle.LlamaOracle`).
+Every expected value comes from llama.cpp at test time (`harness.oracle.llama.LlamaOracle`).
 A seeded generator (`spm_inputs`) builds inputs aimed at SPM's traps: the space
 prefix at the start and after special tokens, runs of spaces, byte fallback
 (rare scripts, emoji, lone surrogates' bytes, invalid UTF-8), special-token
@@ -33,10 +33,10 @@ from conformance import (
     one_code_point,
 )
 
-from harness.models import vocab_path
+from harness.models.shipped import vocab_path
 from tokenizer import Tokenizer, UnsupportedVocab
 
-oracle_mod = pytest.importorskip("harness.oracle")
+oracle_mod = pytest.importorskip("harness.oracle.llama")
 pytestmark = [pytest.mark.oracle, pytest.mark.vocab]
 
 SPM_VOCABS = ("llama-spm", "phi-3", "baichuan")
@@ -160,8 +160,8 @@ def test_getter_matches_oracle(pair, name, getter):
 
 # -- Hypothesis: the shared fuzz strategies (profile from $GGUF_PARITY_HYPOTHESIS_PROFILE) ----
 
-strategies = pytest.importorskip("harness.strategies")
-fuzz = pytest.importorskip("harness.fuzz")
+strategies = pytest.importorskip("harness.inputs.strategies")
+fuzz = pytest.importorskip("harness.inputs.fuzz")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -205,8 +205,8 @@ VARIANTS = {
 
 @pytest.fixture(scope="module")
 def variant_pairs(tmp_path_factory):
-    from tokenizer import gguf
-    from tokenizer.gguf_writer import write
+    from tokenizer.gguf import reader as gguf
+    from tokenizer.gguf.writer import write
 
     src_path = vocab_path("llama-spm")
     if not src_path.is_file():

@@ -22,17 +22,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import synth, synth_base
-from harness.file_identity import mismatch
-from harness.golden import GOLDEN_DIR, load_golden
-from harness.model_paths import resolve
-from harness.models import FETCH_COMMAND, SetupError
-from harness.records import diff_vocab, evaluate_case, vocab_record
+from harness.golden.files import GOLDEN_DIR, load_golden
+from harness.golden.identity import mismatch
+from harness.golden.records import diff_vocab, evaluate_case, vocab_record
+from harness.models import synth, synth_base
+from harness.models.paths import resolve
+from harness.models.shipped import FETCH_COMMAND, SetupError
 from tests.llama_sources import llama_source
-from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
-from tokenizer.constants import Keys
+from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.engines.rwkv import unescape
-from tokenizer.pre_names import PRE_NAMES
+from tokenizer.gguf import reader as gguf
+from tokenizer.gguf import writer as gguf_writer
+from tokenizer.gguf.constants import Keys
+from tokenizer.pretokenize.names import PRE_NAMES
 
 RECORD = "python -m harness record --corpus corpora/pre_sweep.jsonl --model"
 RECORD_DEFAULT = "python -m harness record --model"   # the default corpora (the sensitivity family)
@@ -190,7 +192,7 @@ def _replay_golden(name: str, record: str) -> None:
 def test_unknown_pre_refused_by_both(tmp_path):
     """A pre name llama.cpp does not know: it refuses the file, we raise naming the nearest names."""
     _needs_source("pre-qwen2")
-    live = pytest.importorskip("harness.oracle_session")
+    live = pytest.importorskip("harness.oracle.session")
     meta = gguf.parse(synth.build("pre-qwen2"))
     path = tmp_path / "pre-qwen3.gguf"
     gguf_writer.write(path, meta.metadata | {Keys.PRE: "qwen3"}, types=meta.types)
@@ -224,7 +226,7 @@ def _seeded_inputs(seed: int, count: int) -> list[dict]:
 def test_pre_sweep_live_differential(name):
     """25 seeded inputs per name (2,275 over the family) against the crash-isolated oracle."""
     _needs_source(name)
-    live = pytest.importorskip("harness.oracle_session")
+    live = pytest.importorskip("harness.oracle.session")
     path = synth.ensure(name)
     ours = Tokenizer.from_gguf(path)
     wrong = []

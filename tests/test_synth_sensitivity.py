@@ -15,18 +15,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import synth
-from harness import synth_sensitivity as sens
-from harness.families import FAMILIES
-from harness.golden import GOLDEN_DIR, load_golden
-from harness.model_paths import resolve
-from harness.models import FETCH_COMMAND, SetupError
-from harness.mutants import load
-from harness.records import unpack_array
-from tokenizer import gguf
+from harness.golden.files import GOLDEN_DIR, load_golden
+from harness.golden.records import unpack_array
+from harness.models import synth
+from harness.models import synth_sensitivity as sens
+from harness.models.families import FAMILIES
+from harness.models.paths import resolve
+from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.selftest.mutants import load
 from tokenizer.attrs import Attr, TokenType
-from tokenizer.constants import Keys
 from tokenizer.engines.bpe import Merger
+from tokenizer.gguf import reader as gguf
+from tokenizer.gguf.constants import Keys
 
 NAMES = synth.names("sens-")
 
@@ -170,7 +170,7 @@ def test_a_character_that_starts_no_piece_lies_inside_pieces(hole):
 def test_selftest_judges_each_on_its_engine_in_the_main_scope():
     """The self-test's main scope (what the main job runs) holds the family, and a mutant of one
     engine's file runs on the sensitivity vocabularies of that engine only."""
-    from harness.selftest import reachable, scope_vocabs
+    from harness.selftest.run import reachable, scope_vocabs
 
     main = scope_vocabs("main")
     assert set(NAMES) <= set(main)

@@ -1,7 +1,7 @@
 """UGM (t5) engine: token-identical to llama.cpp on nomic-bert-moe and on cut-down variants.
 
 Every expected value comes from llama.cpp through the live oracle
-(`harness.oracle.LlamaOracle`), never from our engine. nomic-bert-moe ships no
+(`harness.oracle.llama.LlamaOracle`), never from our engine. nomic-bert-moe ships no
 `.inp/.out` vectors, so the seeded differential run is the conformance test:
 100 inputs by default, 2,000 nightly (`--nightly`), each under all four
 tokenize flag combinations and all four detokenize flag combinations.
@@ -40,11 +40,13 @@ from conformance import (
     write_variants,
 )
 
-from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
+from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
-from tokenizer.constants import Keys, ValueType
+from tokenizer.gguf import reader as gguf
+from tokenizer.gguf import writer as gguf_writer
+from tokenizer.gguf.constants import Keys, ValueType
 
-oracle_mod = pytest.importorskip("harness.oracle")
+oracle_mod = pytest.importorskip("harness.oracle.llama")
 pytestmark = pytest.mark.oracle
 
 CORPUS = [
@@ -217,7 +219,7 @@ def test_variant_shortcuts_are_where_expected(variants):
 def test_missing_eos_with_add_special_is_refused(tmp_path):
     """t5's default EOS id 1 is dropped in a one-token vocabulary while add_eos stays on:
     llama.cpp aborts (GGML_ASSERT) on tokenize with add_special, so we refuse that call."""
-    from harness import synth
+    from harness.models import synth
     path = tmp_path / "one.gguf"
     path.write_bytes(synth.custom(["\n"], model="t5", scores=[-1.0]))
     ours = Tokenizer.from_gguf(path)
@@ -232,7 +234,7 @@ def test_missing_eos_with_add_special_is_refused(tmp_path):
 def test_unknown_newline_beyond_vocabulary_is_refused_like_llama(tmp_path):
     """Loading tokenizes "\\n" with t5's default unknown id 2 before the ids are checked:
     in a two-token vocabulary llama.cpp's load fails, and so does ours."""
-    from harness import synth
+    from harness.models import synth
     path = tmp_path / "two.gguf"
     path.write_bytes(synth.custom(["\u2581hi", "x"], model="t5", scores=[-1.0, -2.0]))
     with pytest.raises(oracle_mod.OracleError, match="range"):

@@ -115,7 +115,7 @@ PROBE_VOCABS = [
 def _vocab_path(name: str, require_vocab) -> Path:
     if not name.startswith("synthetic:"):
         return require_vocab(name)
-    from harness.synth import synthetic_path
+    from harness.models.synth import synthetic_path
     path = synthetic_path(name.split(":", 1)[1])
     if not path.is_file():
         pytest.skip(f"{path.name} missing (build with: python -m harness synth)")
@@ -131,7 +131,7 @@ def _separator(tok) -> bytes:
 
 def probe_mismatches(path: Path, cpts: list[int]) -> list[int]:
     """Code points whose probe tokenizes differently in our engine and in llama.cpp."""
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     from tokenizer import Tokenizer
 
     ours = Tokenizer.from_gguf(path)
@@ -181,7 +181,7 @@ def _utf8_patterns() -> list[bytes]:
 
 @pytest.mark.oracle
 def test_lenient_utf8_matches_llama(require_vocab):
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
     from tokenizer import Tokenizer
 
     path = require_vocab("gpt-2")

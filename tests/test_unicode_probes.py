@@ -1,4 +1,4 @@
-"""Boundary inputs from inside llama.cpp's Unicode tables (harness.unicode_probes, issue 22 §2).
+"""Boundary inputs from inside llama.cpp's Unicode tables (harness.inputs.unicode_probes, issue 22 §2).
 
 The slice must reach the interior of every UnicodeData First/Last range and every
 block whose code points llama.cpp's tables class differently from Python's
@@ -14,8 +14,8 @@ import unicodedata
 import pytest
 from hypothesis import find, settings
 
-from harness import boundaries, strategies, unicode_probes
-from harness.corpus import case_input
+from harness.inputs import boundaries, strategies, unicode_probes
+from harness.inputs.corpus import case_input
 from tokenizer import unicode as uni
 
 

@@ -1,6 +1,6 @@
 """The unknown-token id is part of what "identical" means.
 
-`harness.records.SPECIALS` once lacked `unk`, so an engine that reported a
+`harness.golden.records.SPECIALS` once lacked `unk`, so an engine that reported a
 wrong unk id passed every comparison. These tests plant exactly that fault,
 in a wrapper around our own tokenizer, and check that the vocabulary diff
 (the one `run` and `compare` judge) names it; the expected record comes from
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.records import SPECIALS, diff_vocab, vocab_record
+from harness.golden.records import SPECIALS, diff_vocab, vocab_record
 from tokenizer import Tokenizer
-from tokenizer.gguf_writer import write
+from tokenizer.gguf.writer import write
 
 pytestmark = pytest.mark.oracle
 
@@ -54,7 +54,7 @@ def test_unk_is_a_compared_special():
 
 
 def test_a_wrong_unk_id_fails_the_vocabulary_comparison(tiny_spm):
-    from harness.oracle import LlamaOracle
+    from harness.oracle.llama import LlamaOracle
 
     with LlamaOracle(tiny_spm) as oracle:
         expected = vocab_record(oracle)
@@ -73,7 +73,7 @@ def load_wrong_unk(path) -> WrongUnk:
 
 @pytest.mark.vocab
 def test_compare_through_a_contained_engine_names_a_wrong_unk(require_vocab, tmp_path):
-    """The path `run` and `compare` really take (harness.engine_records in a child) compares unk too."""
+    """The path `run` and `compare` really take (harness.subjects.records in a child) compares unk too."""
     import json
     import subprocess
     import sys

@@ -13,10 +13,11 @@ from functools import cache
 
 import pytest
 
-from harness.corpus import split_inp
-from harness.models import FETCH_COMMAND, SHIPPED, vocab_path
-from tokenizer import Tokenizer, gguf
+from harness.inputs.corpus import split_inp
+from harness.models.shipped import FETCH_COMMAND, SHIPPED, vocab_path
+from tokenizer import Tokenizer
 from tokenizer.engines import ENGINES
+from tokenizer.gguf import reader as gguf
 from tokenizer.vocab import MODELS
 
 

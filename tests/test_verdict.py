@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import report as reporting
-from harness import verdict
-from harness.report import ModelResult
+from harness.compare import verdict
+from harness.report import build as reporting
+from harness.report.build import ModelResult
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from harness.models import SHIPPED
+from harness.models.shipped import SHIPPED
 from tokenizer import cpp_map_order
 
 GETTERS = ("n_tokens", "vocab_type", "pre", "bos", "eos", "eot", "eom", "unk", "sep", "nl", "pad",

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import worker_limits
 from harness.cli import main
-from harness.models import SetupError
+from harness.models.shipped import SetupError
+from harness.oracle import worker_limits
 
 COMMANDS = {
     "record": ["record", "--model", "gpt-2", "--out", "{tmp}/golden"],
@@ -92,7 +92,7 @@ def rwkv_hang(tmp_path: Path) -> Path:
 
     'x' starts token "xy" but "xz" matches no token, and the loop's output grows without bound.
     """
-    from harness import synth
+    from harness.models import synth
 
     path = tmp_path / "rwkv-hang.gguf"
     path.write_bytes(synth.custom(["\\n", "xy", "q"], model="rwkv"))
@@ -104,7 +104,7 @@ CAP = 512 << 20
 
 CAPPED = textwrap.dedent("""
     import json, resource, sys
-    from harness.workers import run_cases
+    from harness.oracle.workers import run_cases
     (result,) = run_cases(sys.argv[1], [json.loads(sys.argv[2])], timeout=300, memory_limit=int(sys.argv[3]))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10  # KiB on Linux; its workers only
     print(json.dumps({"crash": result.get("crash"), "peak": peak}))
@@ -126,7 +126,7 @@ def test_a_runaway_allocation_hits_the_memory_cap_not_the_machine(rwkv_hang):
 
 WATCHED = textwrap.dedent("""
     import sys, time
-    from harness.workers import Worker
+    from harness.oracle.workers import Worker
     worker = Worker(sys.argv[1], memory_limit=int(sys.argv[2]))
     worker.start()
     worker.send("evaluate", {"id": "rwkv-hang", "bytes": "71787a"}, timeout=600)

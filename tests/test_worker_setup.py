@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import synth
 from harness.cli import main
+from harness.models import synth
 
 
 @pytest.fixture()

@@ -1,7 +1,7 @@
 """WPM (bert) engine: token-identical to llama.cpp on bert-bge and on normaliser variants.
 
 Expected ids come only from llama.cpp: the shipped `.inp/.out` vectors (no
-oracle needed) and the live oracle (`harness.oracle.LlamaOracle`). The seeded
+oracle needed) and the live oracle (`harness.oracle.llama.LlamaOracle`). The seeded
 differential run uses 100 inputs by default and 2,000 nightly (`--nightly`),
 each under all four tokenize and all four detokenize flag combinations.
 
@@ -39,10 +39,12 @@ from conformance import (
     write_variants,
 )
 
-from harness.models import models_dir
-from tokenizer import Tokenizer, UnsupportedVocab, gguf, gguf_writer
+from harness.models.shipped import models_dir
+from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
-from tokenizer.constants import Keys
+from tokenizer.gguf import reader as gguf
+from tokenizer.gguf import writer as gguf_writer
+from tokenizer.gguf.constants import Keys
 from tokenizer.unicode import UnencodableCodepoint
 
 VECTORS = models_dir()
@@ -94,7 +96,7 @@ def test_codepoint_beyond_unicode_is_refused(bge):
 
 # --- the live oracle -------------------------------------------------------------------------
 
-oracle = pytest.importorskip("harness.oracle")
+oracle = pytest.importorskip("harness.oracle.llama")
 
 
 @pytest.fixture
@@ -227,7 +229,7 @@ def test_variant_differential_500(pair_for, variants, name):
 def test_missing_sep_with_add_special_is_refused(tmp_path):
     """WPM adds BOS and SEP on add_special whatever add_bos/add_sep say; without a SEP id
     (bert's default 102 is dropped in a small vocabulary) llama.cpp aborts, so we refuse."""
-    from harness import synth
+    from harness.models import synth
     path = tmp_path / "small.gguf"
     path.write_bytes(synth.custom(["[PAD]", "\u2581hi"], model="bert",
                                   extra={Keys.BOS_ID: 0, Keys.UNK_ID: 0}))

@@ -15,7 +15,7 @@ Semantics are those of `llama_tokenize`, `llama_detokenize`,
 `llama_token_to_piece` and the `llama_vocab_*` getters of the pinned
 llama.cpp. `str` input is encoded as UTF-8; `bytes` are used as they are
 (invalid UTF-8 included); a `str` holding lone surrogates U+DC80..U+DCFF stands for
-those raw bytes (surrogateescape, as `tokenizer.gguf` reads them). Ids outside the
+those raw bytes (surrogateescape, as `tokenizer.gguf.reader` reads them). Ids outside the
 vocabulary raise `InvalidToken`.
 """
 
@@ -25,10 +25,11 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from . import gguf, pieces
+from . import pieces
 from .attrs import Attr
 from .engines import Engine, engine_for
 from .errors import UnsupportedVocab
+from .gguf import reader as gguf
 from .special import partition
 from .vocab import MODELS, ROLES, Vocab, load_vocab, model_name
 
@@ -141,22 +142,22 @@ class Tokenizer:
     def add_sep(self) -> bool:
         return self.vocab.add_sep
 
-    # -- chat templates (tokenizer.chat) ----------------------------------------------
+    # -- chat templates (tokenizer.chat.render) ----------------------------------------------
     @property
     def chat_template(self) -> str | None:
         """The GGUF's `tokenizer.chat_template`, None when it has none."""
-        from . import chat  # late: jinja2 loads only when chat templates are used
+        from .chat import render as chat  # late: jinja2 loads only when chat templates are used
         return chat.chat_template(self.vocab.metadata)
 
     def chat_template_variant(self, name: str) -> str | None:
         """A named template, `tokenizer.chat_template.<name>` (e.g. "tool_use")."""
-        from . import chat
+        from .chat import render as chat
         return chat.chat_template(self.vocab.metadata, name)
 
     def apply_chat_template(self, messages: Sequence[Any], *, add_generation_prompt: bool = True,
                             tools: Sequence[Any] | None = None, template: str | None = None,
                             **variables: Any) -> str:
-        """The prompt llama-server renders for `messages` (see `tokenizer.chat`).
+        """The prompt llama-server renders for `messages` (see `tokenizer.chat.render`).
 
         `template` replaces the GGUF's template (as llama-server's `--chat-template-file`);
         `now` (seconds since the epoch) fixes the clock that `strftime_now` and `date_string`
@@ -164,7 +165,7 @@ class Tokenizer:
         Raises `chat.TemplateRaised` when the template refuses the conversation,
         `chat.ChatTemplateError` when it fails, `chat.ChatBudgetExceeded` past its budget.
         """
-        from . import chat
+        from .chat import render as chat
         source = template
         if source is None:
             tool_use = self.chat_template_variant("tool_use")

@@ -32,12 +32,13 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from . import pre_names, vocab_rules
+from . import vocab_rules
 from .attrs import TYPE_TO_ATTR, Attr
-from .constants import Keys, ValueType
 from .errors import GGUFError, UnsupportedVocab
-from .gguf import GGUFFile
+from .gguf.constants import Keys, ValueType
+from .gguf.reader import GGUFFile
 from .pieces import hex_byte
+from .pretokenize import names as pre_names
 
 NULL = -1
 INT32_MAX = 2**31 - 1

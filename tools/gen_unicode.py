@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.models import source_path
+from harness.models.shipped import source_path
 
 DEFAULT_SOURCE = source_path("unicode-data.cpp")
 OUTPUT = Path(__file__).resolve().parent.parent / "tokenizer" / "data" / "unicode_data.json"

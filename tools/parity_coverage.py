@@ -3,7 +3,7 @@
 Runs the main job's two parts under coverage.py, as `./quickstart.sh parity`
 runs them (golden replay, then the live run over the default corpora with
 `--fuzz 20 --seed 0`), and prints the coverage of tokenizer/ with the totals
-for tokenizer/engines/ and the pre-tokenizers (pretokenizers.py, splitter.py).
+for tokenizer/engines/ and the pre-tokenizers (pretokenize/behaviours.py, pretokenize/splitter.py).
 An engine branch the parity run never executes is a blind spot.
 
     python tools/parity_coverage.py                 # every shipped vocabulary (a few minutes)
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SELECTION = [arg for family in ("spm", "bpe", "wpm", "ugm") for arg in ("--family", family)]
 GROUPS: dict[str, Callable[[str], bool]] = {
     "tokenizer/engines/": lambda f: f.startswith("tokenizer/engines/"),
-    "pre-tokenizers (pretokenizers.py, splitter.py)": lambda f: f in ("tokenizer/pretokenizers.py",
-                                                                       "tokenizer/splitter.py"),
+    "pre-tokenizers (pretokenizers.py, splitter.py)": lambda f: f in ("tokenizer/pretokenize/behaviours.py",
+                                                                       "tokenizer/pretokenize/splitter.py"),
     "tokenizer/ (all)": lambda f: f.startswith("tokenizer/"),
 }
 
@@ -39,9 +39,9 @@ GROUPS: dict[str, Callable[[str], bool]] = {
 def engine_side() -> None:
     """The engine half of `run` (no oracle, no fuzz, no vocabulary record) over every shipped vocabulary."""
     sys.path.insert(0, str(ROOT))
-    from harness.corpus import default_corpora
-    from harness.findings import run_engine
-    from harness.models import SHIPPED, vocab_path
+    from harness.compare.findings import run_engine
+    from harness.inputs.corpus import default_corpora
+    from harness.models.shipped import SHIPPED, vocab_path
     from tokenizer import Tokenizer
 
     for name in SHIPPED:

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         return 0
-    from harness.protocol import Server, serve
+    from harness.subjects.protocol import Server, serve
     out = _protocol_stream()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent()

@@ -5,7 +5,7 @@ Targets are every shipped vocabulary's chat templates and the sdist's 70
 are corpora/conversations.jsonl with add_generation_prompt true and false, plus
 --fuzz N Hypothesis conversations. llama.cpp's side is its own chat formatting
 (common/chat.cpp, the Jinja path llama-server uses) in a crash-isolated helper built
-once from the pinned sdist; see harness/chat_oracle.py for exactly what it covers.
+once from the pinned sdist; see harness/chat/oracle.py for exactly what it covers.
 
     python -m harness chat                          # live, every target, the corpus
     python -m harness chat --target tmpl-GLM-4.6 --fuzz 200 --seed 1
@@ -22,12 +22,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import chat_golden, chat_helper_build, chat_run
-from .. import shard as sharding
-from ..chat_cases import Target, load_conversations
-from ..chat_diff import diff_text
-from ..chat_oracle import DEFAULT_TIMEOUT, ChatOracle
-from ..models import SetupError
+from ..chat import golden as chat_golden
+from ..chat import helper_build as chat_helper_build
+from ..chat import run as chat_run
+from ..chat.cases import Target, load_conversations
+from ..chat.diff import diff_text
+from ..chat.oracle import DEFAULT_TIMEOUT, ChatOracle
+from ..models.shipped import SetupError
+from ..runs import shard as sharding
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fuzz < 0:
         raise SetupError("--fuzz must be 0 or more")
     if args.assign_vocabs:
-        from ..chat_cases import TARGETS_FILE, assign
+        from ..chat.cases import TARGETS_FILE, assign
         data = assign()
         print(f"{TARGETS_FILE}: {len(data['gguf'])} vocabularies with templates, {len(data['sdist'])} sdist templates")
         return 0
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.model and args.target:
         raise SetupError("give --model PATH or --target NAME, not both")
     if args.model:
-        from ..chat_cases import file_targets
+        from ..chat.cases import file_targets
         targets = [t for path in args.model for t in file_targets(path)]
     else:
         targets = chat_run.select(args.target)

@@ -22,11 +22,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import known_crashes
-from .. import shard as sharding
-from ..families import FAMILIES, models_of
-from ..models import SetupError
-from ..run_config import RunConfig
+from ..models.families import FAMILIES, models_of
+from ..models.shipped import SetupError
+from ..oracle import known_crashes
+from ..runs import shard as sharding
+from ..runs.config import RunConfig
 from . import engine_options
 
 
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         names += models_of(family)
     if args.family and not names:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
-    from ..final_report import run_and_report
-    from ..replay import compare, plan
+    from ..runs.finish import run_and_report
+    from ..runs.replay import compare, plan
 
     golden_dir = args.golden.absolute()
     config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,

@@ -8,7 +8,7 @@ record is re-read, and each difference is printed on one line.  Exit status 1
 if anything changed; 2 if nothing changed but a golden could not be read or its
 GGUF was missing or differed (those goldens are skipped, each with a one-line reason).  A worker death that
 a fresh worker does not repeat is a harness fault, printed as such and never
-reported as a change (harness.workers).
+reported as a change (harness.oracle.workers).
 
     python -m harness drift                  # all of golden/
     python -m harness drift --golden golden/ --model llama-spm --jobs 2
@@ -21,12 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import golden as goldens
-from .. import worker_limits
-from ..file_identity import mismatch
-from ..model_paths import resolve
-from ..models import SetupError, models_dir, short_name
-from ..synth import synthetic_dir
+from ..golden import files as goldens
+from ..golden.identity import mismatch
+from ..models.paths import resolve
+from ..models.shipped import SetupError, models_dir, short_name
+from ..models.synth import synthetic_dir
+from ..oracle import worker_limits
 from .record import print_faults, record_model
 
 

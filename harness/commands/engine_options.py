@@ -12,9 +12,9 @@ import math
 import os
 from pathlib import Path
 
-from ..engine_spec import DEFAULT_ENGINE, DEFAULT_ENGINE_TIMEOUT, is_ours, parse_engine_args
-from ..models import SetupError
-from ..run_config import FOUND_DIR
+from ..models.shipped import SetupError
+from ..runs.config import FOUND_DIR
+from ..subjects.spec import DEFAULT_ENGINE, DEFAULT_ENGINE_TIMEOUT, is_ours, parse_engine_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +56,6 @@ def found_fields(args: argparse.Namespace) -> dict:
     if is_ours(args.engine):
         return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
     found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
-    from ..fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
+    from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
 
     return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}

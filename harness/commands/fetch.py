@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import fetch as fetching
+from ..models import fetch as fetching
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

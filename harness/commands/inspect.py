@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..model_paths import resolve
+from ..models.paths import resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tokenizer import GGUFError
 
-    from ..summary import render, summarize
+    from ..models.summary import render, summarize
 
     summaries, failed = [], False
     for item in args.files:

@@ -9,9 +9,9 @@ crash a finding), so one list applies to all the folded reports. Exit status:
 0 when the merged report holds no finding (known crashes are not findings),
 1 when it holds any, or an engine flake from a part not run with
 --allow-flakes, 2 when a report or the list cannot be read, or when a part
-left a model not checked (`harness.verdict`).
+left a model not checked (`harness.compare.verdict`).
 
-Shards (`--shard K/N` reports, `harness.shard`) must come complete: the
+Shards (`--shard K/N` reports, `harness.runs.shard`) must come complete: the
 reports of one partition must be shards 1..N, each once; overlapping or
 missing shards are refused with one line (exit 2). A complete set is folded in
 shard order, which gives exactly the unsharded report (timings aside).
@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import known_crashes
-from .. import shard as sharding
-from ..models import SetupError
-from ..report_dir import ReportDir
+from ..models.shipped import SetupError
+from ..oracle import known_crashes
+from ..report.folder import ReportDir
+from ..runs import shard as sharding
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import report as reporting
-    from .. import verdict
+    from ..compare import verdict
+    from ..report import build as reporting
 
     known = known_crashes.from_args(args)
     try:

@@ -21,10 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import llama_release, peers
-from ..families import FAMILIES, models_of
-from ..model_paths import resolve
-from ..models import SHIPPED, SetupError
+from ..models.families import FAMILIES, models_of
+from ..models.paths import resolve
+from ..models.shipped import SHIPPED, SetupError
+from ..runs import matrix as peers
+from ..subjects import llama_release
 
 DEFAULT_IMPLEMENTATIONS = (peers.OURS, "transformers")
 

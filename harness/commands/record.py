@@ -8,9 +8,9 @@ writes <out>/<gguf stem>.json.
 A case on which llama.cpp crashes is recorded as an oracle-crash finding and
 the run goes on.  Exit status 1 when any crash was recorded.  A worker that
 dies or hangs is blamed on llama.cpp only when a fresh worker does so again on
-the same case (harness.workers); otherwise the fresh worker's answer is
+the same case (harness.oracle.workers); otherwise the fresh worker's answer is
 recorded and the death is printed as a harness fault, never written into the
-golden.  Workers run under --timeout and --memory-limit (harness.worker_limits).
+golden.  Workers run under --timeout and --memory-limit (harness.oracle.worker_limits).
 
     python -m harness record --model llama-spm --jobs 2
     python -m harness record --model path/to/synthetic.gguf --out golden/
@@ -22,13 +22,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import golden as goldens
-from .. import worker_limits
-from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
-from ..model_paths import resolve
-from ..models import SHIPPED, SetupError
-from ..progress import Progress
-from ..workers import LoadFailure, inspect_model, run_cases
+from ..golden import files as goldens
+from ..inputs.corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
+from ..models.paths import resolve
+from ..models.shipped import SHIPPED, SetupError
+from ..oracle import worker_limits
+from ..oracle.workers import LoadFailure, inspect_model, run_cases
+from ..runs.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,12 +127,12 @@ def record_model(path: Path, cases: list[dict[str, Any]], *, jobs: int = 1,
 
 
 def _build_info() -> dict[str, Any]:
-    from ..oracle import build_info
+    from ..oracle.llama import build_info
 
     return build_info()
 
 
 def file_info(path: Path) -> dict[str, Any]:
-    """Name, size and sha256 of a GGUF file's bytes before the tensor data (`harness.file_identity`)."""
-    from ..file_identity import identity
+    """Name, size and sha256 of a GGUF file's bytes before the tensor data (`harness.golden.identity`)."""
+    from ..golden.identity import identity
     return identity(path)

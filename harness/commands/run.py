@@ -25,16 +25,16 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import known_crashes, worker_limits
-from .. import shard as sharding
-from ..engine_spec import is_ours
-from ..families import FAMILIES, models_of
-from ..models import SHIPPED, SetupError, short_name
-from ..run_config import RunConfig
-from ..verdict import EXIT_FOUND, EXIT_OK
+from ..compare.verdict import EXIT_FOUND, EXIT_OK
+from ..models.families import FAMILIES, models_of
+from ..models.shipped import SHIPPED, SetupError, short_name
+from ..oracle import known_crashes, worker_limits
+from ..runs import shard as sharding
+from ..runs.config import RunConfig
+from ..subjects.spec import is_ours
 from . import engine_options
 
-PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.fuzz.PROFILE_ENV; not imported, so --help stays light
+PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +87,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
     if os.environ.get(PROFILE_ENV):
         from hypothesis import settings
 
-        from ..fuzz import load_profile
+        from ..inputs.fuzz import load_profile
         load_profile()
         return settings().max_examples
     return 0
@@ -108,9 +108,9 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..final_report import run_and_report
-    from ..live_run import plan
-    from ..live_run import run as run_models
+    from ..runs.finish import run_and_report
+    from ..runs.live import plan
+    from ..runs.live import run as run_models
 
     config = config_from(args)
     sharded = plan(config) if config.shard else None
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     code = run_and_report(lambda results: run_models(config, results, sharded), config, meta)
     if args.messages is False or not is_ours(config.engine) or code not in (EXIT_OK, EXIT_FOUND):
         return code
-    from ..chat_run import run_messages
+    from ..chat.run import run_messages
     models = config.models if sharded is None else tuple(  # a model's templates go with its own checks
         m for m in config.models if sharded[0].owns(short_name(m)))
     messages_ok = run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),

@@ -26,12 +26,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import shard as sharding
-from ..models import SetupError
-from ..mutants import MutantError, load, select
-from ..selftest import DETECTORS, Settings, load_prior, write_json
-from ..selftest import run as run_selftest
-from ..selftest_report import MAIN, html_page, markdown, text_table
+from ..models.shipped import SetupError
+from ..runs import shard as sharding
+from ..selftest.mutants import MutantError, load, select
+from ..selftest.report import MAIN, html_page, markdown, text_table
+from ..selftest.run import DETECTORS, Settings, load_prior, write_json
+from ..selftest.run import run as run_selftest
 
 EXIT_OK, EXIT_FOUND = 0, 1
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shard(mutants: list, text: str | None) -> sharding.Partition | None:
-    """`--shard K/N` over the selected mutants, one unit each in their listed order (`harness.shard`).
+    """`--shard K/N` over the selected mutants, one unit each in their listed order (`harness.runs.shard`).
 
     Each shard also runs the baseline (every detector on the unmutated code) for its own mutants.
     """

@@ -18,9 +18,9 @@ import argparse
 import fnmatch
 import hashlib
 
-from .. import synth
-from ..models import SetupError
-from ..progress import Progress
+from ..models import synth
+from ..models.shipped import SetupError
+from ..runs.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def _select(patterns: list[str]) -> list[str]:
 
 
 def _family_members(families: list[str]) -> list[str]:
-    from ..families import models_of
+    from ..models.families import models_of
 
     known = set(synth.names())
     try:

@@ -2,7 +2,7 @@
 
 Per raw-text fragment: (for SPM-style BPE such as gemma4) spaces become ▁;
 the text is decoded the lenient llama.cpp way, split by the pre-tokenizer's
-regexes (`tokenizer.splitter`), each piece GPT-2 byte-encoded unless the
+regexes (`tokenizer.pretokenize.splitter`), each piece GPT-2 byte-encoded unless the
 behaviour works on raw UTF-8, then merged by rank.  A final symbol that is
 not a token falls back to one token per byte (the byte's own one-byte token
 for byte-level vocabularies, `<0xXX>` otherwise), and bytes without a token
@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from .. import pretokenizers, unicode
+from .. import unicode
 from ..attrs import Attr
 from ..cache import BoundedCache
 from ..errors import LlamaCppAbort, UnsupportedVocab
 from ..pieces import ESCAPED_SPACE, hex_byte_piece
-from ..splitter import Splitter
+from ..pretokenize import behaviours as pretokenizers
+from ..pretokenize.splitter import Splitter
 from ..vocab_rules import DNA_MARKER
 from .base import BosEosEngine
 

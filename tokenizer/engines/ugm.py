@@ -1,6 +1,6 @@
 """Unigram (UGM, `tokenizer.ggml.model = "t5"`): llama.cpp's SentencePiece-style Viterbi.
 
-Each raw fragment is normalised on its own (`tokenizer.ugm_normalizer` for
+Each raw fragment is normalised on its own (`tokenizer.normalize.ugm` for
 user-defined prefixes, the precompiled charsmap and bad UTF-8; then the space
 rules of `UgmEngine.place_spaces`) and segmented by a Viterbi pass over its
 *bytes*:
@@ -36,11 +36,11 @@ import numpy as np
 
 from ..attrs import Attr
 from ..cache import BoundedCache
-from ..charsmap import lead_len, lead_table, parse
-from ..constants import Keys
 from ..errors import UnsupportedVocab
+from ..gguf.constants import Keys
+from ..normalize.charsmap import lead_len, lead_table, parse
+from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
-from ..ugm_normalizer import PrefixNormalizer
 from .base import BosEosEngine
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from conftest import engine_command  # the repository's conftest.py (its folder 
 
 
 def test_the_engine_says_hello(tmp_path):
-    from harness.model_paths import resolve
+    from harness.models.paths import resolve
 
     request = {"op": "hello", "id": 0, "protocol": 1, "model": str(resolve("llama-spm")), "args": {}}
     argv = engine_command().removeprefix("cmd:").split()

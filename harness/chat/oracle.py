@@ -1,0 +1,120 @@
+"""llama.cpp's chat formatting, asked through the chat helper, crash-isolated.
+
+The helper (see `chat_helper_build`) runs as a child process that answers one JSON
+line per request. A crash (the child dies) or a hang (no answer within the timeout,
+the child is killed) is an outcome of that request, recorded as a finding, and the
+next request starts a fresh child.
+
+What the helper reproduces, precisely: `common_chat_templates_init(model, template)`
+and `common_chat_templates_apply(use_jinja=true)` from llama.cpp's `common/chat.cpp` —
+the input preparation, the template capabilities, the specialized handlers and the
+autoparser as llama-server runs them — then `common_tokenize(prompt, add_special=true,
+parse_special=true)` as the server's `tokenize_input_prompts`, and the legacy C API
+`llama_chat_apply_template` (from the same libllama the llama-cpp-python wheel ships).
+What it does not: the server's HTTP layer, its "prefill assistant" continuation of a
+final assistant message, and the wall clock (it reads the request's `now`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..contained import Contained
+from . import helper_build as chat_helper_build
+
+DEFAULT_TIMEOUT = 30.0
+NOW = 1735689600  # 2025-01-01T00:00:00Z: the fixed clock of every recorded conversation
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """One request's outcome: "ok", "error" (the template refused or failed), "crash" or "hang"."""
+
+    status: str
+    text: bytes | None = None
+    ids: list[int] | None = None
+    legacy: bytes | None = None  # None: llama_chat_apply_template does not recognise the template
+    error: str = ""
+    caps: dict[str, bool] = field(default_factory=dict)
+
+
+def request(*, template: str | None, messages: list[Any], add_generation_prompt: bool,
+            model: Path | None = None, bos_token: str = "", eos_token: str = "",
+            tools: list[Any] | None = None, kwargs: dict[str, Any] | None = None,
+            now: int = NOW, legacy: bool = True) -> dict[str, Any]:
+    return {"model": str(model) if model else None, "template": template, "bos_token": bos_token,
+            "eos_token": eos_token, "messages": messages, "tools": tools,
+            "add_generation_prompt": add_generation_prompt, "kwargs": kwargs or {}, "now": now,
+            "legacy": legacy}
+
+
+class ChatOracle:
+    """A long-lived helper child; `ask()` never raises for what llama.cpp does.
+
+    The helper runs in a session of its own (`harness.contained`): its death is seen
+    at once, and a hang, a crash or `close()` kills its whole process group.
+    """
+
+    def __init__(self, binary: Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.binary = binary or chat_helper_build.build()
+        self.timeout = timeout
+        self.child: Contained | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.child.proc if self.child is not None else None
+
+    def _start(self) -> Contained:
+        if self.child is None or self.child.exited():
+            if self.child is not None:
+                self.child.close()
+            env = dict(os.environ, TZ="UTC", LC_ALL="C")
+            self.child = Contained([str(self.binary)], env=env, stderr=subprocess.DEVNULL)
+        return self.child
+
+    def ask(self, req: dict[str, Any]) -> ChatAnswer:
+        child = self._start()
+        deadline = time.monotonic() + self.timeout
+        if not child.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n", deadline):
+            return self._died(child)
+        line = child.readline(deadline)
+        if line is None:
+            self._end(child)
+            return ChatAnswer("hang", error=f"no answer within {self.timeout:g} s")
+        if not line:
+            return self._died(child)
+        return _answer(json.loads(line))
+
+    def _died(self, child: Contained) -> ChatAnswer:
+        child.wait_exit(5.0)
+        code = self._end(child)
+        return ChatAnswer("crash", error=f"the helper died (exit status {code})")
+
+    def _end(self, child: Contained) -> int:
+        self.child = None
+        return child.close()
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close(grace=5.0)
+            self.child = None
+
+    def __enter__(self) -> ChatOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _answer(data: dict[str, Any]) -> ChatAnswer:
+    legacy = bytes.fromhex(data["legacy_hex"]) if "legacy_hex" in data else None
+    if not data.get("ok"):
+        return ChatAnswer("error", legacy=legacy, error=data.get("error", ""), caps=data.get("caps", {}))
+    return ChatAnswer("ok", text=bytes.fromhex(data["prompt_hex"]), ids=data.get("ids"), legacy=legacy,
+                      caps=data.get("caps", {}))

@@ -1,0 +1,162 @@
+"""The message-level check: every target, every case, ours against llama.cpp's.
+
+`live()` asks the chat helper; `offline()` replays `golden/chat/`. Both return a
+`ChatSummary`: cases checked and matched, the findings, llama.cpp's own crashes and
+hangs, and how often llama.cpp's legacy C API (`llama_chat_apply_template`) disagrees
+with its own Jinja path (the figure the README quotes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import golden as chat_golden
+from .cases import Case, Target, all_targets, cases, load_conversations, tokenizer_for
+from .diff import MATCH, ORACLE, describe, product_answer, verdict
+from .oracle import ChatAnswer, ChatOracle
+from .strategies import sample
+
+
+@dataclass
+class ChatSummary:
+    targets: int = 0
+    cases: int = 0
+    matched: int = 0
+    oracle_errors: int = 0  # cases llama.cpp refuses (raise_exception or a failure): matched when we refuse too
+    oracle_crashes: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    legacy_recognised: int = 0
+    legacy_differs: int = 0
+    seconds: float = 0.0
+    shard: dict[str, Any] | None = None  # `chat --shard K/N`: the partition's record (`harness.runs.shard`)
+
+    def add(self, target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer,
+            reproduce: str | None = None) -> None:
+        self.cases += 1
+        v = verdict(expected, actual)
+        if v == ORACLE:
+            self.oracle_crashes.append(describe(target, case, expected, actual, reproduce))
+        elif v == MATCH:
+            self.matched += 1
+        else:
+            self.findings.append(describe(target, case, expected, actual, reproduce))
+        if expected.status == "error":
+            self.oracle_errors += 1
+        if expected.legacy is not None and expected.status == "ok":
+            self.legacy_recognised += 1
+            self.legacy_differs += expected.legacy != expected.text
+
+    def data(self) -> dict[str, Any]:
+        """Plain data, as messages.json and a report's "messages" key hold it."""
+        return dict(self.__dict__)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings and not self.oracle_crashes
+
+    def lines(self) -> list[str]:
+        return [f"messages: {self.targets} templates, {self.cases} cases, {self.matched} match, "
+                f"{len(self.findings)} differ, {len(self.oracle_crashes)} llama.cpp crash/hang "
+                f"({self.oracle_errors} refused by llama.cpp's Jinja path) in {self.seconds:.0f} s",
+                f"legacy llama_chat_apply_template: recognised {self.legacy_recognised} rendered cases, "
+                f"differs from the Jinja path on {self.legacy_differs}"]
+
+
+def select(names: Iterable[str] | None) -> list[Target]:
+    targets = all_targets()
+    if not names:
+        return targets
+    wanted = set(names)
+    chosen = [t for t in targets if t.name in wanted or t.name.removeprefix("tmpl-") in wanted]
+    missing = wanted - {t.name for t in chosen} - {t.name.removeprefix("tmpl-") for t in chosen}
+    if missing:
+        from ..models.shipped import SetupError
+        raise SetupError(f"unknown chat target(s) {sorted(missing)}; known: {', '.join(t.name for t in targets)}")
+    return chosen
+
+
+def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None = None, fuzz: int = 0,
+         seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print) -> ChatSummary:
+    start = time.monotonic()
+    convs = [c for c in load_conversations() if corpus and (conversation is None or c["id"] == conversation)]
+    fuzzed = [c for c in (sample(fuzz, seed) if fuzz else []) if conversation in (None, c.conversation)]
+    summary = ChatSummary(targets=len(targets))
+    for target in targets:
+        tok = tokenizer_for(target.model)
+        before = len(summary.findings)
+        fuzz_repro = f"python -m harness chat {target.selector} --no-corpus --fuzz {fuzz} --seed {seed}"
+        for case in [*cases(target, convs), *fuzzed]:
+            expected = oracle.ask(chat_golden.oracle_request(target, case))
+            repro = f"{fuzz_repro} --conversation {case.conversation}" if case in fuzzed else None
+            summary.add(target, case, expected, product_answer(tok, target, case), repro)
+        log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def offline(targets: list[Target], golden_dir: Path = chat_golden.GOLDEN_DIR) -> ChatSummary:
+    start = time.monotonic()
+    summary = ChatSummary()
+    for target in targets:
+        path = chat_golden.golden_path(target, golden_dir)
+        if not path.is_file():
+            continue
+        summary.targets += 1
+        data = chat_golden.load(path)
+        checked, findings = chat_golden.replay(target, data)
+        summary.cases += checked
+        summary.matched += checked - len(findings)
+        summary.findings += findings
+        for entry in data["cases"]:
+            summary.oracle_errors += entry["status"] == "error"
+            if entry["status"] == "ok" and entry.get("legacy") is not None:
+                summary.legacy_recognised += 1
+                summary.legacy_differs += entry["legacy"] != entry.get("text")
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def write_report(summary: ChatSummary, out: Path) -> Path:
+    """messages.json and messages.html in `out`; the page's path."""
+    from ..report.messages import write
+    return write(summary.data(), summary.lines(), out)
+
+
+def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: int | None,
+                 explicit: bool, log: Callable[[str], None] = print) -> bool | None:
+    """`run --messages`: the chat templates of the selected models, live. None when skipped.
+
+    By default (not `explicit`) it runs when the chat helper is already built, so that a
+    plain `run` never starts a several-minute compile; `--messages` builds it if needed.
+    """
+    from ..models.shipped import short_name
+    from . import helper_build as chat_helper_build
+    from .cases import gguf_targets
+    targets = gguf_targets({short_name(m) for m in models})
+    if not targets:
+        return None
+    if not explicit and not chat_helper_build.helper_path().is_file():
+        log("messages: skipped (chat helper not built: python -m harness chat --build-helper)")
+        return None
+    with ChatOracle() as oracle:
+        summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None)
+    write_report(summary, report_dir)
+    _add_to_report(summary, report_dir)
+    for line in summary.lines():
+        log(line)
+    log(f"messages: {report_dir / 'report.html'}#messages (and messages.json, messages.html)")
+    return summary.ok
+
+
+def _add_to_report(summary: ChatSummary, report_dir: Path) -> None:
+    """report.json/.html of the run gain the "messages" section (rewritten whole, under the folder's lock)."""
+    from ..report import build as reporting
+    from ..report.folder import ReportDir
+    with ReportDir(report_dir) as folder:
+        report = reporting.load(folder.path / "report.json")
+        report["messages"] = {**summary.data(), "lines": summary.lines()}
+        reporting.write(report, folder.path)

@@ -1,0 +1,6 @@
+"""Golden: what llama.cpp did, recorded as reviewable JSON.
+
+Owns the golden files (files: pack, schema, read), the records computed from anything with
+the `tokenizer.Tokenizer` API (records), and which GGUF file a golden was recorded from
+(identity). May import: `harness.inputs`, `harness.models`, `harness.files`, `tokenizer`.
+"""

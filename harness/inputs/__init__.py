@@ -1,0 +1,7 @@
+"""Inputs: everything that produces a case.
+
+Owns the corpus files and llama.cpp's test vectors (corpus), one case from an input (cases),
+boundary inputs from a vocabulary's rules (boundaries), code points from llama.cpp's Unicode
+tables (unicode_probes), the Hypothesis strategies and the fuzzer (strategies, fuzz).
+May import: `harness.models`, `harness.files`, `harness.errors`, `tokenizer`.
+"""

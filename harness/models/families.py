@@ -1,0 +1,44 @@
+"""Model families: a family name -> the vocabularies that stand for it.
+
+`run --family bpe` checks every model listed here under `bpe`. The shipped
+vocabularies are grouped by the tokenizer llama.cpp runs for them (gemma-4's
+`gemma4` model is a BPE vocabulary in llama.cpp). The synthetic vocabularies
+(`harness.models.synth`, built by `python -m harness synth`) make up `rwkv`,
+`plamo2`, `pre-sweep` (one per `tokenizer.ggml.pre` name llama.cpp accepts)
+`model-names` (the other `tokenizer.ggml.model` values llama.cpp loads and
+tokenizes with) and `sensitivity` (`harness.models.synth_sensitivity`: vocabularies
+that hold what the self-test's former blind spots need; the main job runs them).
+"""
+
+from __future__ import annotations
+
+from . import synth
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "spm": ("llama-spm", "baichuan", "phi-3"),
+    "bpe": ("aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2",
+            "gpt-neox", "llama-bpe", "mpt", "qwen2", "qwen35", "refact", "starcoder"),
+    "wpm": ("bert-bge",),
+    "ugm": ("nomic-bert-moe",),
+    "rwkv": ("rwkv-world",),
+    "plamo2": ("plamo2",),
+    "pre-sweep": tuple(synth.pre_sweep_names()),
+    "model-names": ("model-gemma4", "model-hybriddna", "model-whitespace"),
+    "sensitivity": tuple(synth.names("sens-")),
+}
+
+
+def models_of(family: str) -> tuple[str, ...]:
+    """The model names of a family; `KeyError` naming the known families when unknown."""
+    try:
+        return FAMILIES[family]
+    except KeyError:
+        raise KeyError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})") from None
+
+
+def family_of(model: str) -> str:
+    """The family a model name belongs to, or `other` for a path or unknown name."""
+    for family, models in FAMILIES.items():
+        if model in models:
+            return family
+    return "other"

@@ -1,0 +1,83 @@
+"""Where the shipped vocabularies live, and how a name becomes a path.
+
+The vocabularies come from llama-cpp-python's pinned source distribution
+(`python -m harness fetch`), extracted to a cache folder:
+``$GGUF_PARITY_CACHE`` or ``~/.cache/gguf-parity/<version>/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+FETCH_COMMAND = "python -m harness fetch"
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a Python child: this checkout importable whatever the current directory."""
+    path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
+def project_root() -> Path:
+    """The checkout holding `pyproject.toml`, or the current directory for an installed copy."""
+    here = Path(__file__).resolve().parents[2]
+    return here if (here / "pyproject.toml").is_file() else Path.cwd()
+
+
+# The 19 vocabularies llama.cpp ships for its tokenizer tests, by short name.
+SHIPPED = (
+    "aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm",
+    "falcon", "gemma-4", "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt",
+    "nomic-bert-moe", "phi-3", "qwen2", "qwen35", "refact", "starcoder",
+)
+
+
+class SetupError(RuntimeError):
+    """Something the harness needs is missing; the message says how to get it."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("GGUF_PARITY_CACHE")
+    if env:  # absolute: oracle workers run in another directory
+        return Path(env).expanduser().absolute()
+    return Path.home() / ".cache" / "gguf-parity" / LLAMA_CPP_PYTHON_VERSION
+
+
+def models_dir() -> Path:
+    return cache_dir() / "models"
+
+
+def templates_dir() -> Path:
+    """llama.cpp's `models/templates/*.jinja` from the sdist (`python -m harness fetch`)."""
+    return cache_dir() / "templates"
+
+
+def source_path(name: str) -> Path:
+    """One of llama.cpp's tokenizer sources (`llama-vocab.cpp`, ...), as fetched."""
+    return cache_dir() / "src" / name
+
+
+def vocab_path(name: str) -> Path:
+    return models_dir() / f"ggml-vocab-{name}.gguf"
+
+
+def shipped_path(name: str) -> Path:
+    """The cached file of shipped vocabulary `name` (`SetupError` naming the fetch command if absent).
+
+    Name-or-path resolution for the commands is `harness.models.paths.resolve`;
+    this is the part `harness.models.synth` needs, kept here so the two do not import each other.
+    """
+    path = vocab_path(name)
+    if not path.is_file():
+        raise SetupError(
+            f"vocabulary {name!r} is not in the cache ({models_dir()}); run: {FETCH_COMMAND}"
+        )
+    return path
+
+
+def short_name(path: str | os.PathLike) -> str:
+    """`llama-spm` for `.../ggml-vocab-llama-spm.gguf`; the file stem otherwise."""
+    stem = Path(path).name.removesuffix(".gguf")
+    return stem.removeprefix("ggml-vocab-")

@@ -1,0 +1,7 @@
+"""The oracle: llama.cpp itself, and only here, contained.
+
+Owns the C API behind the `tokenizer.Tokenizer` API (llama), the crash-isolated worker
+processes (workers, worker_limits), one persistent oracle per vocabulary (session) and the
+list of known llama.cpp crashes (known_crashes).
+May import: `harness.golden`, `harness.models`, `harness.files`, `harness.contained`.
+"""

@@ -1,0 +1,482 @@
+"""Run results as `report.json` and a self-contained `report.html`.
+
+A report is a plain dict (what `report.json` holds):
+
+    {"version": 1, "meta": {...},
+     "summary": {"cases", "mismatches", "failing_cases", "oracle_crashes", "engine_errors",
+                 "vocab_mismatches", "known_oracle_crashes", "known_crash_cases", "not_applicable",
+                 "checked", "passed", "agree_rate", "pass_rate", "engine_flakes", "harness_faults",
+                 "models", "per_model": {...}, "per_family": {...}},
+     "mismatches": [{"model", "case_id", "text", "add_special", "parse_special",
+                     "expected", "got", "first_diff", "category", ...}],
+     "oracle_crashes": [...], "engine_errors": [...], "vocab_mismatches": [...],
+     "engine_flakes": [{"model", "case_ids", "op", "first", "recheck"}],
+     "harness_faults": [{"model", "case_id", "op", "crash", "reason"}],
+     "known_oracle_crashes": [{..., "crash": {...}, "known_crash": "<entry id>"}],
+     "known_crash_list": {"<entry id>": {"id", "models", "signature", "description", "upstream"}}}
+
+`oracle_crashes` are new llama.cpp crashes (findings); `known_oracle_crashes`
+match an entry of the known-crashes list (`harness.oracle.known_crashes`): they are
+shown, but are not findings. A case with only a known crash is neither failing
+nor passed (`known_crash_cases`): nothing could be compared on it. So is a
+case the engine cannot take (`not_applicable`). `checked` is the cases
+compared (cases minus those two), `passed` the checked ones that agree;
+`agree_rate` is passed / checked (what the page shows, as agreed / checked),
+`pass_rate` passed / cases (unchanged since version 1, so a run with known
+crashes has one below 1.0 while all match).
+
+`engine_flakes` and `harness_faults` are side lists, not findings: a failure a
+fresh process did not repeat, of the engine under test's child or of a
+llama.cpp worker (docs/engine-protocol.md, "Blame"). A flake makes the run exit
+1 unless `meta.allow_flakes` (`harness.compare.verdict`).
+
+`per_model` holds the counts each run measured; every other figure is derived
+from it, so `merge()` can fold reports from separate runs (one nox session per
+family, a CI matrix) into one summary. The HTML page is rendered with jinja2
+from `templates/report.html.j2`, with inline CSS and JS only, so it works
+offline; pandas computes the summary tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..compare import verdict as verdicts
+from ..compare.diff import visible
+from ..files.atomic import write_text_atomic
+from ..files.jsonl import escape_unsafe
+from ..subjects import capabilities as caps
+from .templating import environment
+
+REPORT_VERSION = 1
+COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
+          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes")
+FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
+LISTS = (*FINDINGS, "known_oracle_crashes")
+# Worker deaths a fresh worker did not repeat (harness.oracle.workers): listed and counted, never
+# a llama.cpp crash; the case's answer came from the fresh worker, so the verdict stands.
+# Engine flakes: the engine under test's child failed once, a fresh child answered
+# (harness.subjects.client): the answer is used, but the run exits 1 unless --allow-flakes.
+SIDE_LISTS = ("harness_faults", "engine_flakes")
+HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
+
+
+@dataclass
+class ModelResult:
+    """What one run found on one vocabulary; the run fills it, `build()` turns it into a report."""
+
+    model: str
+    family: str
+    cases: int = 0
+    failing: set[str] = field(default_factory=set)
+    mismatches: list[dict] = field(default_factory=list)
+    oracle_crashes: list[dict] = field(default_factory=list)
+    engine_errors: list[dict] = field(default_factory=list)
+    vocab_mismatches: list[dict] = field(default_factory=list)
+    known_oracle_crashes: list[dict] = field(default_factory=list)
+    known_crash_ids: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    harness_faults: list[dict] = field(default_factory=list)
+    engine_flakes: list[dict] = field(default_factory=list)
+    not_checked: str | None = None       # why nothing was compared (`harness.compare.verdict`)
+    expected_refusal: str | None = None  # both refused, as the run was told to expect
+    capabilities: dict = field(default_factory=dict)  # check -> counts (harness.subjects.capabilities)
+    not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
+
+    def add(self, kind: str, entry: dict) -> None:
+        """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
+
+        A known llama.cpp crash is listed but is no finding: its case is set aside
+        (`known_crash_ids`), neither failing nor passed.
+        """
+        entry = {"model": self.model, "family": self.family, **entry}
+        getattr(self, kind).append(entry)
+        case_id = entry.get("case_id")
+        if case_id is None or str(case_id).startswith("<") or kind == "vocab_mismatches":
+            return  # "<load>", "<vocab>" are about the model, not a case
+        (self.known_crash_ids if kind == "known_oracle_crashes" else self.failing).add(str(case_id))
+
+    def counts(self) -> dict:
+        return {"family": self.family, "cases": self.cases, "failing_cases": len(self.failing),
+                "mismatches": len(self.mismatches), "oracle_crashes": len(self.oracle_crashes),
+                "engine_errors": len(self.engine_errors),
+                "vocab_mismatches": len(self.vocab_mismatches),
+                "known_oracle_crashes": len(self.known_oracle_crashes),
+                "known_crash_cases": len(self.known_crash_ids - self.failing),
+                "harness_faults": len(self.harness_faults), "engine_flakes": len(self.engine_flakes),
+                "notes": list(self.notes),
+                "not_checked": self.not_checked, "expected_refusal": self.expected_refusal,
+                "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities}
+
+    def add_fault(self, fault: dict) -> None:
+        """A harness fault (`harness.oracle.workers.fault_record`): listed, and named in the notes."""
+        self.harness_faults.append({"model": self.model, **fault})
+        self.notes.append(f"harness fault on {fault['case_id']}: {fault['reason']}")
+
+    def add_flake(self, flake: dict) -> None:
+        """An engine flake (`harness.subjects.client.flake_record`): listed, and named in the notes."""
+        self.engine_flakes.append({"model": self.model, **flake})
+        self.notes.append(f"engine flake on {', '.join(flake['case_ids'])} ({flake['op']}): {flake['first']}")
+
+
+def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
+    """The report dict for a run's per-model results; `known_crashes` is the list's definitions by id."""
+    results = list(results)
+    per_model = {r.model: r.counts() for r in results}
+    report = {"version": REPORT_VERSION, "meta": meta, "summary": summarize(per_model)}
+    for kind in LISTS + SIDE_LISTS:
+        report[kind] = [entry for r in results for entry in getattr(r, kind)]
+    report["known_crash_list"] = dict(known_crashes or {})
+    return report
+
+
+def summarize(per_model: dict[str, dict]) -> dict:
+    """Totals, per-family breakdown and pass rates from per-model counts."""
+    frame = _frame(per_model)
+    totals = {k: int(frame[k].sum()) if len(frame) else 0 for k in COUNTS}
+    per_family = {}
+    if len(frame):
+        grouped = frame.groupby("family", sort=True)[list(COUNTS)].sum()
+        grouped["models"] = frame.groupby("family").size()
+        per_family = {fam: _with_rate({k: int(v) for k, v in row.items()})
+                      for fam, row in grouped.iterrows()}
+    tally = caps.add_tallies(c.get("capabilities") or {} for c in per_model.values())
+    return _with_rate({**totals, "models": len(per_model), "capabilities": tally, "per_model":
+                       {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
+                       "per_family": per_family, **_unchecked(per_model)})
+
+
+def _unchecked(per_model: dict[str, dict]) -> dict:
+    """`not_checked` (model -> reason) and `refused_as_expected` (models), for the summary."""
+    reasons = {m: verdicts.unchecked_reason(c) for m, c in sorted(per_model.items())}
+    return {"not_checked": {m: why for m, why in reasons.items() if why},
+            "refused_as_expected": sorted(m for m, c in per_model.items() if c.get("expected_refusal"))}
+
+
+def _frame(per_model: dict[str, dict]) -> pd.DataFrame:
+    rows = [{"model": m, "family": c.get("family", "?"), **{k: int(c.get(k, 0)) for k in COUNTS}}
+            for m, c in per_model.items()]
+    return pd.DataFrame(rows, columns=["model", "family", *COUNTS])
+
+
+def _with_rate(counts: dict) -> dict:
+    """`checked` (cases compared: not a known llama.cpp crash, not applicable to the engine),
+    `passed` (checked and agreeing), `agree_rate` = passed / checked, and the older
+    `pass_rate` = passed / cases (kept as it was for report.json readers; the page shows
+    agreed / checked, which is 100% whenever the verdict is "all match")."""
+    cases = counts.get("cases", 0)
+    checked = max(cases - counts.get("known_crash_cases", 0) - counts.get("not_applicable", 0), 0)
+    passed = max(checked - counts.get("failing_cases", 0), 0)
+    counts["checked"] = checked
+    counts["passed"] = passed
+    counts["pass_rate"] = round(passed / cases, 6) if cases else None
+    counts["agree_rate"] = round(passed / checked, 6) if checked else None
+    return counts
+
+
+def one_line(report: dict) -> str:
+    """The one-line verdict printed at the end of a run (`harness.compare.verdict` picks its first words)."""
+    s = report["summary"]
+    verdict = verdicts.word(report)
+    unchecked = verdicts.unchecked_line(report)
+    if unchecked:
+        verdict = f"{verdict} ({unchecked})"
+    known = s.get("known_oracle_crashes", 0)
+    crashes = (f"{s['oracle_crashes']} new llama.cpp crashes ({known} known crashes, see report)" if known
+               else f"{s['oracle_crashes']} oracle crashes")
+    faults = (f"; {s['harness_faults']} harness faults (worker deaths a fresh worker did not repeat, "
+              "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
+    flakes = (f"; {s['engine_flakes']} engine flakes (the engine's process failed once, a fresh one answered: "
+              "see report)") if s.get("engine_flakes") else ""
+    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases{_set_aside(s)}, {s['failing_cases']} failing, "
+            f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
+            f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
+            + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
+            + _messages_figures(report.get("messages")))
+
+
+def _set_aside(s: dict) -> str:
+    """" (265 checked; set aside: 1 known-crash case)" when some cases were not compared, else ""."""
+    parts = [f"{n} {what} case{'' if n == 1 else 's'}" for n, what in
+             ((s.get("known_crash_cases", 0), "known-crash"), (s.get("not_applicable", 0), "not-applicable")) if n]
+    return f" ({s.get('checked', 0)} checked; set aside: {', '.join(parts)})" if parts else ""
+
+
+def _messages_figures(messages: dict | None) -> str:
+    if not messages:
+        return ""
+    return (f"; messages: {messages.get('cases', 0)} cases, {len(messages.get('findings', []))} differ, "
+            f"{len(messages.get('oracle_crashes', []))} llama.cpp crash/hang")
+
+
+# --- merging --------------------------------------------------------------------------------
+
+def load(path: Path) -> dict:
+    """A report.json (or the directory holding one), checked for the fields `merge` needs."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read report {path}: {exc}") from None
+    if not isinstance(report, dict) or "per_model" not in report.get("summary", {}):
+        raise ValueError(f"{path} is not a gguf-parity report.json (no summary.per_model)")
+    return report
+
+
+def merge(reports: Sequence[dict], *, meta: dict) -> dict:
+    """One report from several; a model seen in more than one adds its counts up."""
+    per_model: dict[str, dict] = {}
+    merged: dict[str, list[dict]] = {kind: [] for kind in LISTS + SIDE_LISTS}
+    known: dict[str, dict] = {}
+    sources = []
+    for report in reports:
+        sources.append(report.get("meta", {}))
+        for model, counts in report["summary"]["per_model"].items():
+            _add_counts(per_model, model, counts)
+        for kind in LISTS + SIDE_LISTS:
+            merged[kind].extend(report.get(kind, []))
+        known.update(report.get("known_crash_list", {}))
+    out = {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
+           "summary": summarize(per_model), **merged, "known_crash_list": known}
+    if any(r.get("messages") for r in reports):
+        from .messages import merge as merge_messages
+        out["messages"] = merge_messages([r["messages"] for r in reports if r.get("messages")])
+    return out
+
+
+def reclassify(report: dict, known) -> dict:
+    """`report` with every oracle crash (new or known) judged again against `known` (a KnownCrashes).
+
+    Lets `merge-reports --known-crashes` apply one list to reports written by
+    separate runs. Per-model counts move with the entries; a crash case counts
+    as failing only while it has a new crash or another finding.
+    """
+    crashes = report.get("oracle_crashes", []) + report.get("known_oracle_crashes", [])
+    new: dict[str, list[dict]] = {"oracle_crashes": [], "known_oracle_crashes": []}
+    old = _crash_ids(report)
+    for entry in crashes:
+        entry = {k: v for k, v in entry.items() if k != "known_crash"}
+        match = known.match(entry.get("model", ""), entry.get("crash") or {})
+        if match is None:
+            new["oracle_crashes"].append(entry)
+        else:
+            new["known_oracle_crashes"].append({**entry, "known_crash": match.id})
+    out = {**report, **new, "known_crash_list": known.describe()}
+    per_model = {m: _recount(m, dict(c), out, old, _crash_ids(out)) for m, c in
+                 report["summary"]["per_model"].items()}
+    out["summary"] = summarize(per_model)
+    return out
+
+
+def _crash_ids(report: dict) -> dict[tuple[str, str], set[str]]:
+    """(model, kind) -> case ids: new crashes, known crashes and other findings."""
+    ids: dict[tuple[str, str], set[str]] = {}
+    for kind in ("oracle_crashes", "known_oracle_crashes", "mismatches", "engine_errors"):
+        group = kind if "crashes" in kind else "other"
+        for entry in report.get(kind, []):
+            case_id = str(entry.get("case_id"))
+            if entry.get("case_id") is not None and not case_id.startswith("<"):
+                ids.setdefault((entry.get("model", ""), group), set()).add(case_id)
+    return ids
+
+
+def _recount(model: str, counts: dict, out: dict, old: dict, new: dict) -> dict:
+    """One model's counts after `reclassify` moved crashes between the lists (`out` holds the new ones)."""
+    def get(ids, kind):
+        return ids.get((model, kind), set())
+    other = get(old, "other")
+    counts["failing_cases"] = (int(counts.get("failing_cases", 0)) - len(get(old, "oracle_crashes") - other)
+                               + len(get(new, "oracle_crashes") - other))
+    counts["known_crash_cases"] = len(get(new, "known_oracle_crashes") - other - get(new, "oracle_crashes"))
+    for kind in ("oracle_crashes", "known_oracle_crashes"):
+        counts[kind] = sum(1 for e in out[kind] if e.get("model") == model)
+    return counts
+
+
+def _add_counts(per_model: dict, model: str, counts: dict) -> None:
+    into = per_model.setdefault(model, {"family": counts.get("family", "?"), "notes": []})
+    for key in COUNTS:
+        into[key] = into.get(key, 0) + int(counts.get(key, 0))
+    into["notes"] = into["notes"] + list(counts.get("notes", []))
+    for key in ("not_checked", "expected_refusal"):  # a model unchecked in any part stays unchecked
+        into[key] = "; ".join(filter(None, [into.get(key), counts.get(key)])) or None
+    into["capabilities"] = caps.add_tallies([into.get("capabilities") or {}, counts.get("capabilities") or {}])
+
+
+# --- writing --------------------------------------------------------------------------------
+
+def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
+    """Write `report.json` and `report.html` into `out_dir`; returns both paths.
+
+    Each file is written whole or not at all (`harness.files.atomic`): with the disk
+    full the previous report stays as it was. Both are rendered before either
+    is replaced, so a failure leaves the pair from one run.
+    """
+    out_dir = Path(out_dir)
+    json_path, html_path = out_dir / "report.json", out_dir / "report.html"
+    text = escape_unsafe(json.dumps(report, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
+    page = render_html(report)
+    write_text_atomic(json_path, text)
+    write_text_atomic(html_path, page)
+    return json_path, html_path
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def summary_rows(report: dict) -> tuple[list[dict], list[dict]]:
+    """Rows for the per-family and per-model tables, sorted worst first (pandas)."""
+    s = report["summary"]
+    models = pd.DataFrame([{"name": m, **c} for m, c in s["per_model"].items()])
+    families = pd.DataFrame([{"name": f, **c} for f, c in s["per_family"].items()])
+    return _rows(families), _rows(models)
+
+
+def _rows(frame: pd.DataFrame) -> list[dict]:
+    if frame.empty:
+        return []
+    frame = frame.copy()
+    for key in COUNTS:  # a report written before a count existed
+        frame[key] = frame[key].fillna(0).astype(int) if key in frame else 0
+    frame["findings"] = frame[list(FINDINGS)].sum(axis=1)
+    # checked and passed by the one formula (`_with_rate`), also for a report written before them
+    frame = pd.DataFrame([_with_rate(row) for row in frame.to_dict("records")])
+    frame["agreed"] = frame["passed"]
+    frame["agree_pct"] = [agree_pct(a, c) for a, c in zip(frame["agreed"], frame["checked"], strict=True)]
+    frame = frame.sort_values(["findings", "name"], ascending=[False, True])
+    return frame.to_dict("records")
+
+
+def agree_pct(agreed: int, checked: int) -> str:
+    """agreed / checked as a percentage; never "100.0%" unless every checked case agreed."""
+    if not checked:
+        return "n/a"
+    if agreed >= checked:
+        return "100%"
+    return f"{min(agreed / checked, 0.999):.1%}"
+
+
+def render_html(report: dict) -> str:
+    """The report page as one self-contained HTML string."""
+    families, models = summary_rows(report)
+    entries = _entries(report)
+    categories = sorted({e["category"] for e in entries})
+    template = environment().get_template("report.html.j2")
+    return template.render(
+        report=report, summary=report["summary"], families=families, models=models,
+        entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
+        model_names=sorted(report["summary"]["per_model"]), categories=categories,
+        verdict=one_line(report), known_groups=known_groups(report),
+        verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),
+        refused=verdicts.refused_as_expected(report), interrupted=report.get("meta", {}).get("interrupted"),
+        messages=_messages(report), flakes=_side_rows(report, "engine_flakes"),
+        faults=_side_rows(report, "harness_faults"),
+    )
+
+
+def _side_rows(report: dict, kind: str) -> list[dict]:
+    """Engine flakes or harness faults as display rows (first HTML_LIMIT)."""
+    rows = []
+    for entry in report.get(kind, [])[:HTML_LIMIT]:
+        if kind == "engine_flakes":
+            ids = entry.get("case_ids") or []
+            rows.append({"model": entry.get("model", ""), "case_ids": ", ".join(map(str, ids)),
+                         "op": entry.get("op", ""), "first": entry.get("first", ""),
+                         "recheck": entry.get("recheck", "")})
+        else:
+            rows.append({"model": entry.get("model", ""), "case_ids": str(entry.get("case_id", "")),
+                         "op": entry.get("op", ""), "first": _fault_first(entry.get("crash")),
+                         "recheck": "a fresh llama.cpp worker answered: not a llama.cpp crash"})
+    return rows
+
+
+def _fault_first(crash: object) -> str:
+    """A llama.cpp worker's crash record in words: killed by a signal, exited, hung, or raised."""
+    if not isinstance(crash, dict):
+        return str(crash or "")
+    kind = crash.get("kind")
+    if kind == "timeout":
+        limit = crash.get("timeout")
+        what = f"hung (no answer within {limit:g}s)" if isinstance(limit, (int, float)) else "hung"
+    elif kind == "error":
+        what = "raised an error"
+    elif crash.get("signal"):
+        what = f"was killed by {crash['signal']}"
+    else:
+        what = f"exited with status {crash.get('exit')}"
+    call = f" in {crash['call']}" if crash.get("call") else ""
+    return f"the llama.cpp worker {what}{call}" + (f": {crash['stderr']}" if crash.get("stderr") else "")
+
+
+def _messages(report: dict) -> dict | None:
+    """The "Messages" section (chat templates, `run --messages`) when the report carries one."""
+    data = report.get("messages")
+    if not data:
+        return None
+    from .messages import section
+    return section(data, data.get("lines", []))
+
+
+def known_groups(report: dict) -> list[dict]:
+    """Known llama.cpp crashes grouped by list entry: its definition and its display rows."""
+    definitions = report.get("known_crash_list", {})
+    groups: dict[str, dict] = {}
+    for entry in report.get("known_oracle_crashes", [])[:HTML_LIMIT]:
+        entry_id = entry.get("known_crash", "?")
+        group = groups.setdefault(entry_id, {"id": entry_id, "entry": definitions.get(entry_id, {}),
+                                             "rows": [], "models": set()})
+        group["rows"].append(_display(entry, kind="known_oracle_crashes", category="known crash"))
+        group["models"].add(entry.get("model"))
+    return [{**g, "models": sorted(m for m in g["models"] if m)} for _, g in sorted(groups.items())]
+
+
+def _entries(report: dict) -> list[dict]:
+    """Every finding as one display entry with a `kind` and a `category` to filter on."""
+    out = []
+    for kind, default_category in (("oracle_crashes", "oracle crash"), ("engine_errors", "engine error"),
+                                   ("mismatches", None), ("vocab_mismatches", "vocabulary")):
+        for entry in report.get(kind, []):
+            out.append(_display(entry, kind=kind, category=entry.get("category") or default_category))
+    return out
+
+
+ENTRY_DEFAULTS: dict[str, Any] = {"case_id": None, "text": "", "bytes": None, "command": None, "aligned": None,
+                  "detokenize": [], "crash": {}, "error": None, "add_special": None,
+                  "parse_special": None, "first_diff": None, "expected": None, "got": None,
+                  "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
+                  "got_piece_hex": "", "token": None, "field": "", "sides": False,
+                  "traceback": "", "capability": None}
+
+
+def _display(entry: dict, *, kind: str, category: str | None) -> dict:
+    """An entry with every field the template reads, and its input made visible."""
+    out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
+    if out["bytes"]:
+        out["text_visible"] = visible(bytes.fromhex(out["bytes"]))
+    else:
+        out["text_visible"] = visible(out["text"] or "")
+    return out
+
+
+def versions() -> dict:
+    """llama-cpp-python's version (the llama.cpp pin) for the report's meta block."""
+    from importlib import metadata
+    try:
+        return {"llama_cpp_python": metadata.version("llama_cpp_python")}
+    except metadata.PackageNotFoundError:
+        return {"llama_cpp_python": None}

@@ -1,0 +1,52 @@
+"""The end of `run` and `compare`: the report written safely, whatever stopped the run.
+
+`run_and_report(work, config, meta)` holds the report folder (checked
+writable and locked before any work, `harness.report.folder`), runs `work`
+with SIGINT/SIGTERM turned into `Interrupted` (`harness.runs.interrupts`), and
+writes report.json and report.html (atomically) from the models finished, so
+an interrupted run leaves a partial report marked `interrupted` and exits
+130/143. The exit status otherwise comes from `harness.compare.verdict`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..compare import verdict
+from ..models.shipped import SetupError
+from ..report.build import ModelResult
+from ..report.folder import ReportDir
+from .config import RunConfig
+from .interrupts import Interrupted, raising_on_signals
+
+
+def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfig, meta: dict[str, Any]) -> int:
+    """Run `work(results)` (it appends each finished ModelResult), then report; the exit status."""
+    from ..report import build as reporting
+
+    results: list[ModelResult] = []
+    stop: Interrupted | None = None
+    with ReportDir(config.report_dir) as folder:
+        try:
+            with raising_on_signals():
+                work(results)
+        except Interrupted as exc:
+            stop = exc
+        meta = {**meta, **reporting.versions(), **({"interrupted": stop.name} if stop else {})}
+        report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
+        try:
+            _, html_path = reporting.write(report, folder.path)
+        except OSError as exc:
+            raise SetupError(f"cannot write the report in {folder.path}: {exc.strerror or exc} "
+                             "(the previous report, if any, is left as it was)") from None
+    print(reporting.one_line(report))
+    print(f"report: {html_path}")
+    if stop is not None:
+        print(f"{stop}: partial report of the {len(results)} model(s) finished", file=sys.stderr)
+        return stop.exit_status
+    status = verdict.exit_status(report)
+    if status == verdict.EXIT_USAGE:
+        print(f"error: {verdict.unchecked_line(report) or 'no model was checked'}", file=sys.stderr)
+    return status

@@ -1,0 +1,413 @@
+"""The engine of `python -m harness run`: engine against live llama.cpp, corpora then fuzz.
+
+For each model: load the engine (`--engine`, ours by default) and llama.cpp
+(`harness.oracle.session.OracleSession`, crash-isolated, `--jobs` of them); compare the
+vocabularies; compare every corpus case under the four add_special x
+parse_special flags with their detokenizations; then let Hypothesis generate
+`fuzz` inputs (`harness.inputs.strategies.fuzz_inputs`), checking each live and shrinking
+the first failure to a minimal input. Every failing case is written to
+`<report>/cases/<model>.jsonl` (the reproduce command replays it), and fuzz
+failures also to `corpora/found/<model>.jsonl`, which later runs include.
+
+An engine that raises on a case is an engine error for that case; llama.cpp
+dying on a case is an oracle crash for that case; the run goes on. A crash
+that matches the known-crashes list (`RunConfig.known_crashes`, see
+`harness.oracle.known_crashes`) is recorded as a known crash instead, which is not a
+finding; the fuzzer hunts on past it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from queue import Queue
+
+from ..compare.findings import (
+    Subject,
+    crash_finding,
+    engine_table,
+    findings,
+    gguf_texts,
+    reference_table,
+    reproduce_command,
+    run_engine,
+    vocab_findings,
+)
+from ..compare.verdict import finish
+from ..files import jsonl
+from ..inputs import strategies
+from ..inputs.corpus import CorpusError, default_corpora, load_corpus
+from ..inputs.fuzz import DB_ENV, hunt
+from ..models.families import family_of
+from ..models.paths import Fingerprint, check_same, fingerprint, resolve
+from ..models.shipped import SetupError, short_name
+from ..oracle.known_crashes import NONE, KnownCrashes
+from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+from ..report.build import ModelResult
+from ..subjects import capabilities as capmod
+from ..subjects.spec import describe, load_engine
+from .config import RunConfig
+from .outcomes import (
+    both_refuse,
+    close_engine,
+    engine_load_error,
+    engine_or_error,
+    engine_vocab,
+    last_line,
+    refusal_expected_but_loaded,
+    refusal_mismatch,
+    save_failing,
+)
+from .progress import Progress
+from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
+
+
+def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
+    """Default corpora, --corpus files and this model's found corpus, ids made unique."""
+    cases: list[dict] = []
+    try:
+        if config.default_corpora:
+            cases += default_corpora(path)
+        for corpus in config.corpora:
+            cases += _tagged(load_corpus(corpus), corpus)
+        found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
+        if config.default_corpora and found and found.is_file():
+            cases += _tagged(load_corpus(found), found)
+    except CorpusError as exc:
+        raise SetupError(str(exc)) from None
+    cases = _unique(cases)
+    if config.case_ids:
+        cases = _only(cases, config.case_ids, name)
+    if not cases and not config.fuzz:
+        raise SetupError(f"{name}: no cases to check (the corpora are empty and --fuzz is 0)")
+    return cases
+
+
+def _only(cases: list[dict], ids: tuple[str, ...], name: str) -> list[dict]:
+    """The cases named by --case; `SetupError` naming any id that is in none of the corpora."""
+    missing = set(ids) - {c["id"] for c in cases}
+    if missing:
+        raise SetupError(f"{name}: no case with id {', '.join(sorted(map(repr, missing)))} in the corpora")
+    return [c for c in cases if c["id"] in ids]
+
+
+def _tagged(cases: list[dict], path: Path) -> list[dict]:
+    return [{**c, "source": path.stem} for c in cases]
+
+
+def _unique(cases: list[dict]) -> list[dict]:
+    """Drop exact repeats; rename a clashing id by prefixing its corpus name."""
+    seen: dict[str, dict] = {}
+    for case in cases:
+        key = case["id"]
+        if key in seen and seen[key].get("text") == case.get("text") and seen[key].get("bytes") == case.get("bytes"):
+            continue
+        if key in seen:
+            key = f"{case.get('source', 'corpus')}:{key}"
+        seen[key] = {k: v for k, v in case.items() if k != "source"} | {"id": key}
+    return list(seen.values())
+
+
+class OraclePool:
+    """`jobs` oracle sessions for one model, shared by worker threads."""
+
+    def __init__(self, path: Path, *, jobs: int, timeout: float, memory_limit: int | None = None) -> None:
+        self.sessions = [OracleSession(path, timeout=timeout, memory_limit=memory_limit)
+                         for _ in range(max(jobs, 1))]
+        self._free: Queue = Queue()
+        for session in self.sessions:
+            self._free.put(session)
+        self.executor = ThreadPoolExecutor(max_workers=len(self.sessions))
+
+    def evaluate(self, case: dict) -> tuple[dict | None, dict | None]:
+        """(record, None) or (None, crash dict)."""
+        session = self._free.get()
+        try:
+            return session.evaluate(case), None
+        except (OracleCrash, OracleRefusal) as crash:
+            return None, crash.as_dict()
+        finally:
+            self._free.put(session)
+
+    def close(self) -> None:
+        """Stop the workers; cases still queued (an interrupted run) are dropped, not run."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for session in self.sessions:
+            session.close()
+        self.executor.shutdown(wait=True)
+
+    def faults(self) -> list[dict]:
+        """Harness faults of every session: worker deaths a fresh worker did not repeat."""
+        return [fault for session in self.sessions for fault in session.faults]
+
+
+def check_model(arg: str, config: RunConfig, factory, part: Partition | None = None,
+                cases: list[dict] | None = None) -> ModelResult:
+    """Everything `run` checks on one vocabulary, as a `ModelResult`; with `part`, only that shard's cases.
+
+    `cases` are the model's gathered cases when the caller has them (`plan`).
+    """
+    path = resolve(arg)
+    name = short_name(path)
+    result = ModelResult(name, family_of(name))
+    cases = gather_cases(path, name, config) if cases is None else cases
+    if part is not None:
+        cases = [c for c in cases if part.owns(name, str(c["id"]))]
+    fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
+    before = fingerprint(path)
+    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
+    try:
+        loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes,
+                            expect_refusal=config.expect_refusal, before=before)
+        if loaded is None:
+            finish(result)
+            return result
+        if config.expect_refusal:
+            refusal_expected_but_loaded(result)
+            return result
+        try:
+            subject = _prepare(path, name, arg, loaded, config, result)
+            with Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
+                _check_cases(subject, pool, cases, result, bar)
+                if fuzz:
+                    _fuzz(subject, pool.sessions[0], config, result, bar)
+        finally:
+            _close(loaded[0], result)
+    finally:
+        pool.close()
+        for fault in pool.faults():
+            result.add_fault(fault)
+    save_failing(result, cases, config)
+    finish(result)
+    return result
+
+
+def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict], *,
+               known: KnownCrashes = NONE, expect_refusal: bool = False, before: Fingerprint | None = None):
+    """(engine, engine vocab, llama.cpp vocab, pieces), or None with the outcome recorded.
+
+    Both refusing the file leaves the model not checked (agreement only with
+    `expect_refusal`); one refusing is a finding. Both sides must have read the
+    bytes the parent resolved (`before`): `SetupError` otherwise.
+    """
+    oracle = pool.sessions[0]
+    asked = pool.executor.submit(lambda: (oracle.call("vocab"), oracle.call("pieces"), oracle.call("fingerprint")))
+    engine, engine_error = engine_or_error(factory, path)  # meanwhile, in this process
+    got = engine_vocab(engine) if engine is not None else None
+    if before is not None:
+        check_same(path, before, fingerprint(path), "the engine")
+    try:
+        vocab, pieces, seen = asked.result()
+    except OracleCrash as crash:
+        _close(engine, result)
+        kind, entry = crash_finding(known, result.model, {"case_id": "<load>", "text": "", "command": None},
+                                    crash.as_dict())
+        result.add(kind, entry)
+        result.notes.append("llama.cpp crashed loading the vocabulary")
+        if kind == "known_oracle_crashes":  # not a finding, but nothing could be compared
+            result.not_checked = f"llama.cpp crashes loading it (known crash {entry['known_crash']})"
+        return None
+    except OracleRefusal as refused:
+        _close(engine, result)
+        if engine is None:
+            both_refuse(result, last_line(str(refused)), last_line(engine_error), expected=expect_refusal)
+        else:
+            refusal_mismatch(result, last_line(str(refused)))
+        return None
+    if before is not None:
+        check_same(path, before, seen, "llama.cpp")
+    if engine is None:  # nothing to compare: every case counts as failed, not as passed
+        engine_load_error(result, engine_error)
+        capmod.tally_unloaded(result, len(cases))
+        result.cases = len(cases)
+        result.failing.update(c["id"] for c in cases)
+        return None
+    return engine, got, vocab, pieces
+
+
+def _close(engine, result: ModelResult) -> None:
+    if engine is not None:
+        close_engine(engine, result)
+
+
+def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:
+    """Both sides' token tables and the vocabulary diff."""
+    engine, got, vocab, pieces = loaded
+    if result.family == "other":
+        result.family = vocab.get("vocab_type", "other")
+    table = reference_table(gguf_texts(path), vocab, pieces)
+    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
+    subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
+                      engine_table=engine_table(engine, table),
+                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+                                                engine_args=config.engine_args),
+                      known=config.known_crashes)
+    capmod.start(result, engine.caps)
+    found = vocab_findings(subject, vocab, got)
+    for kind, entry in found:
+        result.add(kind, entry)
+    capmod.tally_vocab(result, engine.caps, found)
+    return subject
+
+
+def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: ModelResult,
+                 bar: Progress) -> None:
+    futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
+    outcomes = subject.engine.evaluate_many(cases)  # batched; llama.cpp works meanwhile
+    for case, future, got in zip(cases, futures, outcomes, strict=True):
+        expected, crash = future.result()
+        result.cases += 1
+        for kind, entry in findings(subject, case, expected, got, crash=crash):
+            result.add(kind, entry)
+        capmod.tally_case(result, subject.engine.caps, case, expected, got)
+        bar.advance(note=f"{len(result.failing)} failing")
+
+
+def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
+           judged: list | None = None):
+    """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
+
+    A known llama.cpp crash always counts as passing (the hunt goes on for real
+    engine bugs); the input is noted in `known_seen` (entry id -> case ids). Each
+    judged (case, expected, got) goes to `judged`, in order, for the capability tally.
+    """
+    def judge(case: dict) -> list[tuple[str, dict]]:
+        try:
+            expected, crash = session.evaluate(case), None
+        except (OracleCrash, OracleRefusal) as exc:
+            expected, crash = None, exc.as_dict()
+        if crash is not None and ignore_crashes:
+            if judged is not None:
+                judged.append((case, None, None))  # compared nothing: keeps judged aligned, not tallied
+            return []
+        got = run_engine(subject.engine, case)
+        if judged is not None:
+            judged.append((case, expected, got))
+        found = findings(subject, case, expected, got, crash=crash)
+        for kind, entry in found:
+            if kind == "known_oracle_crashes":
+                known_seen.setdefault(entry["known_crash"], set()).add(case["id"])
+        return [(kind, entry) for kind, entry in found if kind != "known_oracle_crashes"]
+    return judge
+
+
+def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
+          bar: Progress) -> None:
+    """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
+
+    llama.cpp aborts on some inputs for whole vocabulary families; without the
+    second hunt such a crash would hide every engine bug behind it.
+    """
+    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+                           pieces=subject.table.pieces)
+    budget, ignore_crashes = config.fuzz, False
+    known_seen: dict[str, set[str]] = {}
+    try:
+        while budget > 0:
+            seed = None if config.seed is None else config.seed + int(ignore_crashes)
+            judged: list = []
+            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen, judged=judged)
+            with _database(config.hypothesis_db):
+                outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
+                               key=f"{subject.name}:{ignore_crashes}",
+                               on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
+            result.cases += outcome.generated
+            for case, expected, got in judged[:outcome.generated]:  # the generated ones, not shrink steps
+                capmod.tally_case(result, subject.engine.caps, case, expected, got)
+            budget -= outcome.generated
+            if outcome.case is None:
+                return
+            _record_fuzz_failure(config, result, outcome)
+            if ignore_crashes or any(kind != "oracle_crashes" for kind, _ in outcome.findings):
+                return
+            ignore_crashes = True
+    finally:
+        for entry_id, case_ids in sorted(known_seen.items()):
+            result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
+                                "(passed over, not shrunk)")
+
+
+@contextmanager
+def _database(path: Path | None) -> Iterator[None]:
+    """Point the fuzzer's example database at `path` for one hunt (a non-default engine's own)."""
+    if path is None:
+        yield
+        return
+    saved = os.environ.get(DB_ENV)
+    os.environ[DB_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[DB_ENV]
+        else:
+            os.environ[DB_ENV] = saved
+
+
+def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
+    for kind, entry in outcome.findings:
+        result.add(kind, {**entry, "fuzz": True})
+    result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")
+    _append_found(config, result.model, outcome.case)
+
+
+def _append_found(config: RunConfig, name: str, case: dict) -> None:
+    if config.found_dir is None:
+        return
+    path = config.found_dir / f"{name}.jsonl"
+    known = {c["id"] for c in load_corpus(path)} if path.is_file() else set()
+    if case["id"] in known:
+        return
+    jsonl.append(path, case)  # escaped line breaks: later runs read it back (issue 10, item 4)
+
+
+def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
+    """Shard `config.shard` of the run's units (`harness.runs.shard`), and every model's gathered cases.
+
+    Units, in the run's order: per model its `MODEL` unit, one per case, and a
+    `FUZZ` unit weighing the fuzz budget (the hunt runs whole in one shard).
+    """
+    if config.shard is None:
+        raise ValueError("plan() needs a RunConfig with a shard")
+    units: list[Unit] = []
+    cases_of: dict[str, list[dict]] = {}
+    for arg in config.models:
+        path = resolve(arg)
+        name = short_name(path)
+        cases_of[arg] = gather_cases(path, name, config)
+        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in cases_of[arg])]
+        if config.fuzz:
+            units.append(Unit(name, FUZZ, config.fuzz))
+    return partition("run", units, config.shard), cases_of
+
+
+def run(config: RunConfig, results: list[ModelResult] | None = None,
+        sharded: tuple[Partition, dict[str, list[dict]]] | None = None) -> list[ModelResult]:
+    """Check every model of `config`; a `SetupError` for a bad name, path or corpus.
+
+    Each finished model is appended to `results` as it finishes, so a caller
+    stopped by a signal still has them for a partial report. `sharded` (from
+    `plan`) limits the run to one shard: models it holds nothing of are skipped.
+    """
+    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
+    for arg in config.models:
+        resolve(arg)  # fail fast on a bad name or file before any work
+    for corpus in config.corpora:
+        if not Path(corpus).is_file():
+            raise SetupError(f"no such corpus file: {corpus}")
+    results = [] if results is None else results
+    part, cases_of = sharded if sharded is not None else (None, {})
+    for arg in config.models:
+        if part is not None and not part.items(short_name(resolve(arg))):
+            continue
+        if not config.quiet:
+            print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)
+        result = check_model(arg, config, factory, part=part, cases=cases_of.get(arg))
+        if part is not None and not part.owns(result.model):
+            case_part(result)
+        results.append(result)
+    return results

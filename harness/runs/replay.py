@@ -1,0 +1,258 @@
+"""The engine of `python -m harness compare`: an engine against golden files, no llama.cpp needed.
+
+Each golden (`golden/*.json[.gz]`, written by `python -m harness record`)
+holds llama.cpp's vocabulary record and its outcome for every case. The
+engine is loaded on the same GGUF file (found by name in the vocabulary cache
+or the synthetic folder, checked by sha256), then judged case by case exactly
+as `run` judges it live (`harness.compare.findings.findings`). A case on which llama.cpp
+crashed while recording stays an oracle crash in the report, or a known crash
+when it matches the known-crashes list (`RunConfig.known_crashes`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..compare.findings import (
+    Subject,
+    engine_table,
+    findings,
+    gguf_texts,
+    reference_table,
+    reproduce_command,
+    vocab_findings,
+)
+from ..compare.verdict import finish
+from ..golden.files import GoldenError, golden_files, load_golden
+from ..golden.identity import mismatch
+from ..models.families import family_of
+from ..models.paths import resolve
+from ..models.shipped import SetupError, models_dir, short_name
+from ..report.build import ModelResult
+from ..subjects import capabilities as capmod
+from ..subjects.spec import load_engine
+from .config import RunConfig
+from .outcomes import (
+    both_refuse,
+    close_engine,
+    engine_or_error,
+    engine_vocab,
+    load_engine_for,
+    refusal_mismatch,
+    save_failing,
+)
+from .progress import Progress
+from .shard import MODEL, Partition, Unit, case_part, partition
+
+
+def _can_validate() -> bool:
+    """The schema check needs jsonschema (a test extra); without it goldens are read unchecked."""
+    import importlib.util
+    return importlib.util.find_spec("jsonschema") is not None
+
+
+def gguf_candidates(name: str, golden_dir: Path | None = None) -> list[Path]:
+    """Where the GGUF a golden was recorded from may be: beside the golden, the cache, the synthetic folder."""
+    places = [golden_dir / name] if golden_dir is not None else []
+    places.append(models_dir() / name)
+    try:
+        from ..models.synth import synthetic_dir
+        places.append(synthetic_dir() / name)
+    except ImportError:  # pragma: no cover - synth is optional
+        pass
+    return places
+
+
+def locate(header: dict, golden_dir: Path | None = None, given: Path | None = None) -> tuple[Path | None, str]:
+    """(the GGUF file a golden header names, "") or (None, what was looked for and where).
+
+    `given` (`--model PATH`) is the only candidate when there is one; a file
+    that is there but not the recorded one is named with what differs
+    (`harness.golden.identity`).
+    """
+    places = [given] if given is not None else gguf_candidates(header["file"], golden_dir)
+    seen = []
+    for path in places:
+        if not path.is_file():
+            continue
+        reason = mismatch(header, path)
+        if reason is None:
+            return path, ""
+        seen.append(f"{path} is not it: {reason}")
+    wanted = f"{header['file']} ({header.get('size', '?'):,} bytes)" if isinstance(header.get("size"), int) \
+        else header["file"]
+    looked = "; ".join(seen) if seen else "looked in " + ", ".join(str(p.parent) for p in places)
+    return None, f"{wanted}: {looked}"
+
+
+def _stem(golden_file: Path) -> str:
+    return golden_file.name.removesuffix(".gz").removesuffix(".json")
+
+
+MISSING = "its GGUF is not here:"
+
+
+def selected_goldens(directory: Path, names: tuple[str, ...],
+                     paths: tuple[Path, ...] = ()) -> list[tuple[Path, Path | None]]:
+    """(golden file, --model PATH or None) pairs: those of `names` (short names) and `paths`, or all."""
+    if not directory.is_dir():
+        raise SetupError(f"no golden directory {directory}; record with: python -m harness record")
+    files = golden_files(directory)
+    chosen: list[tuple[Path, Path | None]] = [
+        (f, None) for f in files if not (names or paths) or short_name(_stem(f)) in names]
+    for path in paths:
+        match = [f for f in files if _stem(f) == path.name.removesuffix(".gguf")]
+        if not match and len(files) == 1:
+            match = files
+        if not match:
+            raise SetupError(f"--model {path}: no golden for it in {directory} (looked for "
+                             f"{path.name.removesuffix('.gguf')}.json[.gz]; record one with: "
+                             f"python -m harness record --model {path} --out {directory})")
+        chosen.append((match[0], path))
+    if not chosen:
+        raise SetupError(f"no golden files{' for ' + ', '.join(names) if names else ''} in {directory}")
+    return chosen
+
+
+def _load(golden_file: Path, *, check: bool) -> dict:
+    try:
+        return load_golden(golden_file, check=check)
+    except GoldenError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None,
+                   part: Partition | None = None) -> ModelResult:
+    """One golden against the engine; not checked (with a message) when its GGUF is not here.
+
+    With `given` (`--model PATH`) that file must be the recorded one: a set-up error otherwise.
+    With `part` (a shard, `harness.runs.shard`) only its cases are judged.
+    """
+    golden = _load(golden_file, check=_can_validate())
+    name = short_name(golden["gguf"]["file"])
+    if part is not None:  # units are keyed by the golden's file name (`plan`)
+        key = short_name(_stem(golden_file))
+        golden = {**golden, "cases": [c for c in golden["cases"] if part.owns(key, str(c["id"]))]}
+    path, why = locate(golden["gguf"], golden_file.parent, given)
+    if path is None and given is not None:
+        raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
+    result = ModelResult(name, family_of(name))
+    if path is None:  # selected but not compared: listed as not checked, never as passing
+        result.not_checked = (f"{MISSING} {why} (give --model PATH, or python -m harness fetch / "
+                              "python -m harness synth)")
+        print(f"skipping {golden_file.name}: {result.not_checked}", file=sys.stderr)
+        return result
+    if golden.get("vocab") is None:  # llama.cpp refused the file when recording
+        _judge_refusal(factory, path, result, golden.get("load_error"), expected=config.expect_refusal)
+        finish(result)
+        return result
+    if result.family == "other":
+        result.family = golden["vocab"].get("vocab_type", "other")
+    engine = load_engine_for(factory, path, result)
+    if engine is None:  # nothing to compare: every case counts as failed, not as passed
+        result.cases = len(golden["cases"])
+        result.failing.update(c["id"] for c in golden["cases"])
+        capmod.tally_unloaded(result, len(golden["cases"]))
+        return result
+    try:
+        subject = _subject(name, path, engine, golden, config)
+        capmod.start(result, engine.caps)
+        found = vocab_findings(subject, golden["vocab"], engine_vocab(engine))
+        for kind, entry in found:
+            result.add(kind, entry)
+        capmod.tally_vocab(result, engine.caps, found)
+        _judge_cases(subject, golden["cases"], result, config)
+    finally:
+        close_engine(engine, result)
+    save_failing(result, golden["cases"], config)
+    finish(result)
+    return result
+
+
+def _judge_refusal(factory, path: Path, result: ModelResult, load_error, *, expected: bool) -> None:
+    """llama.cpp refused this file: the engine must refuse it too (agreement only if `expected`)."""
+    engine, error = engine_or_error(factory, path)
+    if engine is not None:
+        close_engine(engine, result)
+    if engine is None:
+        both_refuse(result, str((load_error or {}).get("message", load_error)), str(error), expected=expected)
+    else:
+        refusal_mismatch(result, str(load_error))
+
+
+def _model_arg(name: str, path: Path) -> str:
+    """The short name when it resolves to `path` (readable commands), else the path."""
+    try:
+        return name if resolve(name).resolve() == path.resolve() else str(path)
+    except SetupError:
+        return str(path)
+
+
+def _subject(name: str, path: Path, engine, golden: dict, config: RunConfig) -> Subject:
+    table = reference_table(gguf_texts(path), golden["vocab"], None)
+    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
+    arg = _model_arg(name, path)
+    return Subject(name=name, arg=arg, path=path, engine=engine, table=table,
+                   engine_table=engine_table(engine, table),
+                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+                                             engine_args=config.engine_args),
+                   known=config.known_crashes)
+
+
+def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, config: RunConfig) -> None:
+    live = [case for case in cases if not case.get("crash")]
+    outcomes = dict(zip((c["id"] for c in live), subject.engine.evaluate_many(live), strict=True))  # batched
+    with Progress(total=len(cases), label=subject.name, quiet=config.quiet) as bar:
+        for case in cases:
+            result.cases += 1
+            crash = case.get("crash")
+            got = None if crash else outcomes[case["id"]]
+            for kind, entry in findings(subject, case, case, got, crash=crash):
+                result.add(kind, entry)
+            capmod.tally_case(result, subject.engine.caps, case, None if crash else case, got)
+            bar.advance(note=f"{len(result.failing)} failing")
+
+
+def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
+    names = tuple(m for m in config.models if not _is_path(m))
+    paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
+    return selected_goldens(golden_dir, names, paths)
+
+
+def plan(golden_dir: Path, config: RunConfig) -> Partition:
+    """Shard `config.shard` of the replay: per golden its `MODEL` unit, then one unit per recorded case."""
+    if config.shard is None:
+        raise ValueError("plan() needs a RunConfig with a shard")
+    units: list[Unit] = []
+    for golden_file, _ in chosen_goldens(golden_dir, config):
+        name = short_name(_stem(golden_file))
+        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in _load(golden_file, check=False)["cases"])]
+    return partition("compare", units, config.shard)
+
+
+def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | None = None,
+            part: Partition | None = None) -> list[ModelResult]:
+    """Every selected golden in `golden_dir` against the engine of `config`, appended to `results`.
+
+    With `part` (from `plan`) only that shard's share: goldens it holds nothing of are skipped.
+    """
+    factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
+    results = [] if results is None else results
+    for golden_file, given in chosen_goldens(golden_dir, config):
+        key = short_name(_stem(golden_file))
+        if part is not None and not part.items(key):
+            continue
+        result = compare_golden(golden_file, config, factory, given, part=part)
+        if part is not None and not part.owns(key):
+            case_part(result)
+        results.append(result)
+    if results and all(r.not_checked and r.not_checked.startswith(MISSING) for r in results):
+        raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here (see above); give --model PATH "
+                         "or run: python -m harness fetch")
+    return results
+
+
+def _is_path(model: str) -> bool:
+    """A --model value naming a file (it exists, or looks like a path) rather than a vocabulary name."""
+    return model.endswith(".gguf") or "/" in model or Path(model).is_file()

@@ -1,0 +1,7 @@
+"""The mutation self-test: how many realistic bugs each detector catches.
+
+Owns the curated mutants (mutants), what was asked and found (settings), the run (run),
+llama.cpp's test vectors as a detector (vectors) and the kill table (report). Detectors run
+as `python -m harness` child processes, so it imports no run.
+May import: `harness.golden`, `harness.inputs`, `harness.models`, `harness.files`, `tokenizer`.
+"""

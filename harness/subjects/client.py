@@ -1,0 +1,463 @@
+"""The harness's side of the engine protocol: a child process as a contained engine handle.
+
+`RemoteEngine` starts the child (`--engine cmd:...`, or the Python reference
+child for `--engine MODULE:CALLABLE`), says `hello`, then asks for cases in
+batches and for the vocabulary in slices (docs/engine-protocol.md). A child
+that dies, hangs past the timeout or answers out of protocol is killed with
+its whole process group (`harness.contained`) and restarted, and the failed
+batch is replayed one case per request, so the engine error lands on the case
+that causes it; a failure a fresh child does not repeat is an engine flake
+(`RemoteEngine`, docs/engine-protocol.md "Blame").
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..compare.findings import EngineError
+from ..contained import Contained, signal_name
+from ..golden.records import FLAGS, output_field
+from ..inputs.corpus import case_input
+from .capabilities import CapabilityError, declared
+from .guard import EngineLoadError
+from .protocol import BYTE_FIELDS, PROTOCOL, TOKENIZE_BATCH, VOCAB_SLICE, unb64
+from .records import (
+    NOT_APPLICABLE,
+    NotApplicable,
+    engine_input,
+    offered_fields,
+    vocab_from_columns,
+)
+
+STDERR_TAIL = 2000
+MAX_RESTARTS = 3
+MAX_FAILED_IN_A_ROW = 8  # cases failed in a row (each re-checked) before the engine is given up
+SHUTDOWN_WAIT = 5.0
+
+
+class ChildFailure(Exception):
+    """A request that got no valid reply: the child died, hung or broke the protocol."""
+
+
+class Child:
+    """One child process: a request, then its one reply line, under a deadline.
+
+    The child and everything it starts are one process group (`harness.contained`):
+    its exit is noticed at once, not at an end of file a grandchild may hold back,
+    and a kill or close ends the whole group.
+    """
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child; closed in close()
+        try:
+            self.contained = Contained(argv, env=env, stderr=self.stderr)
+        except OSError as exc:
+            self.stderr.close()
+            raise EngineLoadError(f"EngineLoadError: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        self.proc = self.contained.proc
+        self.next_id = 0
+
+    def request(self, message: dict, timeout: float) -> dict:
+        """The reply to `message`, or `ChildFailure` naming what went wrong."""
+        self.next_id += 1
+        mark = self.stderr.seek(0, os.SEEK_END)
+        deadline = time.monotonic() + timeout  # the write and the reply both: a child that does not read is late
+        # a child that died no longer reads: the read below finds it over and says how
+        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode(), deadline)
+        line = self._line(deadline, timeout, mark)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise ChildFailure(f"engine process broke the protocol: not JSON: {line[:200]!r}") from None
+        if not isinstance(reply, dict) or reply.get("id") != self.next_id:
+            raise ChildFailure(f"engine process broke the protocol: expected a reply with id {self.next_id}, "
+                               f"got {str(reply)[:200]}")
+        return reply
+
+    def _line(self, deadline: float, timeout: float, mark: int) -> bytes:
+        line = self.contained.readline(deadline)
+        if line is None:
+            self.kill()
+            raise ChildFailure(f"engine hung: no reply within {timeout:g}s (killed and restarted)"
+                               + self._tail(mark))
+        if not line:
+            raise ChildFailure(self._death() + self._tail(mark))
+        return line[:-1]
+
+    def _death(self) -> str:
+        exited = self.contained.wait_exit(SHUTDOWN_WAIT)
+        code = self.contained.stop()  # its whole group: a grandchild holding the pipe goes too
+        if not exited:
+            return "engine process closed its stdout mid-request (killed and restarted)"
+        if code < 0:
+            return f"engine process was killed by {signal_name(code)} mid-request"
+        return f"engine process exited with status {code} mid-request"
+
+    def _tail(self, mark: int) -> str:
+        self.stderr.seek(mark)
+        text = self.stderr.read()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        return f"; stderr: {text}" if text else ""
+
+    def kill(self) -> None:
+        """SIGKILL the child's whole process group, even when the child itself is gone, and reap it."""
+        self.contained.stop()
+
+    def close(self) -> None:
+        if not self.contained.stopped and not self.contained.exited():
+            try:
+                self.request({"op": "shutdown"}, SHUTDOWN_WAIT)
+                self.contained.wait_exit(SHUTDOWN_WAIT)
+            except ChildFailure:
+                pass
+        self.contained.close()
+        self.stderr.close()
+
+
+def _error(obj: object, capability: str = "tokenize") -> EngineError:
+    """An EngineError from a protocol error object (or whatever the child sent instead)."""
+    if not isinstance(obj, dict):
+        return EngineError(f"ProtocolError: expected an error object, got {str(obj)[:200]}", "", capability)
+    return EngineError(f"{obj.get('type', 'Error')}: {obj.get('message', '')}", str(obj.get("traceback", "")),
+                       capability)
+
+
+class RemoteEngine:
+    """An engine handle (see `harness.subjects.guard`) served by a child process.
+
+    Blame: a request the child fails (it hangs, exits or breaks the protocol) is
+    asked again of a fresh child, one case at a time. Failing again, it is an engine
+    error; answered, the answer is used and an *engine flake* is kept in `flakes`
+    (`flake_record`): the engine under test failed once on that input, which is a
+    finding about it (a race, a deadlock, state leaking between calls), not about
+    the harness. A batch that failed while each of its cases then answered alone
+    is one flake naming all the batch's case ids. After `MAX_FAILED_IN_A_ROW`
+    cases failed in a row (each re-checked), the engine is given up on: the rest
+    are engine errors naming the last failure, so a child that dies on every
+    request cannot stretch the run without bound.
+    """
+
+    def __init__(self, argv: list[str], path: Path, *, args: dict[str, str], timeout: float,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv, self.path, self.args, self.timeout, self.env = argv, Path(path).resolve(), args, timeout, env
+        self.load_timeout = max(timeout * 4, 120.0)
+        self.dead: str | None = None
+        self.columns: dict[str, list] = {}
+        self.flakes: list[dict] = []
+        self.failed_in_a_row = 0
+        try:
+            self.child = self._start()
+        except _HelloFailed as first:  # re-checked once; failing again is the load error
+            self.child = self._start()
+            self._flake(["<load>"], "hello", first.failure)
+
+    def _start(self) -> Child:
+        child = Child(self.argv, self.env)
+        try:
+            reply = child.request({"op": "hello", "protocol": PROTOCOL, "model": str(self.path),
+                                   "args": self.args}, self.load_timeout)
+        except ChildFailure as failure:
+            child.close()
+            raise _HelloFailed(str(failure)) from None
+        if not reply.get("ok"):
+            child.close()
+            raise EngineLoadError(_error(reply.get("error")).error)
+        try:
+            self._accept(reply)
+        except (CapabilityError, ValueError, TypeError) as exc:
+            child.close()
+            raise EngineLoadError(f"EngineLoadError: bad hello reply: {exc}") from None
+        return child
+
+    def _accept(self, reply: dict) -> None:
+        if reply.get("protocol") != PROTOCOL:
+            raise ValueError(f"the child speaks protocol {reply.get('protocol')!r}, the harness {PROTOCOL}")
+        self.caps = declared(reply.get("capabilities") or ())
+        info = reply.get("info") or {}
+        if not isinstance(info, dict):
+            raise TypeError("info is not an object")
+        self.info = info
+        if offered_fields(self.caps) and not _is_count(info.get("n_tokens")):
+            raise ValueError(f"per-token capabilities need info.n_tokens, got {info.get('n_tokens')!r}")
+
+    def _restart(self, reason: str) -> None:
+        self.child.close()
+        hello: list[str] = []  # hello failures of fresh children: a later one that answers makes them flakes
+        for _ in range(MAX_RESTARTS):
+            try:
+                self.child = self._start()
+            except _HelloFailed as exc:
+                reason = str(exc)
+                hello.append(exc.failure)
+                continue
+            except EngineLoadError as exc:
+                reason = str(exc)
+                continue
+            for failure in hello:
+                self._flake(["<load>"], "hello", failure)
+            return
+        self.dead = f"engine process could not be restarted after: {reason}"
+
+    def _flake(self, case_ids: list[str], op: str, first: str) -> None:
+        self.flakes.append(flake_record(case_ids, op, first))
+
+    # --- cases ---------------------------------------------------------------------------------
+
+    def evaluate_one(self, case: dict) -> dict | EngineError | NotApplicable:
+        return self.evaluate_many([case])[0]
+
+    def evaluate_many(self, cases: list[dict]) -> list[dict | EngineError | NotApplicable]:
+        out: list = [None] * len(cases)
+        todo = []
+        for index, case in enumerate(cases):
+            data = case_input(case)
+            if isinstance(engine_input(self.caps, data), NotApplicable):
+                out[index] = NOT_APPLICABLE
+            else:
+                todo.append((index, case, data))
+        for start in range(0, len(todo), TOKENIZE_BATCH):
+            batch = todo[start:start + TOKENIZE_BATCH]
+            for (index, _, _), got in zip(batch, self._batch(batch), strict=True):
+                out[index] = got
+        return out
+
+    def _batch(self, batch: list) -> list:
+        """Each case's outcome; a failed request is re-checked case by case in fresh children."""
+        if self.dead:
+            return [EngineError(f"EngineDead: {self.dead}", "") for _ in batch]
+        try:
+            results = self._ask(batch)
+        except _Refused as refused:
+            if len(batch) > 1:
+                return [self._batch([item])[0] for item in batch]
+            return [_error(refused.error)]
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            if len(batch) == 1:
+                return [self._recheck(batch[0], str(failure))]
+            flakes = len(self.flakes)
+            out = [self._batch([item])[0] for item in batch]
+            # no case failed the process again (an engine error the engine *answered* does not explain it)
+            repeated = any(isinstance(o, EngineError) and o.error.startswith("EngineProcess:") for o in out)
+            if not self.dead and len(self.flakes) == flakes and not repeated:
+                self._flake([str(case["id"]) for _, case, _ in batch], "tokenize", str(failure))
+            return out
+        self.failed_in_a_row = 0
+        return [self._case(case, data, items) for (_, case, data), items in zip(batch, results, strict=True)]
+
+    def _ask(self, batch: list) -> list:
+        """The child's results for `batch`; `ChildFailure` or `_Refused` when it gave none."""
+        request = {"op": "tokenize", "inputs": [_b64(data) for _, _, data in batch], "flags": [list(f) for f in FLAGS]}
+        if "detokenize" in self.caps:
+            request["detokenize"] = [list(f) for f in FLAGS]
+        reply = self.child.request(request, self.timeout)
+        if not reply.get("ok"):
+            raise _Refused(reply.get("error"))
+        results = reply.get("results")
+        if not isinstance(results, list) or len(results) != len(batch):
+            raise ChildFailure(f"engine process broke the protocol: {len(batch)} inputs, "
+                               f"results {str(results)[:200]}")
+        return results
+
+    def _recheck(self, item: tuple, first: str) -> dict | EngineError:
+        """One case the child failed on, asked again of the fresh child: its answer and a flake, or the error."""
+        _, case, data = item
+        if self.dead:
+            return EngineError(f"EngineProcess: {first}; re-check: {self.dead}", "")
+        try:
+            (items,) = self._ask([item])
+        except _Refused as refused:  # it answered, with an error object: the engine's own answer
+            self._flake([str(case["id"])], "tokenize", first)
+            return _error(refused.error)
+        except ChildFailure as again:
+            self._restart(str(again))
+            self.failed_in_a_row += 1
+            if self.failed_in_a_row >= MAX_FAILED_IN_A_ROW and not self.dead:
+                self.dead = (f"{self.failed_in_a_row} cases in a row failed in the engine process, each "
+                             f"re-checked in a fresh one; the last: {again}")
+            return EngineError(f"EngineProcess: {first}; re-checked in a fresh process: {again}", "")
+        self.failed_in_a_row = 0
+        self._flake([str(case["id"])], "tokenize", first)
+        return self._case(case, data, items)
+
+    def _case(self, case: dict, data: bytes, items: object) -> dict | EngineError:
+        if not isinstance(items, list) or len(items) != len(FLAGS):
+            return EngineError(f"ProtocolError: expected {len(FLAGS)} results for the case, got {str(items)[:200]}", "")
+        encode = []
+        for (add_special, parse_special), item in zip(FLAGS, items, strict=True):
+            if not isinstance(item, dict) or "error" in item or "ids" not in item:
+                return _error(item.get("error") if isinstance(item, dict) else item)
+            ids = item["ids"]
+            bad = _not_ids(ids)
+            if bad:
+                return EngineError(f"ContractError: {bad}", "")
+            entry: dict = {"add_special": add_special, "parse_special": parse_special, "ids": ids}
+            if "detokenize" in self.caps:
+                entry.update(_detok_entry(item.get("detokenize")))
+            encode.append(entry)
+        return {"id": case["id"], **output_field(data), "encode": encode}
+
+    # --- vocabulary ----------------------------------------------------------------------------
+
+    def vocab(self) -> dict | EngineError:
+        """The vocabulary, in slices; a child failing on it is re-checked once in a fresh child."""
+        try:
+            return self._vocab()
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            if self.dead:
+                return EngineError(f"EngineProcess: {failure}", "", "vocabulary")
+            first = str(failure)
+        try:
+            got = self._vocab()
+        except ChildFailure as again:
+            self._restart(str(again))
+            return EngineError(f"EngineProcess: {first}; re-checked in a fresh process: {again}", "",
+                               "vocabulary")
+        self._flake(["<vocab>"], "vocabulary", first)
+        return got
+
+    def _vocab(self) -> dict | EngineError:
+        fields = offered_fields(self.caps)
+        n = self.info.get("n_tokens", 0) if fields else 0
+        columns: dict[str, list] = {f: [] for f in fields}
+        try:
+            for start in range(0, n, VOCAB_SLICE):
+                count = min(VOCAB_SLICE, n - start)
+                reply = self.child.request({"op": "vocab", "start": start, "count": count, "fields": fields},
+                                           self.load_timeout)  # a slice is 32k tokens' worth of calls
+                if not reply.get("ok"):
+                    return _error(reply.get("error"), "vocabulary")
+                for field in fields:
+                    columns[field] += _column(field, reply.get(field), count)
+            self.columns = columns
+            return vocab_from_columns(_checked_info(self.info, self.caps), columns)
+        except (ValueError, TypeError, binascii.Error) as exc:
+            return EngineError(f"ProtocolError: {exc}", "", "vocabulary")
+
+    # display only: values fetched by `vocab()`
+    @property
+    def n_tokens(self) -> int:
+        return int(self.info["n_tokens"])
+
+    def token_text(self, token: int) -> bytes:
+        return self.columns["text"][token]
+
+    def token_attr(self, token: int) -> int:
+        return self.columns["attr"][token]
+
+    def token_to_piece(self, token: int, *, special: bool) -> bytes:
+        return self.columns["piece_special" if special else "piece"][token]
+
+    def close(self) -> None:
+        self.child.close()
+
+
+def flake_record(case_ids: list[str], op: str, first: str) -> dict:
+    """An engine flake: the child failed on `op` for `case_ids`, a fresh child answered (report.json's
+    `engine_flakes`, without the "model" the run adds)."""
+    if len(case_ids) > 1:
+        recheck = (f"the failed request held {len(case_ids)} cases; each, asked alone of a fresh engine process, "
+                   "was answered (which one set the failure off is not known): those answers are used")
+    else:
+        recheck = "a fresh engine process answered: the answer is used; the first failure did not repeat"
+    return {"case_ids": list(case_ids), "op": op, "first": first, "recheck": recheck}
+
+
+class _HelloFailed(EngineLoadError):
+    """The child failed at hello (hung, exited or broke the protocol): re-checked once."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(f"EngineLoadError: {failure}")
+        self.failure = failure
+
+
+class _Refused(Exception):
+    def __init__(self, error: object) -> None:
+        super().__init__(str(error)[:200])
+        self.error = error
+
+
+def _b64(data: bytes) -> str:
+    import base64
+    return base64.b64encode(data).decode("ascii")
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _not_ids(ids: object) -> str | None:
+    """Why `ids` are not a JSON list of integers (floats, strings and booleans are not ids), or None."""
+    if not isinstance(ids, list):
+        return f"tokenize returned {type(ids).__name__}, not a list of ints"
+    for index, item in enumerate(ids):
+        if type(item) is not int:
+            return f"tokenize returned {type(item).__name__} {item!r} at index {index}, not an int"
+    return None
+
+
+def _detok_entry(values: object) -> dict:
+    if not isinstance(values, list) or len(values) != len(FLAGS):
+        return {"detokenize_error": {"error": f"ProtocolError: expected 4 detokenizations, got {str(values)[:200]}",
+                                     "traceback": ""}}
+    out = []
+    for (remove_special, unparse_special), value in zip(FLAGS, values, strict=True):
+        if isinstance(value, dict):
+            error = _error(value.get("error", value), "detokenize")
+            return {"detokenize_error": {"error": error.error, "traceback": error.traceback}}
+        try:
+            data = unb64(value)
+        except (TypeError, binascii.Error) as exc:
+            return {"detokenize_error": {"error": f"ProtocolError: detokenize: {exc}", "traceback": ""}}
+        out.append({"remove_special": remove_special, "unparse_special": unparse_special, **output_field(data)})
+    return {"detokenize": out}
+
+
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _column(field: str, values: object, count: int) -> list:
+    if not isinstance(values, list) or len(values) != count:
+        raise ValueError(f"vocab field {field!r}: expected {count} values")
+    if field in BYTE_FIELDS:
+        return [unb64(v) for v in values]
+    if field == "score":
+        return [NON_FINITE[v] if isinstance(v, str) and v in NON_FINITE else _number(v) for v in values]
+    if field == "attr":
+        bad = _not_ids(values)
+        if bad:
+            raise TypeError(f"attr: {bad.replace('tokenize returned', 'a value is')}")
+        return values
+    if not all(type(v) is bool for v in values):
+        raise TypeError(f"vocab field {field!r}: values must be true or false")
+    return values
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"score {value!r} is not a number")
+    return float(value)
+
+
+def _checked_info(info: dict, caps: frozenset[str]) -> dict:
+    """`info` with the special ids and flags type-checked (ints or null, booleans)."""
+    from .capabilities import SPECIAL_FLAGS, special_ids
+    out = {k: info[k] for k in ("n_tokens",) if k in info}
+    if "vocab_info" in caps:
+        out["vocab_type"], out["pre"] = str(info.get("vocab_type")), str(info.get("pre"))
+    if "specials" in caps:
+        specials = info.get("specials") or {}
+        for name in special_ids():
+            if specials.get(name) is not None and type(specials.get(name)) is not int:
+                raise TypeError(f"info.specials.{name} is {specials.get(name)!r}, not an int or null")
+        out["specials"] = {name: specials.get(name) for name in special_ids()}
+        for name in SPECIAL_FLAGS:
+            if type(info.get(name)) is not bool:
+                raise TypeError(f"info.{name} is {info.get(name)!r}, not true or false")
+            out[name] = info[name]
+    return out
