@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SetupError
 from harness.inputs import fuzz
 from harness.models.paths import resolve
-from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.models.shipped import FETCH_COMMAND
 from tokenizer import Tokenizer, UnsupportedVocab
 
 pytest_plugins = ["tests.skip_policy"]

@@ -25,12 +25,14 @@ import time
 from pathlib import Path
 
 try:
+    from harness.errors import SetupError
     from harness.models.paths import resolve
-    from harness.models.shipped import SHIPPED, SetupError
+    from harness.models.shipped import SHIPPED
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from harness.errors import SetupError
     from harness.models.paths import resolve
-    from harness.models.shipped import SHIPPED, SetupError
+    from harness.models.shipped import SHIPPED
 
 from harness.runs.progress import Progress
 from tokenizer.gguf.reader import read

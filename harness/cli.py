@@ -19,7 +19,7 @@ import sys
 import traceback
 import zlib
 
-from .models.shipped import SetupError
+from .errors import SetupError
 
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {

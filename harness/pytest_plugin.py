@@ -115,7 +115,7 @@ class ParityRun:
         return self.results[plan.name]
 
     def _check(self, plan: ModelPlan) -> None:
-        from .models.shipped import SetupError
+        from .errors import SetupError
         try:
             if plan.golden is not None:
                 from .runs.replay import compare_golden
@@ -164,7 +164,7 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
     options = config.option
     try:
         from .commands import run as run_command
-        from .models.shipped import SetupError
+        from .errors import SetupError
         from .subjects.spec import load_engine
     except ImportError as exc:
         raise pytest.UsageError(f"--parity-model needs the harness: pip install 'gguf-parity[harness]' ({exc})") \
@@ -198,8 +198,9 @@ def _live_plans(run_config: Any) -> list[ModelPlan]:
 
 
 def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
+    from .errors import SetupError
     from .golden.files import GoldenError, load_golden
-    from .models.shipped import SetupError, short_name
+    from .models.shipped import short_name
     from .runs.replay import chosen_goldens
     plans = []
     for golden_file, given in chosen_goldens(golden_dir, run_config):

@@ -24,9 +24,10 @@ import random
 
 import pytest
 
+from harness.errors import SetupError
 from harness.models import synth
 from harness.models.paths import resolve
-from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.models.shipped import FETCH_COMMAND
 
 # (False, False), (False, True), (True, False), (True, True): tokenize's
 # (add_special, parse_special) and detokenize's (remove_special, unparse_special).

@@ -17,7 +17,8 @@ from chat_plants import plant_one_character_change
 from harness.chat import golden as chat_golden
 from harness.chat.cases import all_targets, tokenizer_for
 from harness.chat.oracle import NOW
-from harness.models.shipped import SetupError, models_dir
+from harness.errors import SetupError
+from harness.models.shipped import models_dir
 
 GOLDEN = chat_golden.GOLDEN_DIR
 # target -> case keys where we knowingly differ (reason in the README table).

@@ -10,7 +10,7 @@ import pytest
 
 from harness.chat import helper_build as chat_helper_build
 from harness.chat.oracle import ChatOracle, request
-from harness.models.shipped import SetupError
+from harness.errors import SetupError
 
 
 def _helper():

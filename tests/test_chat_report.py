@@ -15,7 +15,8 @@ from harness.chat import golden as chat_golden
 from harness.chat.cases import all_targets, file_targets
 from harness.chat.run import ChatSummary
 from harness.compare.verdict import EXIT_FOUND, exit_status
-from harness.models.shipped import SetupError, models_dir, shipped_path
+from harness.errors import SetupError
+from harness.models.shipped import models_dir, shipped_path
 from harness.report import build as report
 from harness.report import messages as chat_report
 

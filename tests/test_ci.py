@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SetupError
 from harness.inputs import fuzz
-from harness.models.shipped import SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"

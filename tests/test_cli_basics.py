@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import SetupError
 from harness.models import fetch
 from harness.models.paths import resolve
-from harness.models.shipped import SHIPPED, SetupError, short_name
+from harness.models.shipped import SHIPPED, short_name
 
 
 @pytest.mark.parametrize("member, dest", [

@@ -185,7 +185,8 @@ def test_golden_has_not_drifted(path: Path):
     """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
     from harness.commands.drift import find_gguf
     from harness.commands.record import record_model
-    from harness.models.shipped import SetupError, models_dir
+    from harness.errors import SetupError
+    from harness.models.shipped import models_dir
 
     old = goldens.load_golden(path)
     try:

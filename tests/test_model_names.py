@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.errors import SetupError
 from harness.golden.records import diff_vocab, evaluate_case, vocab_record
 from harness.models import synth
-from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.models.shipped import FETCH_COMMAND
 from tokenizer import Tokenizer, UnsupportedVocab
 
 live = pytest.importorskip("harness.oracle.session")

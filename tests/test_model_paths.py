@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SetupError
 from harness.models import paths as model_paths
 from harness.models.paths import check_same, fingerprint, resolve
-from harness.models.shipped import SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 

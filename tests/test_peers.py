@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.models.shipped import SetupError
+from harness.errors import SetupError
 from harness.runs import matrix as peers
 from harness.subjects import llama_release
 from harness.subjects import peers as peer_engines

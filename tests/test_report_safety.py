@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SetupError
 from harness.files import atomic
-from harness.models.shipped import SetupError
 from harness.report import build as reporting
 from harness.report import folder as report_dir
 from harness.report.build import ModelResult

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.models.shipped import SetupError
+from harness.errors import SetupError
 from harness.report.build import ModelResult
 from harness.runs import shard
 

@@ -22,12 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.errors import SetupError
 from harness.golden.files import GOLDEN_DIR, load_golden
 from harness.golden.identity import mismatch
 from harness.golden.records import diff_vocab, evaluate_case, vocab_record
 from harness.models import synth, synth_base
 from harness.models.paths import resolve
-from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.models.shipped import FETCH_COMMAND
 from tests.llama_sources import llama_source
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.engines.rwkv import unescape

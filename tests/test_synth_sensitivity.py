@@ -15,13 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.errors import SetupError
 from harness.golden.files import GOLDEN_DIR, load_golden
 from harness.golden.records import unpack_array
 from harness.models import synth
 from harness.models import synth_sensitivity as sens
 from harness.models.families import FAMILIES
 from harness.models.paths import resolve
-from harness.models.shipped import FETCH_COMMAND, SetupError
+from harness.models.shipped import FETCH_COMMAND
 from harness.selftest.mutants import load
 from tokenizer.attrs import Attr, TokenType
 from tokenizer.engines.bpe import Merger

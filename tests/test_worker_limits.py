@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.models.shipped import SetupError
+from harness.errors import SetupError
 from harness.oracle import worker_limits
 
 COMMANDS = {

@@ -132,7 +132,7 @@ def file_targets(path: str) -> list[Target]:
     meta = tokenizer_for(model).vocab.metadata
     variants = _gguf_templates(model)
     if not variants:
-        from ..models.shipped import SetupError
+        from ..errors import SetupError
         raise SetupError(f"{model}: no tokenizer.chat_template in its metadata, nothing to check")
     stem = Path(model).stem
     return [Target(f"{stem}.{v}" if v else stem, model,

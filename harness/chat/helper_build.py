@@ -36,8 +36,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
+from ..errors import SetupError
 from ..models.fetch import download_sdist, extract, read_manifest, sha256_file
-from ..models.shipped import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
+from ..models.shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 MAIN = Path(__file__).parent / "helper" / "main.cpp"
 MANIFEST = Path(__file__).parents[1] / "data" / "chat_sources.sha256"

@@ -74,7 +74,7 @@ def select(names: Iterable[str] | None) -> list[Target]:
     chosen = [t for t in targets if t.name in wanted or t.name.removeprefix("tmpl-") in wanted]
     missing = wanted - {t.name for t in chosen} - {t.name.removeprefix("tmpl-") for t in chosen}
     if missing:
-        from ..models.shipped import SetupError
+        from ..errors import SetupError
         raise SetupError(f"unknown chat target(s) {sorted(missing)}; known: {', '.join(t.name for t in targets)}")
     return chosen
 

@@ -28,7 +28,7 @@ from ..chat import run as chat_run
 from ..chat.cases import Target, load_conversations
 from ..chat.diff import diff_text
 from ..chat.oracle import DEFAULT_TIMEOUT, ChatOracle
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from ..runs import shard as sharding
 
 

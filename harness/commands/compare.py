@@ -22,8 +22,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..errors import SetupError
 from ..models.families import FAMILIES, models_of
-from ..models.shipped import SetupError
 from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import RunConfig

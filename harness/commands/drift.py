@@ -21,10 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import SetupError
 from ..golden import files as goldens
 from ..golden.identity import mismatch
 from ..models.paths import resolve
-from ..models.shipped import SetupError, models_dir, short_name
+from ..models.shipped import models_dir, short_name
 from ..models.synth import synthetic_dir
 from ..oracle import worker_limits
 from .record import print_faults, record_model

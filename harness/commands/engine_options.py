@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from ..runs.config import FOUND_DIR
 from ..subjects.spec import DEFAULT_ENGINE, DEFAULT_ENGINE_TIMEOUT, is_ours, parse_engine_args
 

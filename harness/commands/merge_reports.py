@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from ..oracle import known_crashes
 from ..report.folder import ReportDir
 from ..runs import shard as sharding

@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import SetupError
 from ..models.families import FAMILIES, models_of
 from ..models.paths import resolve
-from ..models.shipped import SHIPPED, SetupError
+from ..models.shipped import SHIPPED
 from ..runs import matrix as peers
 from ..subjects import llama_release
 

@@ -22,10 +22,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..errors import SetupError
 from ..golden import files as goldens
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
 from ..models.paths import resolve
-from ..models.shipped import SHIPPED, SetupError
+from ..models.shipped import SHIPPED
 from ..oracle import worker_limits
 from ..oracle.workers import LoadFailure, inspect_model, run_cases
 from ..runs.progress import Progress

@@ -26,8 +26,9 @@ import sys
 from pathlib import Path
 
 from ..compare.verdict import EXIT_FOUND, EXIT_OK
+from ..errors import SetupError
 from ..models.families import FAMILIES, models_of
-from ..models.shipped import SHIPPED, SetupError, short_name
+from ..models.shipped import SHIPPED, short_name
 from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
 from ..runs.config import RunConfig

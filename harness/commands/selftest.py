@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from ..runs import shard as sharding
 from ..selftest.mutants import MutantError, load, select
 from ..selftest.report import MAIN, html_page, markdown, text_table

@@ -18,8 +18,8 @@ import argparse
 import fnmatch
 import hashlib
 
+from ..errors import SetupError
 from ..models import synth
-from ..models.shipped import SetupError
 from ..runs.progress import Progress
 
 

@@ -17,7 +17,8 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from .shipped import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
+from ..errors import SetupError
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 MANIFEST = Path(__file__).parents[1] / "data" / "manifest.sha256"
 SDIST_NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"

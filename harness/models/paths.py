@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .shipped import SHIPPED, SetupError, shipped_path
+from ..errors import SetupError
+from .shipped import SHIPPED, shipped_path
 
 FINGERPRINT_BYTES = 4 << 20  # the GGUF header and the tokenizer arrays of every shipped vocabulary
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import SetupError
+
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 FETCH_COMMAND = "python -m harness fetch"
 
@@ -32,10 +34,6 @@ SHIPPED = (
     "falcon", "gemma-4", "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt",
     "nomic-bert-moe", "phi-3", "qwen2", "qwen35", "refact", "starcoder",
 )
-
-
-class SetupError(RuntimeError):
-    """Something the harness needs is missing; the message says how to get it."""
 
 
 def cache_dir() -> Path:

@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..models.shipped import SetupError, project_root
+from ..errors import SetupError
+from ..models.shipped import project_root
 
 DEFAULT_FILE = project_root() / "corpora" / "known_crashes.json"
 DISABLED = "none"

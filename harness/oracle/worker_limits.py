@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 3600.0          # an hour per case is already a hang

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..contained import POLL_SLICE, Contained, signal_name
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
 
 LOAD_TIMEOUT = 300.0

@@ -14,7 +14,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 
 LOCK_NAME = ".lock"
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..compare import verdict
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from ..report.build import ModelResult
 from ..report.folder import ReportDir
 from .config import RunConfig

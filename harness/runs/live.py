@@ -38,13 +38,14 @@ from ..compare.findings import (
     vocab_findings,
 )
 from ..compare.verdict import finish
+from ..errors import SetupError
 from ..files import jsonl
 from ..inputs import strategies
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus
 from ..inputs.fuzz import DB_ENV, hunt
 from ..models.families import family_of
 from ..models.paths import Fingerprint, check_same, fingerprint, resolve
-from ..models.shipped import SetupError, short_name
+from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..report.build import ModelResult

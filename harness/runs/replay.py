@@ -24,11 +24,12 @@ from ..compare.findings import (
     vocab_findings,
 )
 from ..compare.verdict import finish
+from ..errors import SetupError
 from ..golden.files import GoldenError, golden_files, load_golden
 from ..golden.identity import mismatch
 from ..models.families import family_of
 from ..models.paths import resolve
-from ..models.shipped import SetupError, models_dir, short_name
+from ..models.shipped import models_dir, short_name
 from ..report.build import ModelResult
 from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine

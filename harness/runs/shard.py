@@ -34,7 +34,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 
 ENV = "GGUF_PARITY_SHARD"  # K/N for nox's parity sessions (noxfile.py passes it on as --shard)
 MODEL = "<model>"          # a model's own checks: load outcome, vocabulary record

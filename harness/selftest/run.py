@@ -61,8 +61,8 @@ def scope_vocabs(scope: str) -> list[str]:
 def build_synthetic(vocabs: list[str], say: Callable[[str], None]) -> None:
     """Build the synthetic vocabularies of `vocabs` that are not in the cache yet (as the main job
     does first); one whose shipped source is missing is left out by `detector_vocabs`."""
+    from ..errors import SetupError
     from ..models import synth
-    from ..models.shipped import SetupError
 
     for name in vocabs:
         if name in synth.RECIPES and not synth.synthetic_path(name).is_file():
@@ -75,9 +75,10 @@ def build_synthetic(vocabs: list[str], say: Callable[[str], None]) -> None:
 
 def detector_vocabs(detector: str, vocabs: list[str], root: Path) -> list[str]:
     """The vocabularies a detector runs on: present, with an .inp/.out pair (vectors) or a golden file."""
+    from ..errors import SetupError
     from ..golden.files import golden_files
     from ..models.paths import resolve
-    from ..models.shipped import SetupError, short_name
+    from ..models.shipped import short_name
 
     goldens: set[str] = set()
     if detector == "golden" and (root / "golden").is_dir():

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 
 PREFIX = "llama.cpp@"
 ORACLE_ENGINE = "harness.oracle.llama:LlamaOracle.from_gguf"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..models.shipped import SetupError
+from ..errors import SetupError
 from . import llama_release
 
 TRANSFORMERS = "transformers"
