@@ -137,8 +137,8 @@ def differential(model: str, require_vocab, *, n: int, corpora: tuple = ()):
 
 
 def nightly_problems(result) -> list[dict]:
-    """What makes `run` exit 1 (report.FINDINGS): known llama.cpp crashes are not among them."""
-    from harness.report.build import FINDINGS
+    """What makes `run` exit 1 (harness.compare.result.FINDINGS): known llama.cpp crashes are not among them."""
+    from harness.compare.result import FINDINGS
 
     return [entry for kind in FINDINGS for entry in getattr(result, kind)]
 

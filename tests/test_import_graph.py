@@ -3,8 +3,11 @@
 A cycle means neither module can be read (or tested, or moved) without the
 other, and its usual cure, an import inside a function, hides the dependency
 from whoever reads the top of the file. So both kinds count here: the graph
-has an edge for every import of a project module, at module level or inside
-a function (`if TYPE_CHECKING:` imports are skipped: they never run).
+has an edge for every import of a project module, at module level, inside
+a function or under `if TYPE_CHECKING:`. A type-only import never runs, but a
+circle it closes is a real one for the reader: the type sits on the wrong side
+(move it where both sides can import it, as `ModelResult` went to
+`harness.compare.result`).
 
 A package's `__init__` is a module like any other; `from . import x` is an
 edge to the submodule `x` when there is one, else to the package. An import
@@ -47,23 +50,11 @@ def parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement, except those under `if TYPE_CHECKING:`."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
+    """Every import statement, `if TYPE_CHECKING:` ones included."""
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _base(name: str, path: Path, node: ast.ImportFrom) -> str:
@@ -179,8 +170,10 @@ def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path, monkey
     (pkg / "a.py").write_text("from . import b\n")
     (pkg / "b.py").write_text("def f():\n    from .a import x\n")
     (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n")
+    (pkg / "e.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .f import z\n")
+    (pkg / "f.py").write_text("from .e import w\n")
     (pkg / "d.py").write_text("import importlib\nimportlib.import_module(f'{__name__}.c')\n__import__('os')\n")
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
     monkeypatch.setitem(globals(), "PACKAGES", ("tokenizer",))
-    assert cycles(graph()) == [["tokenizer.a", "tokenizer.b"]]
+    assert cycles(graph()) == [["tokenizer.a", "tokenizer.b"], ["tokenizer.e", "tokenizer.f"]]
     assert dynamic_imports(pkg / "d.py") == [2]

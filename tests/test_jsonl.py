@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.compare.result import ModelResult
 from harness.files import jsonl
 from harness.inputs.corpus import CorpusError, load_corpus, make_case
-from harness.report.build import ModelResult
 from harness.runs.config import RunConfig
 from harness.runs.live import _append_found, gather_cases
 from harness.runs.outcomes import save_failing

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness.compare import item_verdicts
-from harness.report.build import ModelResult
+from harness.compare.result import ModelResult
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_CHILD = ROOT / "harness" / "children" / "node_child.mjs"

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.compare.result import ModelResult
 from harness.errors import SetupError
 from harness.files import atomic
 from harness.report import build as reporting
 from harness.report import folder as report_dir
-from harness.report.build import ModelResult
 from harness.runs.config import RunConfig
 from harness.runs.finish import run_and_report
 

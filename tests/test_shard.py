@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.compare.result import ModelResult
 from harness.errors import SetupError
-from harness.report.build import ModelResult
 from harness.runs import shard
 
 ROOT = Path(__file__).resolve().parent.parent

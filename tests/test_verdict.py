@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.compare import verdict
+from harness.compare.result import ModelResult
 from harness.report import build as reporting
-from harness.report.build import ModelResult
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -36,14 +36,6 @@ def check_token(vocab: Vocab, token: int) -> None:
         raise InvalidToken(f"token id {token!r} is outside the vocabulary of {len(vocab.texts)} tokens")
 
 
-def hex_byte(text: bytes) -> int | None:
-    """N for a token text spelled `<0xNN>` (hex digits of either case), else None."""
-    if len(text) == 6 and text[:3] == b"<0x" and text[5:] == b">" and all(
-            c in b"0123456789abcdefABCDEF" for c in text[3:5]):
-        return int(text[3:5], 16)
-    return None
-
-
 def hex_byte_piece(text: bytes) -> bytes:
     """The byte a `<0xXX>` token stands for (load_vocab has checked the spelling)."""
     return bytes((int(text[3:5], 16),))

@@ -37,7 +37,6 @@ from .attrs import TYPE_TO_ATTR, Attr
 from .errors import GGUFError, UnsupportedVocab
 from .gguf.constants import Keys, ValueType
 from .gguf.reader import GGUFFile
-from .pieces import hex_byte
 from .pretokenize import names as pre_names
 
 NULL = -1
@@ -425,7 +424,7 @@ def _unique_ids(d: _Draft, texts: tuple[bytes, ...]) -> dict[bytes, int]:
 
 
 def _is_hex_byte(text: bytes) -> bool:
-    return hex_byte(text) is not None
+    return vocab_rules.hex_byte(text) is not None
 
 
 __all__ = ["MODELS", "NULL", "ROLES", "Attr", "Vocab", "load_vocab"]

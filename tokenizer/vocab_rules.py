@@ -224,3 +224,11 @@ def bare_dna_kmers(texts: tuple[bytes, ...], token_to_id: Mapping[bytes, int]) -
     return texts[:oov + 1] + tuple(
         t[:-n] if len(t) > n and t.endswith(DNA_MARKER) else t for t in texts[oov + 1:]
     )
+
+
+def hex_byte(text: bytes) -> int | None:
+    """N for a token text spelled `<0xNN>` (hex digits of either case), else None."""
+    if len(text) == 6 and text[:3] == b"<0x" and text[5:] == b">" and all(
+            c in b"0123456789abcdefABCDEF" for c in text[3:5]):
+        return int(text[3:5], 16)
+    return None

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..report.build import FINDINGS, ModelResult
 from ..subjects.capabilities import CHECKS, FIELD_CHECK
 from .diff import visible
+from .result import FINDINGS, ModelResult
 
 TRACEBACK_LINES = 12  # of an engine error's traceback shown in the item's message (report.json has it all)
 CELL = 30  # width of one side's "id 'text'" column in the token table

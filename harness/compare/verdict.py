@@ -27,15 +27,12 @@ never change the verdict.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..subjects.capabilities import clean_verdict
-
-if TYPE_CHECKING:
-    from ..report.build import ModelResult
+from .result import FINDINGS, ModelResult
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
-FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
 NO_CASES = "0 cases checked (empty corpus, or every case filtered out)"
 
 

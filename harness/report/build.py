@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ import pandas as pd
 
 from ..compare import verdict as verdicts
 from ..compare.diff import visible
+from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
@@ -57,72 +57,7 @@ from .templating import environment
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
           "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes")
-FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches")
-LISTS = (*FINDINGS, "known_oracle_crashes")
-# Worker deaths a fresh worker did not repeat (harness.oracle.workers): listed and counted, never
-# a llama.cpp crash; the case's answer came from the fresh worker, so the verdict stands.
-# Engine flakes: the engine under test's child failed once, a fresh child answered
-# (harness.subjects.client): the answer is used, but the run exits 1 unless --allow-flakes.
-SIDE_LISTS = ("harness_faults", "engine_flakes")
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
-
-
-@dataclass
-class ModelResult:
-    """What one run found on one vocabulary; the run fills it, `build()` turns it into a report."""
-
-    model: str
-    family: str
-    cases: int = 0
-    failing: set[str] = field(default_factory=set)
-    mismatches: list[dict] = field(default_factory=list)
-    oracle_crashes: list[dict] = field(default_factory=list)
-    engine_errors: list[dict] = field(default_factory=list)
-    vocab_mismatches: list[dict] = field(default_factory=list)
-    known_oracle_crashes: list[dict] = field(default_factory=list)
-    known_crash_ids: set[str] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)
-    harness_faults: list[dict] = field(default_factory=list)
-    engine_flakes: list[dict] = field(default_factory=list)
-    not_checked: str | None = None       # why nothing was compared (`harness.compare.verdict`)
-    expected_refusal: str | None = None  # both refused, as the run was told to expect
-    capabilities: dict = field(default_factory=dict)  # check -> counts (harness.subjects.capabilities)
-    not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
-
-    def add(self, kind: str, entry: dict) -> None:
-        """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
-
-        A known llama.cpp crash is listed but is no finding: its case is set aside
-        (`known_crash_ids`), neither failing nor passed.
-        """
-        entry = {"model": self.model, "family": self.family, **entry}
-        getattr(self, kind).append(entry)
-        case_id = entry.get("case_id")
-        if case_id is None or str(case_id).startswith("<") or kind == "vocab_mismatches":
-            return  # "<load>", "<vocab>" are about the model, not a case
-        (self.known_crash_ids if kind == "known_oracle_crashes" else self.failing).add(str(case_id))
-
-    def counts(self) -> dict:
-        return {"family": self.family, "cases": self.cases, "failing_cases": len(self.failing),
-                "mismatches": len(self.mismatches), "oracle_crashes": len(self.oracle_crashes),
-                "engine_errors": len(self.engine_errors),
-                "vocab_mismatches": len(self.vocab_mismatches),
-                "known_oracle_crashes": len(self.known_oracle_crashes),
-                "known_crash_cases": len(self.known_crash_ids - self.failing),
-                "harness_faults": len(self.harness_faults), "engine_flakes": len(self.engine_flakes),
-                "notes": list(self.notes),
-                "not_checked": self.not_checked, "expected_refusal": self.expected_refusal,
-                "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities}
-
-    def add_fault(self, fault: dict) -> None:
-        """A harness fault (`harness.oracle.workers.fault_record`): listed, and named in the notes."""
-        self.harness_faults.append({"model": self.model, **fault})
-        self.notes.append(f"harness fault on {fault['case_id']}: {fault['reason']}")
-
-    def add_flake(self, flake: dict) -> None:
-        """An engine flake (`harness.subjects.client.flake_record`): listed, and named in the notes."""
-        self.engine_flakes.append({"model": self.model, **flake})
-        self.notes.append(f"engine flake on {', '.join(flake['case_ids'])} ({flake['op']}): {flake['first']}")
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:

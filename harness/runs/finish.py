@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..compare import verdict
+from ..compare.result import ModelResult
 from ..errors import SetupError
-from ..report.build import ModelResult
 from ..report.folder import ReportDir
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals

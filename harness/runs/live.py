@@ -37,6 +37,7 @@ from ..compare.findings import (
     run_engine,
     vocab_findings,
 )
+from ..compare.result import ModelResult
 from ..compare.verdict import finish
 from ..errors import SetupError
 from ..files import jsonl
@@ -48,7 +49,6 @@ from ..models.paths import Fingerprint, check_same, fingerprint, resolve
 from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
-from ..report.build import ModelResult
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe, load_engine
 from .config import RunConfig

@@ -23,6 +23,7 @@ from ..compare.findings import (
     reproduce_command,
     vocab_findings,
 )
+from ..compare.result import ModelResult
 from ..compare.verdict import finish
 from ..errors import SetupError
 from ..golden.files import GoldenError, golden_files, load_golden
@@ -30,7 +31,6 @@ from ..golden.identity import mismatch
 from ..models.families import family_of
 from ..models.paths import resolve
 from ..models.shipped import models_dir, short_name
-from ..report.build import ModelResult
 from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine
 from .config import RunConfig

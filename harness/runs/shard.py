@@ -165,7 +165,7 @@ def _with_next(units: Sequence[Unit], shards: list[int]) -> list[int]:
 
 
 def case_part(result) -> None:
-    """Keep only `result`'s case-level outcome (a `report.ModelResult`): another shard owns the model.
+    """Keep only `result`'s case-level outcome (a `harness.compare.result.ModelResult`): another shard owns the model.
 
     Dropped: findings about the model (`<load>`, `<vocab>`, vocabulary mismatches),
     its "not checked" or refusal reason, its load-outcome notes (`MODEL_NOTES`), and

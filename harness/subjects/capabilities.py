@@ -209,7 +209,7 @@ def all_checked_agree(tally: dict[str, dict]) -> bool:
     return bool(checked) and all(row["agree"] == row["checked"] for row in checked)
 
 
-# --- filling a model's tally (`report.ModelResult.capabilities`) ---------------------------------
+# --- filling a model's tally (`harness.compare.result.ModelResult.capabilities`) ---------------------------------
 
 def start(result, caps: frozenset[str]) -> None:
     """Give `result` an empty tally for an engine offering `caps`."""

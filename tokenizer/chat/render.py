@@ -31,14 +31,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..vocab import Vocab
 from . import jinja as chat_jinja
 from .caps import Caps, caps_of
 from .jinja import ChatBudgetExceeded, ChatTemplateError, TemplateRaised
-
-if TYPE_CHECKING:
-    from ..api import Tokenizer
 
 __all__ = ["ChatBudgetExceeded", "ChatTemplateError", "TemplateRaised", "apply_template",
            "chat_template", "prepare_messages"]
@@ -343,7 +341,15 @@ def apply_template(source: str, messages: Sequence[Any], *, bos_token: str, eos_
     return text
 
 
-def special_text(tok: Tokenizer, role: str) -> str:
+class Spelling(Protocol):
+    """What `special_text` needs of a tokenizer (`tokenizer.Tokenizer` is one): its vocabulary and pieces."""
+
+    vocab: Vocab
+
+    def token_to_piece(self, token: int, *, lstrip: int = 0, special: bool) -> bytes: ...
+
+
+def special_text(tok: Spelling, role: str) -> str:
     """`common_token_to_piece(vocab, <role> token, special=true)`, '' when the vocabulary has none."""
     token = tok.vocab.special[role]
     if token < 0:

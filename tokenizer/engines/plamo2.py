@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..attrs import Attr
 from ..errors import UnsupportedVocab
-from ..pieces import hex_byte
+from ..vocab_rules import hex_byte
 from .base import Engine
 
 if TYPE_CHECKING:
