@@ -106,3 +106,14 @@ def test_run_messages_puts_a_planted_difference_in_the_report(monkeypatch, tmp_p
     assert saved["summary"]["mismatches"] == 0 and saved["messages"]["findings"]
     assert exit_status(saved) == EXIT_FOUND
     assert 'id="messages"' in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_messages_section_spells_whitespace_as_the_token_cards_do():
+    """One `visible()` for the whole page: a space is `␣` in the messages section as in the token cards."""
+    from harness.compare.diff import visible
+    finding = {"target": "t", "case": "c", "verdict": "text differs", "diff": [("=", "a b\n"), ("+", "\tc")],
+               "conversation": {"messages": [{"role": "user", "content": "hi there\nyou"}]}}
+    shown = chat_report.section({"findings": [finding], "oracle_crashes": []}, [])["findings"][0]
+    assert shown["turns"][0]["content"] == visible("hi there\nyou", line_breaks=True) == "hi␣there↵\nyou"
+    assert shown["diff_html"] == "<pre class=chatdiff>a␣b↵\n<ins>⇥c</ins></pre>"
+    assert visible(b"a b\n") == "a␣b↵"

@@ -92,6 +92,19 @@ def test_the_page_links_each_cell_to_its_report(tmp_path):
     assert json.loads(json_path.read_text())["rows"]["llama-spm"]["transformers"]["status"] == "not loaded"
 
 
+def test_the_page_renders_through_the_one_environment_of_every_page():
+    """peers.html comes from `harness.report.templating.environment()`: strict about undefined names, one escaping."""
+    from harness.report.templating import environment
+    cells = [peers.Cell("ours", "llama-spm", "ran", checks=_tally({"tokenize"}, ids=(2, 2)),
+                        report="ours/llama-spm/report.html"),
+             peers.Cell("transformers", "llama-spm", "not loaded", reason="<script>x</script>")]
+    matrix = peers.build(cells, ["ours", "transformers"], ["llama-spm"], peers.Options())
+    page = peers.render_html(matrix)
+    assert page == environment().get_template("peers.html.j2").render(
+        matrix=matrix, cell_lines=peers.cell_lines, checks=list(peers.CHECKS))
+    assert "<script>x" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+
+
 def test_release_specs_are_checked_before_anything_is_built():
     assert llama_release.version_of("llama.cpp@0.3.16") == "0.3.16"
     for bad in ("llama.cpp@", "llama.cpp@latest", "llama.cpp@0.3", "llama.cpp@0.3.16;rm"):

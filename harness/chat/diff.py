@@ -10,12 +10,12 @@ the first differing token, the count difference.
 from __future__ import annotations
 
 import difflib
-import html
 from typing import Any
 
 from tokenizer import Tokenizer
 from tokenizer.chat.render import ChatTemplateError
 
+from ..compare.diff import visible
 from .cases import Case, Target, tokenizer_for
 from .oracle import NOW, ChatAnswer
 
@@ -45,22 +45,6 @@ def verdict(expected: ChatAnswer, actual: ChatAnswer) -> str:
     if expected.ids is not None and expected.ids != actual.ids:
         return IDS
     return MATCH
-
-
-_VISIBLE = {"\n": "\u21b5\n", "\t": "\u2192", "\r": "\u240d", " ": "\u00b7"}
-
-
-def visible(text: str) -> str:
-    """Whitespace and control characters made visible (display only)."""
-    out = []
-    for ch in text:
-        if ch in _VISIBLE:
-            out.append(_VISIBLE[ch])
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u200b\u2028\u2029\ufeff":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def char_diff(expected: bytes, actual: bytes, context: int = 40) -> list[tuple[str, str]]:
@@ -143,13 +127,3 @@ def diff_text(finding: dict[str, Any]) -> str:
         lines.append(f"  count: llama.cpp {finding['count_expected']}, ours {finding['count_actual']}")
     lines.append(f"  reproduce: {finding['reproduce']}")
     return "\n".join(lines)
-
-
-def diff_html(finding: dict[str, Any]) -> str:
-    """The character diff as HTML: deletions (llama.cpp only) and insertions (ours only) marked."""
-    parts = []
-    for op, seg in finding.get("diff", []):
-        text = html.escape(visible(seg))
-        tag = "del" if op == "-" else "ins"
-        parts.append(text if op == "=" else f"<{tag}>{text}</{tag}>")
-    return "<pre class=chatdiff>" + "".join(parts) + "</pre>"

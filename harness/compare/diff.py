@@ -29,13 +29,16 @@ CONTEXT = 4  # tokens shown either side of the first difference
 VISIBLE = {" ": "␣", "\n": "↵", "\r": "␍", "\t": "⇥", "\u00a0": "⍽"}
 
 
-def visible(data: bytes | str) -> str:
+def visible(data: bytes | str, *, line_breaks: bool = False) -> str:
     """Whitespace and control characters made visible; invalid UTF-8 shown as `\\xNN`.
 
-    For display only: `visible(b"a b\\n\\xff") == "a␣b↵\\\\xff"`.
+    For display only: `visible(b"a b\\n\\xff") == "a␣b↵\\\\xff"`. The one spelling of every
+    page and terminal line (token cards, messages, pytest items); with `line_breaks`, a
+    newline stays a line break after its `↵` (a rendered prompt read as lines).
     """
     text = data.decode("utf-8", "backslashreplace") if isinstance(data, bytes) else data
-    return "".join(_visible_char(ch) for ch in text)
+    shown = "".join(_visible_char(ch) for ch in text)
+    return shown.replace(VISIBLE["\n"], VISIBLE["\n"] + "\n") if line_breaks else shown
 
 
 def _visible_char(ch: str) -> str:

@@ -9,11 +9,12 @@ template and verdict like the token cards.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
-from ..chat.diff import diff_html, visible
+from ..compare.diff import visible
 from ..files.atomic import write_text_atomic
 from .templating import environment
 
@@ -30,7 +31,7 @@ def section(data: dict[str, Any], lines: list[str]) -> dict[str, Any]:
 def _display(finding: dict[str, Any]) -> dict[str, Any]:
     conv = finding.get("conversation") or {}
     turns = [{"role": str(m.get("role", "?")) if isinstance(m, dict) else "?",
-              "content": visible(_content(m.get("content") if isinstance(m, dict) else m))}
+              "content": visible(_content(m.get("content") if isinstance(m, dict) else m), line_breaks=True)}
              for m in conv.get("messages") or []]
     tools = conv.get("tools")
     return {**finding, "turns": turns, "add_generation_prompt": conv.get("add_generation_prompt"),
@@ -39,6 +40,16 @@ def _display(finding: dict[str, Any]) -> dict[str, Any]:
             "count_expected": finding.get("count_expected"), "count_actual": finding.get("count_actual"),
             "tokens": finding.get("tokens"), "expected_error": (finding.get("expected_error") or "")[:300],
             "actual_error": (finding.get("actual_error") or "")[:300]}
+
+
+def diff_html(finding: dict[str, Any]) -> str:
+    """The character diff as HTML: deletions (llama.cpp only) and insertions (ours only) marked."""
+    parts = []
+    for op, seg in finding.get("diff", []):
+        text = html.escape(visible(seg, line_breaks=True))
+        tag = "del" if op == "-" else "ins"
+        parts.append(text if op == "=" else f"<{tag}>{text}</{tag}>")
+    return "<pre class=chatdiff>" + "".join(parts) + "</pre>"
 
 
 def _content(content: Any) -> str:

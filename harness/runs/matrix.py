@@ -27,9 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from ..models.shipped import child_env
+from ..report.templating import environment
 from ..subjects.capabilities import CHECKS
 from ..subjects.spec import DEFAULT_ENGINE
 
@@ -230,9 +229,7 @@ def cell_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def render_html(matrix: dict[str, Any]) -> str:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("harness", "report/templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]))
-    return env.get_template("peers.html.j2").render(matrix=matrix, cell_lines=cell_lines, checks=list(CHECKS))
+    return environment().get_template("peers.html.j2").render(matrix=matrix, cell_lines=cell_lines, checks=list(CHECKS))
 
 
 def write(matrix: dict[str, Any], root: Path) -> tuple[Path, Path]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict
 from typing import Any
 
+from ..report.templating import environment
 from .mutants import AREAS, Mutant
 from .settings import MAIN_JOB, Settings, Verdict
 
@@ -97,55 +97,10 @@ code{font-size:12px}small{color:#555}"""
 
 
 def html_page(report: dict[str, Any]) -> str:
-    """A self-contained page (inline CSS, no scripts): totals, per area, per mutant."""
-    cols = report["columns"]
-    summary = report["summary"]
-    e = html.escape
-    out = [f"<!doctype html><meta charset=utf-8><title>gguf-parity mutation self-test</title><style>{_CSS}</style>",
-           "<h1>Mutation self-test</h1>",
-           f"<p>{summary['mutants']} mutants of <code>tokenizer/</code>, "
-           f"scope <b>{e(report['settings']['scope'])}</b>, "
-           f"fuzz {report['settings']['fuzz']} seed {report['settings']['seed']}, {report['seconds']:.0f} s. "
-           "A mutant is killed when a detector exits non-zero on one of its vocabularies; "
-           "<i>main job</i> = golden replay or live+fuzz (<code>./quickstart.sh parity</code>).</p>",
-           "<h2>Kill rate per detector</h2><table><tr><th>detector</th><th>killed</th><th>survivors</th></tr>"]
-    for c in cols:
-        t = summary["per_detector"][c]
-        out.append(f"<tr><td>{e(c)}</td><td>{_rate(t['killed'], t['judged'])}</td>"
-                   f"<td>{e(', '.join(t['survivors'])) or '-'}</td></tr>")
-    heads = "".join(f"<th>{e(c)}</th>" for c in cols)
-    out.append(f"</table><h2>Per area</h2><table><tr><th>area</th>{heads}</tr>")
-    for area, cells in summary["per_area"].items():
-        out.append(f"<tr><td>{e(area)}</td>" + "".join(f"<td>{_rate(*cells[c])}</td>" for c in cols) + "</tr>")
-    out.append("</table><h2>Per mutant</h2><table><tr><th>mutant</th><th>area</th><th>the bug it mimics</th>"
-               + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr>")
-    for r in report["mutants"]:
-        out.append(f"<tr><td><code>{e(r['id'])}</code><br><small>{e(r['file'])}</small></td><td>{e(r['area'])}</td>"
-                   f"<td>{e(r['description'])}</td>" + "".join(_cell(r["results"].get(c)) for c in cols) + "</tr>")
-    out.append("</table>")
+    """A self-contained page (inline CSS, no scripts): totals, per area, per mutant (templates/selftest.html.j2)."""
     failures = {d: f for d, f in report.get("baseline_failures", {}).items() if f}
-    if failures:
-        out.append("<h2>Left out: the unmutated code already fails there</h2><ul>")
-        for d, f in failures.items():
-            out.extend(f"<li>{e(d)} on {e(v)}: {e(why)}</li>" for v, why in f.items())
-        out.append("</ul>")
-    return "\n".join(out) + "\n"
-
-
-def _cell(v: dict[str, Any] | None) -> str:
-    if v is None or v.get("outcome") == "not-run":
-        return "<td class=n>not run</td>"
-    e = html.escape
-    if v.get("outcome") == "timeout":
-        return f"<td class=t>timeout (inconclusive)<br><small>{e(v.get('detail', ''))}</small></td>"
-    if not v["killed"]:
-        tried = len(v.get("tried") or [])
-        return f"<td class=s>survived<br><small>{tried} vocabularies</small></td>"
-    klass = "t" if v.get("outcome") == "timeout" else "k"
-    where = f" on {e(v['vocab'])}" if v.get("vocab") else ""
-    note = " (implied)" if v.get("implied") else ""
-    detail = f"<br><small>{e(v.get('detail', ''))[:160]}</small>" if v.get("detail") and not v.get("implied") else ""
-    return f"<td class={klass}>{e(v.get('outcome', 'killed'))}{where}{note}{detail}</td>"
+    return environment().get_template("selftest.html.j2").render(
+        report=report, summary=report["summary"], cols=report["columns"], failures=failures, rate=_rate, css=_CSS)
 
 
 def markdown(report: dict[str, Any]) -> str:
