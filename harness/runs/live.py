@@ -29,13 +29,8 @@ from queue import Queue
 from ..compare.findings import (
     Subject,
     crash_finding,
-    engine_table,
     findings,
-    gguf_texts,
-    reference_table,
-    reproduce_command,
     run_engine,
-    vocab_findings,
 )
 from ..compare.result import ModelResult
 from ..compare.verdict import finish
@@ -51,6 +46,7 @@ from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe, load_engine
+from . import check
 from .config import RunConfig
 from .outcomes import (
     both_refuse,
@@ -61,7 +57,6 @@ from .outcomes import (
     last_line,
     refusal_expected_but_loaded,
     refusal_mismatch,
-    save_failing,
 )
 from .progress import Progress
 from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
@@ -173,7 +168,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
         try:
             subject = _prepare(path, name, arg, loaded, config, result)
             with Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
-                _check_cases(subject, pool, cases, result, bar)
+                check.judge_cases(subject, cases, LiveExpected(pool), result, bar)
                 if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar)
         finally:
@@ -182,9 +177,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
         pool.close()
         for fault in pool.faults():
             result.add_fault(fault)
-    save_failing(result, cases, config)
-    finish(result)
-    return result
+    return check.conclude(result, cases, config)
 
 
 def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases: list[dict], *,
@@ -235,37 +228,27 @@ def _close(engine, result: ModelResult) -> None:
         close_engine(engine, result)
 
 
+class LiveExpected:
+    """llama.cpp live as the expected side of the check (`harness.runs.check.Expected`): the pool's sessions."""
+
+    def __init__(self, pool: OraclePool) -> None:
+        self.pool = pool
+
+    def ask(self, cases):
+        futures = [self.pool.executor.submit(self.pool.evaluate, case) for case in cases]
+        return [future.result for future in futures]  # llama.cpp works while the engine runs
+
+    def engine_needed(self, case: dict) -> bool:
+        return True
+
+
 def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:
-    """Both sides' token tables and the vocabulary diff."""
+    """Both sides' token tables and the vocabulary diff (`harness.runs.check.subject`)."""
     engine, got, vocab, pieces = loaded
     if result.family == "other":
         result.family = vocab.get("vocab_type", "other")
-    table = reference_table(gguf_texts(path), vocab, pieces)
-    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
-    subject = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
-                      engine_table=engine_table(engine, table),
-                      command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
-                                                engine_args=config.engine_args),
-                      known=config.known_crashes)
-    capmod.start(result, engine.caps)
-    found = vocab_findings(subject, vocab, got)
-    for kind, entry in found:
-        result.add(kind, entry)
-    capmod.tally_vocab(result, engine.caps, found)
-    return subject
-
-
-def _check_cases(subject: Subject, pool: OraclePool, cases: list[dict], result: ModelResult,
-                 bar: Progress) -> None:
-    futures = [pool.executor.submit(pool.evaluate, case) for case in cases]
-    outcomes = subject.engine.evaluate_many(cases)  # batched; llama.cpp works meanwhile
-    for case, future, got in zip(cases, futures, outcomes, strict=True):
-        expected, crash = future.result()
-        result.cases += 1
-        for kind, entry in findings(subject, case, expected, got, crash=crash):
-            result.add(kind, entry)
-        capmod.tally_case(result, subject.engine.caps, case, expected, got)
-        bar.advance(note=f"{len(result.failing)} failing")
+    return check.subject(name=name, arg=arg, path=path, engine=engine, vocab=vocab, pieces=pieces,
+                         got_vocab=lambda: got, config=config, result=result)
 
 
 def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],

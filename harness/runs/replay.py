@@ -14,15 +14,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..compare.findings import (
-    Subject,
-    engine_table,
-    findings,
-    gguf_texts,
-    reference_table,
-    reproduce_command,
-    vocab_findings,
-)
 from ..compare.result import ModelResult
 from ..compare.verdict import finish
 from ..errors import SetupError
@@ -33,6 +24,7 @@ from ..models.paths import resolve
 from ..models.shipped import models_dir, short_name
 from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine
+from . import check
 from .config import RunConfig
 from .outcomes import (
     both_refuse,
@@ -41,7 +33,6 @@ from .outcomes import (
     engine_vocab,
     load_engine_for,
     refusal_mismatch,
-    save_failing,
 )
 from .progress import Progress
 from .shard import MODEL, Partition, Unit, case_part, partition
@@ -157,18 +148,24 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         capmod.tally_unloaded(result, len(golden["cases"]))
         return result
     try:
-        subject = _subject(name, path, engine, golden, config)
-        capmod.start(result, engine.caps)
-        found = vocab_findings(subject, golden["vocab"], engine_vocab(engine))
-        for kind, entry in found:
-            result.add(kind, entry)
-        capmod.tally_vocab(result, engine.caps, found)
-        _judge_cases(subject, golden["cases"], result, config)
+        subject = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
+                                vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
+                                config=config, result=result)
+        with Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
+            check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar)
     finally:
         close_engine(engine, result)
-    save_failing(result, golden["cases"], config)
-    finish(result)
-    return result
+    return check.conclude(result, golden["cases"], config)
+
+
+class GoldenExpected:
+    """A golden file as the expected side of the check (`harness.runs.check.Expected`): llama.cpp, recorded."""
+
+    def ask(self, cases):
+        return [lambda case=case: (None, case["crash"]) if case.get("crash") else (case, None) for case in cases]
+
+    def engine_needed(self, case: dict) -> bool:
+        return not case.get("crash")  # llama.cpp crashed on it while recording: nothing to compare
 
 
 def _judge_refusal(factory, path: Path, result: ModelResult, load_error, *, expected: bool) -> None:
@@ -188,31 +185,6 @@ def _model_arg(name: str, path: Path) -> str:
         return name if resolve(name).resolve() == path.resolve() else str(path)
     except SetupError:
         return str(path)
-
-
-def _subject(name: str, path: Path, engine, golden: dict, config: RunConfig) -> Subject:
-    table = reference_table(gguf_texts(path), golden["vocab"], None)
-    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
-    arg = _model_arg(name, path)
-    return Subject(name=name, arg=arg, path=path, engine=engine, table=table,
-                   engine_table=engine_table(engine, table),
-                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
-                                             engine_args=config.engine_args),
-                   known=config.known_crashes)
-
-
-def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, config: RunConfig) -> None:
-    live = [case for case in cases if not case.get("crash")]
-    outcomes = dict(zip((c["id"] for c in live), subject.engine.evaluate_many(live), strict=True))  # batched
-    with Progress(total=len(cases), label=subject.name, quiet=config.quiet) as bar:
-        for case in cases:
-            result.cases += 1
-            crash = case.get("crash")
-            got = None if crash else outcomes[case["id"]]
-            for kind, entry in findings(subject, case, case, got, crash=crash):
-                result.add(kind, entry)
-            capmod.tally_case(result, subject.engine.caps, case, None if crash else case, got)
-            bar.advance(note=f"{len(result.failing)} failing")
 
 
 def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:

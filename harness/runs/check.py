@@ -1,0 +1,98 @@
+"""The per-model check that `run` (live) and `compare` (golden replay) both fill in.
+
+Once both sides are loaded, a model is checked the same way whatever the expected side is:
+1. `subject()`: the reference token table from the GGUF and the expected vocabulary record,
+   the engine's table, the reproduce command; the vocabulary judged and tallied;
+2. `judge_cases()`: every case asked of the expected side and of the engine (batched), then
+   judged (`harness.compare.findings.findings`) and tallied per capability;
+3. `conclude()`: the failing cases written beside the report, the model marked not checked
+   when nothing was compared.
+
+Where the expected side comes from is the only difference, behind `Expected`: llama.cpp
+live (`harness.runs.live.LiveExpected`), a golden file (`harness.runs.replay.GoldenExpected`),
+and, as a third side, the model's original tokenizer (issue 19's `--reference`) answers
+the same two calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from ..compare.findings import (
+    EngineError,
+    Subject,
+    engine_table,
+    findings,
+    gguf_texts,
+    reference_table,
+    reproduce_command,
+    vocab_findings,
+)
+from ..compare.result import ModelResult
+from ..compare.verdict import finish
+from ..subjects import capabilities as capmod
+from .config import RunConfig
+from .outcomes import save_failing
+from .progress import Progress
+
+# One case's expected answer: (llama.cpp's record, None), or (None, the crash it met).
+Answer = tuple[dict | None, dict | None]
+
+
+class Expected(Protocol):
+    """The expected side of a check: what the engine is held to, case by case."""
+
+    def ask(self, cases: Sequence[dict]) -> list[Callable[[], Answer]]:
+        """Start answering every case (work may run while the engine runs); one call per case, in order."""
+        ...
+
+    def engine_needed(self, case: dict) -> bool:
+        """Whether the engine must run on `case` (not when the expected side is a recorded crash)."""
+        ...
+
+
+def subject(*, name: str, arg: str, path: Path, engine, vocab: dict, pieces: list[bytes] | None,
+            got_vocab: Callable[[], dict | EngineError], config: RunConfig, result: ModelResult) -> Subject:
+    """Both sides' token tables and the vocabulary judged: the model ready for its cases.
+
+    `vocab` and `pieces` are the expected side's vocabulary record (pieces when it has them);
+    `got_vocab` gives the engine's, when the side asks for it (live: read at load, meanwhile).
+    """
+    table = reference_table(gguf_texts(path), vocab, pieces)
+    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
+    made = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
+                   engine_table=engine_table(engine, table),
+                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+                                             engine_args=config.engine_args),
+                   known=config.known_crashes)
+    capmod.start(result, engine.caps)
+    found = vocab_findings(made, vocab, got_vocab())
+    for kind, entry in found:
+        result.add(kind, entry)
+    capmod.tally_vocab(result, engine.caps, found)
+    return made
+
+
+def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, result: ModelResult,
+                bar: Progress) -> None:
+    """Every case judged: the expected side asked first, then the engine batched, then each case in order."""
+    answers = expected.ask(cases)
+    asked = [case for case in cases if expected.engine_needed(case)]
+    got_of = dict(zip((c["id"] for c in asked), subject.engine.evaluate_many(asked), strict=True))
+    for case, answer in zip(cases, answers, strict=True):
+        record, crash = answer()
+        got = got_of.get(case["id"])
+        result.cases += 1
+        for kind, entry in findings(subject, case, record, got, crash=crash):
+            result.add(kind, entry)
+        capmod.tally_case(result, subject.engine.caps, case, record, got)
+        bar.advance(note=f"{len(result.failing)} failing")
+
+
+def conclude(result: ModelResult, cases: list[dict], config: RunConfig) -> ModelResult:
+    """The failing cases saved for their reproduce commands; not checked when nothing was compared."""
+    save_failing(result, cases, config)
+    finish(result)
+    return result
