@@ -165,6 +165,7 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
     try:
         from .commands import run as run_command
         from .errors import SetupError
+        from .runs.config import live_config
         from .subjects.spec import load_engine
     except ImportError as exc:
         raise pytest.UsageError(f"--parity-model needs the harness: pip install 'gguf-parity[harness]' ({exc})") \
@@ -175,7 +176,7 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
     run_command.add_arguments(parser)
     try:
         args = parser.parse_args(_run_argv(options, _report_dir(config)))
-        run_config = run_command.config_from(args)
+        run_config = live_config(args)
         factory = load_engine(run_config.engine, args=dict(run_config.engine_args),
                               timeout=run_config.engine_timeout)
         golden = options.parity_golden.absolute() if options.parity_golden is not None else None

@@ -175,3 +175,24 @@ def test_sigterm_mid_run_leaves_a_partial_report_and_no_workers(tmp_path: Path, 
     assert report["meta"]["interrupted"] == "SIGTERM" and list(report["summary"]["per_model"]) == ["first"]
     time.sleep(0.5)
     assert _workers_of(second) == []
+
+
+def test_run_messages_goes_into_the_report_written_once(tmp_path: Path, monkeypatch):
+    """`run --messages`: the messages section is in report.json and report.html from the one write."""
+    writes = []
+    real_write = reporting.write
+    monkeypatch.setattr(reporting, "write", lambda report, out: writes.append(dict(report)) or real_write(report, out))
+    section = {"targets": 1, "cases": 2, "matched": 1, "findings": [], "oracle_crashes": [], "lines": ["1 differs"]}
+    config = _config(tmp_path)
+    assert run_and_report(_one_model, config, {}, messages=lambda: (section, False)) == 1  # a message differs
+    assert len(writes) == 1 and writes[0]["messages"] == section
+    assert json.loads((config.report_dir / "report.json").read_text())["messages"] == section
+
+
+def test_a_failing_messages_check_still_leaves_the_run_report(tmp_path: Path):
+    def broken():
+        raise SetupError("chat helper cannot be built")
+    config = _config(tmp_path)
+    with pytest.raises(SetupError):
+        run_and_report(_one_model, config, {}, messages=broken)
+    assert "messages" not in json.loads((config.report_dir / "report.json").read_text())

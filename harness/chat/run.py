@@ -127,8 +127,12 @@ def write_report(summary: ChatSummary, out: Path) -> Path:
 
 
 def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: int | None,
-                 explicit: bool, log: Callable[[str], None] = print) -> bool | None:
+                 explicit: bool, log: Callable[[str], None] = print) -> tuple[dict, bool] | None:
     """`run --messages`: the chat templates of the selected models, live. None when skipped.
+
+    Writes messages.json and messages.html in `report_dir`; gives the report's "messages"
+    section and whether every message agreed, for `harness.runs.finish.run_and_report` to put
+    into report.json and report.html when it writes them (once).
 
     By default (not `explicit`) it runs when the chat helper is already built, so that a
     plain `run` never starts a several-minute compile; `--messages` builds it if needed.
@@ -145,18 +149,7 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     with ChatOracle() as oracle:
         summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None)
     write_report(summary, report_dir)
-    _add_to_report(summary, report_dir)
     for line in summary.lines():
         log(line)
     log(f"messages: {report_dir / 'report.html'}#messages (and messages.json, messages.html)")
-    return summary.ok
-
-
-def _add_to_report(summary: ChatSummary, report_dir: Path) -> None:
-    """report.json/.html of the run gain the "messages" section (rewritten whole, under the folder's lock)."""
-    from ..report import build as reporting
-    from ..report.folder import ReportDir
-    with ReportDir(report_dir) as folder:
-        report = reporting.load(folder.path / "report.json")
-        report["messages"] = {**summary.data(), "lines": summary.lines()}
-        reporting.write(report, folder.path)
+    return {**summary.data(), "lines": summary.lines()}, summary.ok

@@ -22,11 +22,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..errors import SetupError
-from ..models.families import FAMILIES, models_of
+from ..models.families import FAMILIES
 from ..oracle import known_crashes
 from ..runs import shard as sharding
-from ..runs.config import RunConfig
+from ..runs.config import replay_config
 from . import engine_options
 
 
@@ -48,18 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    if args.family and not names:
-        raise SetupError(f"family {', '.join(args.family)} has no models yet")
     from ..runs.finish import run_and_report
     from ..runs.replay import compare, plan
 
     golden_dir = args.golden.absolute()
-    config = RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
-                       known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
-                       shard=sharding.from_text(args.shard), **engine_options.config_fields(args))
+    config = replay_config(args)
     part = plan(golden_dir, config) if config.shard else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),

@@ -20,22 +20,17 @@ the exit status 1.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
 
-from ..compare.verdict import EXIT_FOUND, EXIT_OK
-from ..errors import SetupError
-from ..models.families import FAMILIES, models_of
-from ..models.shipped import SHIPPED, short_name
+from ..models.families import FAMILIES
+from ..models.shipped import short_name
 from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
-from ..runs.config import RunConfig
+from ..runs.config import PROFILE_ENV, RunConfig, live_config
 from ..subjects.spec import is_ours
 from . import engine_options
-
-PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,61 +66,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sharding.add_option(parser)
 
 
-def selected_models(args: argparse.Namespace) -> tuple[str, ...]:
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    if not names:
-        raise SetupError("give --model NAME|PATH or --family FAMILY (shipped: " + ", ".join(SHIPPED) + ")")
-    return tuple(dict.fromkeys(names))
-
-
-def fuzz_budget(args: argparse.Namespace) -> int:
-    if args.fuzz is not None:
-        if args.fuzz < 0:
-            raise SetupError("--fuzz must be 0 or more")
-        return args.fuzz
-    if os.environ.get(PROFILE_ENV):
-        from hypothesis import settings
-
-        from ..inputs.fuzz import load_profile
-        load_profile()
-        return settings().max_examples
-    return 0
-
-
-def config_from(args: argparse.Namespace) -> RunConfig:
-    limits = worker_limits.from_args(args)
-    kwargs = engine_options.found_fields(args)
-    return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
-        models=selected_models(args), report_dir=args.report.absolute(),
-        corpora=tuple(c.absolute() for c in args.corpus),
-        default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
-        memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
-        expect_refusal=args.expect_refusal, shard=sharding.from_text(args.shard),
-        **engine_options.config_fields(args), **kwargs,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from ..runs.finish import run_and_report
     from ..runs.live import plan
     from ..runs.live import run as run_models
 
-    config = config_from(args)
+    config = live_config(args)
     sharded = plan(config) if config.shard else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
             "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
             **({"shard": sharded[0].meta()} if sharded else {})}
-    code = run_and_report(lambda results: run_models(config, results, sharded), config, meta)
-    if args.messages is False or not is_ours(config.engine) or code not in (EXIT_OK, EXIT_FOUND):
-        return code
+    return run_and_report(lambda results: run_models(config, results, sharded), config, meta,
+                          messages=_messages(args, config, sharded))
+
+
+def _messages(args: argparse.Namespace, config: RunConfig, sharded):
+    """The `--messages` check for `run_and_report` (None when off, or the engine is not ours)."""
+    if args.messages is False or not is_ours(config.engine):
+        return None
     from ..chat.run import run_messages
     models = config.models if sharded is None else tuple(  # a model's templates go with its own checks
         m for m in config.models if sharded[0].owns(short_name(m)))
-    messages_ok = run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),
-                               seed=config.seed, explicit=bool(args.messages))
-    return EXIT_FOUND if messages_ok is False else code
+    return lambda: run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),
+                                seed=config.seed, explicit=bool(args.messages))

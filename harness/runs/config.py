@@ -1,20 +1,36 @@
-"""What `run` and `compare` were asked to do: `RunConfig`, built by the CLI commands."""
+"""What `run` and `compare` were asked to do: `RunConfig`, built here, once, from the parsed arguments.
+
+`live_config` (`run`, and the pytest plugin) and `replay_config` (`compare`) are the only
+places a `RunConfig` is made from a command line: models and families, corpora, fuzz budget,
+worker limits, known crashes, shard, and the engine options with where a non-default
+engine's own files go (its fuzz finds and Hypothesis example database belong to the user,
+under the report directory or `--found-dir`, never in this project's `corpora/found/`).
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..models.shipped import project_root
+from ..errors import SetupError
+from ..models.families import models_of
+from ..models.shipped import SHIPPED, project_root
+from ..oracle import known_crashes, worker_limits
 from ..oracle.known_crashes import NONE, KnownCrashes
+from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
+from . import shard as sharding
 from .shard import Shard
 
 FOUND_DIR = project_root() / "corpora" / "found"
+PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything `run` was asked to do; built by `harness.commands.run` from the CLI."""
+    """Everything `run` or `compare` was asked to do; built by `live_config` or `replay_config`."""
 
     models: tuple[str, ...]
     report_dir: Path
@@ -36,3 +52,81 @@ class RunConfig:
     known_crashes: KnownCrashes = NONE
     expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement
     shard: Shard | None = None  # --shard K/N: only that part of the work (harness.runs.shard)
+
+
+def selected_models(args: argparse.Namespace) -> tuple[str, ...]:
+    names = list(args.model)
+    for family in args.family:
+        names += models_of(family)
+    if not names:
+        raise SetupError("give --model NAME|PATH or --family FAMILY (shipped: " + ", ".join(SHIPPED) + ")")
+    return tuple(dict.fromkeys(names))
+
+
+def fuzz_budget(args: argparse.Namespace) -> int:
+    if args.fuzz is not None:
+        if args.fuzz < 0:
+            raise SetupError("--fuzz must be 0 or more")
+        return args.fuzz
+    if os.environ.get(PROFILE_ENV):
+        from hypothesis import settings
+
+        from ..inputs.fuzz import load_profile
+        load_profile()
+        return settings().max_examples
+    return 0
+
+
+def live_config(args: argparse.Namespace) -> RunConfig:
+    """`run`'s config from its parsed arguments."""
+    limits = worker_limits.from_args(args)
+    kwargs = found_fields(args)
+    return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
+        models=selected_models(args), report_dir=args.report.absolute(),
+        corpora=tuple(c.absolute() for c in args.corpus),
+        default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
+        seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
+        memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
+        expect_refusal=args.expect_refusal, shard=sharding.from_text(args.shard),
+        **engine_fields(args), **kwargs,
+    )
+
+
+def replay_config(args: argparse.Namespace) -> RunConfig:
+    """`compare`'s config from its parsed arguments."""
+    names = list(args.model)
+    for family in args.family:
+        names += models_of(family)
+    if args.family and not names:
+        raise SetupError(f"family {', '.join(args.family)} has no models yet")
+    return RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
+                     known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
+                     shard=sharding.from_text(args.shard), **engine_fields(args))
+
+
+def engine_fields(args: argparse.Namespace) -> dict:
+    """RunConfig fields for the engine options (`SetupError` on a bad one)."""
+    timeout = args.engine_timeout
+    if not math.isfinite(timeout) or not 0 < timeout <= 86400:
+        raise SetupError(f"--engine-timeout {timeout:g}: must be more than 0 and at most 86400 seconds")
+    pairs = tuple(parse_engine_args(args.engine_arg).items())
+    if pairs and is_ours(args.engine):
+        raise SetupError(f"--engine-arg: the default engine ({DEFAULT_ENGINE}) takes no options")
+    return {"engine": args.engine, "engine_args": pairs, "engine_timeout": timeout,
+            "allow_flakes": bool(args.allow_flakes)}
+
+
+def found_fields(args: argparse.Namespace) -> dict:
+    """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
+
+    Our own engine keeps the project's corpora/found/ and .hypothesis/ (later
+    runs replay them); anyone else's finds are theirs: `<report>/found/` unless
+    `--found-dir`, with the example database in `.hypothesis/` inside it
+    (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).
+    """
+    if is_ours(args.engine):
+        return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
+    found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
+    from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
+
+    return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}

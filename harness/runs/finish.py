@@ -22,8 +22,14 @@ from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals
 
 
-def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfig, meta: dict[str, Any]) -> int:
-    """Run `work(results)` (it appends each finished ModelResult), then report; the exit status."""
+def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfig, meta: dict[str, Any],
+                   messages: Callable[[], tuple[dict, bool] | None] | None = None) -> int:
+    """Run `work(results)` (it appends each finished ModelResult), then report; the exit status.
+
+    `messages` (`run --messages`) runs after a run that was not stopped and checked something
+    (exit 0 or 1): its section goes into the report, which is then written once; a message
+    finding makes the exit status 1.
+    """
     from ..report import build as reporting
 
     results: list[ModelResult] = []
@@ -36,6 +42,16 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
             stop = exc
         meta = {**meta, **reporting.versions(), **({"interrupted": stop.name} if stop else {})}
         report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
+        status = verdict.exit_status(report)
+        if messages is not None and stop is None and status in (verdict.EXIT_OK, verdict.EXIT_FOUND):
+            try:
+                checked = messages()
+            except BaseException:  # the run's own results stand: written before the error goes on
+                reporting.write(report, folder.path)
+                raise
+            if checked is not None:
+                report["messages"], ok = checked
+                status = verdict.EXIT_FOUND if not ok else status
         try:
             _, html_path = reporting.write(report, folder.path)
         except OSError as exc:
@@ -46,7 +62,6 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
     if stop is not None:
         print(f"{stop}: partial report of the {len(results)} model(s) finished", file=sys.stderr)
         return stop.exit_status
-    status = verdict.exit_status(report)
     if status == verdict.EXIT_USAGE:
         print(f"error: {verdict.unchecked_line(report) or 'no model was checked'}", file=sys.stderr)
     return status
