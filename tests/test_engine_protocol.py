@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.findings import EngineError
 from harness.subjects.client import RemoteEngine
 from harness.subjects.guard import EngineLoadError
 from harness.subjects.protocol import Server
+from harness.subjects.records import EngineError
 
 CHILD = str(Path(__file__).with_name("protocol_children.py"))
 FLAGS = [[False, False], [False, True], [True, False], [True, True]]

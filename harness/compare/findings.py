@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from ..golden.records import evaluate_case, field_bytes, unpack_array
 from ..oracle.known_crashes import NONE, KnownCrashes
+from ..subjects.records import EngineError
 from .diff import TokenTable, diff_encoding
 
 ERROR_TAIL = 20000  # report.json keeps the traceback in full; this only bounds a runaway one
@@ -35,15 +36,6 @@ class Subject:
     engine_table: TokenTable
     command: Callable[[str], str]
     known: KnownCrashes = NONE
-
-
-@dataclass(frozen=True)
-class EngineError:
-    """An engine that failed on a case: the exception in one line, its full traceback, and which call."""
-
-    error: str
-    traceback: str
-    capability: str = "tokenize"
 
 
 def run_engine(engine, case: dict):

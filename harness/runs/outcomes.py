@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..compare.findings import EngineError
 from ..compare.result import ModelResult
 from ..files import jsonl
 from ..golden.records import vocab_record
+from ..subjects.records import EngineError
 from .config import RunConfig
 
 

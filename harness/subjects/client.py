@@ -19,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..compare.findings import EngineError
 from ..contained import Contained, signal_name
 from ..golden.records import FLAGS, output_field
 from ..inputs.corpus import case_input
@@ -28,6 +27,7 @@ from .guard import EngineLoadError
 from .protocol import BYTE_FIELDS, PROTOCOL, TOKENIZE_BATCH, VOCAB_SLICE, unb64
 from .records import (
     NOT_APPLICABLE,
+    EngineError,
     NotApplicable,
     engine_input,
     offered_fields,

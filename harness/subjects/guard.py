@@ -4,7 +4,7 @@ The comparators never call an engine directly. They hold an engine *handle*
 with four operations, each of which turns every engine fault into a value:
 
 - `evaluate_many(cases)` / `evaluate_one(case)`: a record as
-  `harness.golden.records.evaluate_case` gives, a `findings.EngineError`, or
+  `harness.golden.records.evaluate_case` gives, a `records.EngineError`, or
   `engine_records.NOT_APPLICABLE` (invalid UTF-8 for a str-only engine);
 - `vocab()`: the engine's vocabulary record from what it offers, or an `EngineError`;
 - `token_text` / `token_attr` / `token_to_piece` / `n_tokens`: display only;
@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..compare.findings import EngineError
 from .capabilities import CapabilityError, detect, probe_bytes
 from .records import (
     ContractError,
+    EngineError,
     NotApplicable,
     error_fields,
     evaluate_case,

@@ -23,6 +23,16 @@ from ..golden.records import FLAGS, TOKEN_FIELDS, column_digests, output_field, 
 from ..inputs.corpus import case_input
 from .capabilities import SPECIAL_FLAGS, special_ids
 
+
+@dataclass(frozen=True)
+class EngineError:
+    """An engine that failed on a case: the exception in one line, its full traceback, and which call."""
+
+    error: str
+    traceback: str
+    capability: str = "tokenize"
+
+
 VOCAB_FIELDS = {"text": "token_text", "score": "token_score", "attr": "token_attr", "piece": "token_to_piece",
                 "piece_special": "token_to_piece", "eog": "is_eog", "control": "is_control"}
 TRACEBACK_LIMIT = 20000
