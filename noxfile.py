@@ -86,7 +86,13 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "synth")
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", str(os.cpu_count() or 1))
     ensure_chromium(session)
-    session.run("python", "-m", "pytest", *session.posargs, env={STRICT_SKIPS_ENV: "1"})
+    session.run("python", "-m", "pytest", *pytest_args(session.posargs), env={STRICT_SKIPS_ENV: "1"})
+
+
+def pytest_args(posargs: list[str]) -> list[str]:
+    """The whole suite runs in pytest-xdist workers, one per core (`-n auto`; README "Tests" has the
+    times); arguments given after `--` go to pytest exactly as written (add `-n auto` to them yourself)."""
+    return list(posargs) if posargs else ["-n", "auto"]
 
 
 @nox.session

@@ -106,25 +106,49 @@ class Skips:
         return lines
 
 
+WORKER_KEY = "gguf_parity_collect_skips"
+"""Where an xdist worker hands its module-level skips to the controller (`config.workeroutput`)."""
+
+
 class SkipPolicy:
-    """The plugin: records every skip, prints the groups at the end, fails a strict run on an unplanned one."""
+    """The plugin: records every skip, prints the groups at the end, fails a strict run on an unplanned one.
+
+    Under pytest-xdist every worker collects every module, and the controller is
+    forwarded only one collect report per distinct skip text, so two modules
+    skipped by the same helper line would count once. So a module-level skip is
+    kept by node id: each worker hands its own over at the end
+    (`config.workeroutput`), and the controller counts each module once, as a
+    serial run does. Test skips reach the controller once each in any case.
+    """
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
         self.skips = Skips()
+        self.module_skips: dict[str, str] = {}   # node id -> reason, counted once at the end
 
-    def _record(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped and not hasattr(report, "wasxfail"):
             self.skips.add(report.nodeid, reason_of(report))
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self._record(report)
-
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        self._record(report)
+        if report.skipped:
+            self.module_skips.setdefault(report.nodeid, reason_of(report))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """xdist controller: a worker's module-level skips (pytest-xdist's hook)."""
+        for nodeid, reason in getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).items():
+            self.module_skips.setdefault(nodeid, reason)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:   # an xdist worker: the controller counts and judges
+            workeroutput[WORKER_KEY] = dict(self.module_skips)
+            return
+        for nodeid, reason in sorted(self.module_skips.items()):
+            self.skips.add(nodeid, reason)
+        self.module_skips.clear()
         if self.strict and self.skips.unplanned and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

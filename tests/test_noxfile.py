@@ -94,3 +94,19 @@ def test_tests_session_builds_what_its_tests_need_before_a_strict_pytest(monkeyp
     assert pytest_kwargs["env"] == {"GGUF_PARITY_STRICT_SKIPS": "1"}
     from tests.skip_policy import STRICT_ENV
     assert noxfile.STRICT_SKIPS_ENV == STRICT_ENV
+
+
+def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):
+    pytest.importorskip("nox")
+    sys.path.insert(0, str(NOXFILE.parent))
+    try:
+        import noxfile
+    finally:
+        sys.path.remove(str(NOXFILE.parent))
+    monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
+    monkeypatch.setattr(noxfile, "ensure_chromium", lambda session: None)
+    for posargs, expected in (([], ("-n", "auto")), (["tests/test_api.py", "-x"], ("tests/test_api.py", "-x"))):
+        session = FakeSession(posargs)
+        noxfile.tests.func(session)
+        [pytest_call] = [args for args, _ in session.calls if args[:3] == ("python", "-m", "pytest")]
+        assert pytest_call[3:] == expected

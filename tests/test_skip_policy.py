@@ -97,6 +97,42 @@ def test_an_unknown_skip_is_unplanned_under_its_own_reason(suite, monkeypatch):
     result.stdout.fnmatch_lines(["unplanned skip: 1 x could not import 'no_such_module_here'*"])
 
 
+HELPER = """
+import pytest
+
+def need_rwkv():
+    pytest.skip("rwkv-world.gguf missing (build with: python -m harness synth)", allow_module_level=True)
+"""
+
+NEEDS_RWKV = "from rwkv_helper import need_rwkv\nneed_rwkv()\n\ndef test_x():\n    pass\n"
+
+
+@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
+def test_module_skips_count_once_each_with_or_without_xdist(suite, monkeypatch, workers):
+    """Two modules skipped by one helper line are two skips, also when xdist workers collect them all."""
+    if workers:
+        pytest.importorskip("xdist")
+    monkeypatch.setenv(STRICT_ENV, "1")
+    suite.makepyfile(rwkv_helper=HELPER, test_one=NEEDS_RWKV, test_two=NEEDS_RWKV, test_allowed=SUITE)
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", *(("-n", workers) if workers else ()))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "unplanned skip: 2 x synthetic vocabulary not built (python -m harness synth) "
+        "[test_one.py, test_two.py]",
+        "skipped: *, 2 UNPLANNED",
+    ])
+
+
+def test_allowed_skips_pass_the_strict_run_under_xdist(suite, monkeypatch):
+    pytest.importorskip("xdist")
+    monkeypatch.setenv(STRICT_ENV, "1")
+    suite.makepyfile(test_allowed=SUITE)
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["skipped: 2 nightly, 2 optional peer"])
+    result.stdout.no_fnmatch_line("*unplanned*")
+
+
 def test_the_suite_loads_the_policy(request):
     assert request.config.pluginmanager.get_plugin("gguf-parity-skips") is not None
 
