@@ -44,6 +44,7 @@ from .findings import (
 )
 from .fuzz import DB_ENV, hunt
 from .known_crashes import NONE, KnownCrashes
+from .header_only import attach_source
 from .model_paths import Fingerprint, check_same, fingerprint, resolve
 from .models import SetupError, short_name
 from .oracle_session import OracleCrash, OracleRefusal, OracleSession
@@ -153,6 +154,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
     path = resolve(arg)
     name = short_name(path)
     result = ModelResult(name, family_of(name))
+    attach_source(result, path)
     cases = gather_cases(path, name, config) if cases is None else cases
     if part is not None:
         cases = [c for c in cases if part.owns(name, str(c["id"]))]

@@ -28,6 +28,7 @@ from .findings import (
     vocab_findings,
 )
 from .golden import GoldenError, golden_files, load_golden
+from .header_only import attach_source
 from .model_paths import resolve
 from .models import SetupError, models_dir, short_name
 from .outcomes import (
@@ -138,6 +139,7 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
     if path is None and given is not None:
         raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
     result = ModelResult(name, family_of(name))
+    attach_source(result, path, golden["gguf"].get("source"))
     if path is None:  # selected but not compared: listed as not checked, never as passing
         result.not_checked = (f"{MISSING} {why} (give --model PATH, or python -m harness fetch / "
                               "python -m harness synth)")
@@ -216,7 +218,7 @@ def _judge_cases(subject: Subject, cases: list[dict], result: ModelResult, confi
 
 def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
     names = tuple(m for m in config.models if not _is_path(m))
-    paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
+    paths = tuple(resolve(m) for m in config.models if _is_path(m))  # a cut file or URL: its vocab-only copy
     return selected_goldens(golden_dir, names, paths)
 
 

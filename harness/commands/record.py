@@ -25,7 +25,9 @@ from typing import Any
 from .. import golden as goldens
 from .. import worker_limits
 from ..corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
-from ..model_paths import resolve
+from ..header_only import golden_source
+from ..header_only import note as source_note
+from ..model_paths import resolve, source_of
 from ..models import SHIPPED, SetupError
 from ..progress import Progress
 from ..workers import LoadFailure, inspect_model, run_cases
@@ -60,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         note = f"; llama.cpp did not load it: {refused[0]}" if refused else ""
         print(f"{path.name}: {len(golden['cases'])} cases, {found} oracle crash(es)"
               f" -> {target} ({target.stat().st_size / 1024:.0f} KiB){note}")
+        if (source := source_of(path)) is not None:
+            print(f"  {source_note(source)}")
         for case in golden["cases"]:
             if "crash" in case:
                 print(f"  oracle crash: {describe_crash(path.name, case)}")
@@ -109,6 +113,8 @@ def record_model(path: Path, cases: list[dict[str, Any]], *, jobs: int = 1,
     Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
     """
     gguf = file_info(path)
+    if (source := source_of(path)) is not None:  # a URL or cut file: the golden names the real source
+        gguf["source"] = golden_source(source)
     try:
         info = inspect_model(path, verbose=verbose, memory_limit=memory_limit, faults=faults)
     except LoadFailure as exc:
