@@ -136,7 +136,7 @@ def _kv_spans(meta: gguf.GGUFFile, width: int) -> dict[str, tuple[int, int]]:
     ends = [start for _, start in starts[1:]] + [meta.data_offset]
     spans = {key: (start, end) for (key, start), end in zip(starts, ends, strict=True)}
     first = 8 + 2 * width
-    if starts and starts[0][1] != first or any(start >= end for start, end in spans.values()):
+    if (starts and starts[0][1] != first) or any(start >= end for start, end in spans.values()):
         raise RuntimeError(f"metadata records of {meta.version=} are not contiguous: a reader change?")
     return spans
 
@@ -164,15 +164,3 @@ def golden_source(source: dict[str, Any]) -> dict[str, Any]:
     keep = ("kind", "url", "spec", "etag", "file", "size", "n_tensors", "header_bytes", "header_sha256")
     return {k: source[k] for k in keep if k in source}
 
-
-def attach_source(result: Any, path: Path | None, recorded: dict[str, Any] | None = None) -> None:
-    """Name on a `ModelResult` where its checked file came from (a URL, a cut file), with a note saying so.
-
-    `recorded` is a golden's `gguf.source`, used when `path` was not resolved from a URL or cut file here.
-    """
-    from .model_paths import source_of
-
-    source = (source_of(path) if path is not None else None) or recorded
-    if source:
-        result.source = source
-        result.notes.append(note(source))

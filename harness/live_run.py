@@ -44,8 +44,7 @@ from .findings import (
 )
 from .fuzz import DB_ENV, hunt
 from .known_crashes import NONE, KnownCrashes
-from .header_only import attach_source
-from .model_paths import Fingerprint, check_same, fingerprint, resolve
+from .model_paths import Fingerprint, attach_source, check_same, fingerprint, resolve
 from .models import SetupError, short_name
 from .oracle_session import OracleCrash, OracleRefusal, OracleSession
 from .outcomes import (

@@ -77,6 +77,19 @@ def source_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return _SOURCES.get(Path(path))
 
 
+def attach_source(result: Any, path: Path | None, recorded: dict[str, Any] | None = None) -> None:
+    """Name on a `ModelResult` where its checked file came from (a URL, a cut file), with a note saying so.
+
+    `recorded` is a golden's `gguf.source`, used when `path` was not resolved from a URL or cut file here.
+    """
+    source = (source_of(path) if path is not None else None) or recorded
+    if source:
+        from .header_only import note
+
+        result.source = source
+        result.notes.append(note(source))
+
+
 def _remote(url: str) -> Path:
     """The checked file of a URL: its header, and a vocab-only copy when the header is cut."""
     if url not in _REMOTE:

@@ -133,7 +133,7 @@ def fetch_header(spec: str, *, settings: Settings | None = None) -> Header:
     with _http_errors(spec):
         size, etag = _head(url, token)
         found = cache.get(etag) if etag else None
-        if found is not None:
+        if found is not None and etag:
             cache.set_latest(etag)
             return _replace(found, spec=spec, fetched_bytes=0, requests=0, from_cache=True)
         head, end, requests = _fetch(spec, url, token, size, etag, settings.cap)
@@ -189,7 +189,8 @@ class _Seen:
     """The size and ETag every response must repeat: a change means the file changed between requests."""
 
     def __init__(self, spec: str, size: int, etag: str | None) -> None:
-        self.spec, self.size, self.head_etag, self.data_etag = spec, size, etag, None
+        self.spec, self.size, self.head_etag = spec, size, etag
+        self.data_etag: str | None = None
 
     def check(self, response: Any, total: int) -> None:
         if total != self.size:

@@ -28,8 +28,7 @@ from .findings import (
     vocab_findings,
 )
 from .golden import GoldenError, golden_files, load_golden
-from .header_only import attach_source
-from .model_paths import resolve
+from .model_paths import attach_source, resolve
 from .models import SetupError, models_dir, short_name
 from .outcomes import (
     both_refuse,

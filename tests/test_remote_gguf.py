@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from range_server import RangeServer, sparse_model
 
 from harness import remote_gguf
 from harness.models import SetupError
-from range_server import RangeServer, sparse_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
@@ -78,7 +78,7 @@ def test_offline_uses_the_cache_only(big):
     path, _, _ = big
     with RangeServer({"/m.gguf": path}) as server:
         url = server.url("/m.gguf")
-        with pytest.raises(SetupError, match="offline .* not in the cache"):
+        with pytest.raises(SetupError, match=r"offline .* not in the cache"):
             remote_gguf.fetch_header(url, settings=online(offline=True))
         assert server.log == []  # not a single request
         remote_gguf.fetch_header(url, settings=online())
@@ -88,9 +88,9 @@ def test_offline_uses_the_cache_only(big):
 
 def test_a_server_without_range_support_is_refused_above_the_cap(big):
     path, _, size = big
-    with RangeServer({"/m.gguf": path}, ranges=False) as server:
-        with pytest.raises(SetupError, match=f"does not support HTTP Range requests and the file is {size:,}"):
-            remote_gguf.fetch_header(server.url("/m.gguf"), settings=online())
+    with (RangeServer({"/m.gguf": path}, ranges=False) as server,
+          pytest.raises(SetupError, match=f"does not support HTTP Range requests and the file is {size:,}")):
+        remote_gguf.fetch_header(server.url("/m.gguf"), settings=online())
     assert server.sent < 64 * MiB  # the client hung up instead of reading 4 GiB
 
 
@@ -104,9 +104,9 @@ def test_a_server_without_range_support_is_used_below_the_cap(require_vocab, tmp
 
 def test_an_etag_change_between_requests_stops_the_fetch(big):
     path, _, _ = big
-    with RangeServer({"/m.gguf": path}, etag_after=1) as server:
-        with pytest.raises(SetupError, match=r"changed between requests \(ETag v1, then v1-changed\)"):
-            remote_gguf.fetch_header(server.url("/m.gguf"), settings=online())
+    with (RangeServer({"/m.gguf": path}, etag_after=1) as server,
+          pytest.raises(SetupError, match=r"changed between requests \(ETag v1, then v1-changed\)")):
+        remote_gguf.fetch_header(server.url("/m.gguf"), settings=online())
     assert not list((Path(os.environ["GGUF_PARITY_CACHE"]) / "remote").glob("*/*/*.gguf"))  # nothing cached
 
 
