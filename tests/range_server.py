@@ -138,3 +138,33 @@ def sparse_model(source: Path, out: Path, *, data_bytes: int = 4 << 30) -> tuple
         fh.write(head)
         fh.truncate(len(head) + rows * cols * 4)
     return len(raw), len(head) + rows * cols * 4
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python tests/range_server.py FILE [--sparse-from VOCAB]`: serve FILE at /NAME until ctrl-C.
+
+    With `--sparse-from`, FILE is first made from VOCAB by `sparse_model` (4 GiB, sparse).
+    """
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--sparse-from", type=Path, metavar="VOCAB")
+    parser.add_argument("--no-ranges", action="store_true", help="ignore Range, as a plain server does")
+    args = parser.parse_args(argv)
+    if args.sparse_from:
+        header, size = sparse_model(args.sparse_from, args.file)
+        print(f"{args.file}: {size:,} bytes, header {header:,}", flush=True)
+    with RangeServer({f"/{args.file.name}": args.file}, ranges=not args.no_ranges) as server:
+        print(server.url(f"/{args.file.name}"), flush=True)
+        try:
+            while True:
+                time.sleep(10)
+                print(f"sent {server.sent:,} bytes in {len(server.log)} requests", flush=True)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
