@@ -171,3 +171,15 @@ def test_the_cli_refuses_a_no_range_server_with_one_line(big, tmp_path):
         done = harness("inspect", server.url("/m.gguf"), env={"GGUF_PARITY_CACHE": os.environ["GGUF_PARITY_CACHE"]})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: ") and "does not support HTTP Range" in done.stderr
+
+
+@pytest.mark.parametrize("text, size", [("64M", 64 * MiB), ("2MiB", 2 * MiB), ("1G", 1 << 30),
+                                        (str(3 * MiB), 3 * MiB)])
+def test_header_cap_sizes(text, size):
+    assert remote_gguf.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["10k", "lots", "-5M"])
+def test_a_bad_header_cap_is_refused(text):
+    with pytest.raises(SetupError, match="--header-cap"):
+        remote_gguf.parse_size(text)
