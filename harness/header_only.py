@@ -153,10 +153,10 @@ def note(source: dict[str, Any]) -> str:
             how = f"{source['fetched_bytes']:,} bytes fetched in {source['requests']} Range request(s)"
         return (f"checked header-only from {source['url']} (ETag {source.get('etag')}, {source['size']:,} bytes): "
                 f"header {source['header_bytes']:,} bytes, sha256 {sha}..., {how}; "
-                f"llama.cpp loaded a {source.get('checked', 'vocab-only copy')} with vocab_only")
+                f"read as a {source.get('checked', 'vocab-only copy')} (llama.cpp loads it vocab_only)")
     return (f"checked header-only: {source['file']} is cut after its metadata ({source['header_bytes']:,} "
             f"of {source['size']:,} bytes; {source['n_tensors']:,} tensors absent), header sha256 {sha}...; "
-            "llama.cpp loaded a vocab-only copy of the metadata with vocab_only")
+            "read as a vocab-only copy of the metadata (llama.cpp loads it vocab_only)")
 
 
 def golden_source(source: dict[str, Any]) -> dict[str, Any]:
