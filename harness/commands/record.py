@@ -35,7 +35,8 @@ from ..workers import LoadFailure, inspect_model, run_cases
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="NAME|PATH",
-                        help="a shipped vocabulary name or a .gguf path (repeatable; default: all shipped)")
+                        help="a shipped vocabulary name, a .gguf path or a URL (http(s)://, hf://ORG/REPO/FILE; "
+                             "header only) (repeatable; default: all shipped)")
     parser.add_argument("--corpus", action="append", type=Path, metavar="FILE",
                         help="a .jsonl or .inp corpus to use instead of the default corpora; the "
                              "vocabulary's special-token cases are still added (repeatable)")
