@@ -162,6 +162,8 @@ def _head(url: str, token: bool | None) -> tuple[int, str | None]:
     meta = get_hf_file_metadata(url, token=token)
     if meta.size is None:
         raise SetupError(f"{url}: the server gave no file size (Content-Length) for a HEAD request")
+    if meta.size == 0:
+        raise SetupError(f"{url}: the file is empty (0 bytes): not a GGUF file")
     return meta.size, meta.etag
 
 

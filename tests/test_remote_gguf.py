@@ -183,3 +183,11 @@ def test_header_cap_sizes(text, size):
 def test_a_bad_header_cap_is_refused(text):
     with pytest.raises(SetupError, match="--header-cap"):
         remote_gguf.parse_size(text)
+
+
+def test_an_empty_remote_file_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "e.gguf").write_bytes(b"")
+    with RangeServer({"/e.gguf": tmp_path / "e.gguf"}) as server, \
+            pytest.raises(SetupError, match="empty"):
+        remote_gguf.fetch_header(server.url("/e.gguf"), settings=online())
