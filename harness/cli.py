@@ -37,6 +37,8 @@ COMMANDS = {
 }
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+# commands whose --model may be a URL (harness.models.remote): they take --offline and --header-cap
+REMOTE_MODELS = ("inspect", "run", "compare", "record")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -58,8 +60,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error")
         module.add_arguments(p)
+        if name in REMOTE_MODELS:
+            _add_remote_options(p)
         p.set_defaults(_run=module.run)
     return parser
+
+
+def _add_remote_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--offline", action="store_true", default=False,
+                        help="a URL model's header from the cache only, no request (as HF_HUB_OFFLINE=1)")
+    parser.add_argument("--header-cap", default=None, metavar="SIZE",
+                        help="a URL model's Range window grows from 2M by doubling up to SIZE (default 64M; "
+                             "$GGUF_PARITY_HEADER_CAP); a server without Range support is refused above it")
+
+
+def _configure_remote(args: argparse.Namespace) -> None:
+    """Apply --offline and --header-cap (harness.models.remote; imported only when given)."""
+    if getattr(args, "offline", False) or getattr(args, "header_cap", None):
+        from .models import remote as remote_gguf
+
+        cap = remote_gguf.parse_size(args.header_cap) if args.header_cap else None
+        remote_gguf.configure(cap=cap, offline=args.offline)
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -91,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False))
     try:
+        _configure_remote(args)
         return int(args._run(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

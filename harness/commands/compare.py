@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where report.json and report.html go (default reports/compare)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
                         help="only this vocabulary's golden (repeatable; default all); a .gguf PATH: replay "
-                             "its golden (by file name) against that file, checked to be the recorded one")
+                             "its golden (by file name) against that file, checked to be the recorded one; a URL: "
+                             "its header (docs/remote-models.md)")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="only the goldens of this family (repeatable)")
     known_crashes.add_option(parser)

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..models.paths import resolve
+from ..models.paths import resolve, source_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,11 @@ def run(args: argparse.Namespace) -> int:
     summaries, failed = [], False
     for item in args.files:
         try:
-            summaries.append(summarize(resolve(item)))
+            path = resolve(item)
+            summary = summarize(path)
+            if (source := source_of(path)) is not None:  # a URL or cut file: its vocab-only copy was read
+                summary["source"] = source
+            summaries.append(summary)
         except GGUFError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed = True
@@ -36,5 +40,13 @@ def run(args: argparse.Namespace) -> int:
         out = summaries[0] if len(args.files) == 1 else summaries
         print(json.dumps(out, indent=2, sort_keys=True))
     elif summaries:
-        print("\n\n".join(render(s) for s in summaries))
+        print("\n\n".join(_with_source(s, render(s)) for s in summaries))
     return 2 if failed else 0
+
+
+def _with_source(summary: dict, text: str) -> str:
+    """`render`'s text, then the line saying where a header-only file came from."""
+    if "source" not in summary:
+        return text
+    from ..models.header_only import note
+    return f"{text}\n{note(summary['source'])}"

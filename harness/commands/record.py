@@ -25,7 +25,9 @@ from typing import Any
 from ..errors import SetupError
 from ..golden import files as goldens
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
-from ..models.paths import resolve
+from ..models.header_only import golden_source
+from ..models.header_only import note as source_note
+from ..models.paths import resolve, source_of
 from ..models.shipped import SHIPPED
 from ..oracle import worker_limits
 from ..oracle.workers import LoadFailure, inspect_model, run_cases
@@ -34,7 +36,8 @@ from ..runs.progress import Progress
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="NAME|PATH",
-                        help="a shipped vocabulary name or a .gguf path (repeatable; default: all shipped)")
+                        help="a shipped vocabulary name, a .gguf path or a URL (http(s)://, hf://ORG/REPO/FILE; "
+                             "header only) (repeatable; default: all shipped)")
     parser.add_argument("--corpus", action="append", type=Path, metavar="FILE",
                         help="a .jsonl or .inp corpus to use instead of the default corpora; the "
                              "vocabulary's special-token cases are still added (repeatable)")
@@ -61,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         note = f"; llama.cpp did not load it: {refused[0]}" if refused else ""
         print(f"{path.name}: {len(golden['cases'])} cases, {found} oracle crash(es)"
               f" -> {target} ({target.stat().st_size / 1024:.0f} KiB){note}")
+        if (source := source_of(path)) is not None:
+            print(f"  {source_note(source)}")
         for case in golden["cases"]:
             if "crash" in case:
                 print(f"  oracle crash: {describe_crash(path.name, case)}")
@@ -110,6 +115,8 @@ def record_model(path: Path, cases: list[dict[str, Any]], *, jobs: int = 1,
     Harness faults (worker deaths a fresh worker did not repeat) go to `faults`, not into the golden.
     """
     gguf = file_info(path)
+    if (source := source_of(path)) is not None:  # a URL or cut file: the golden names the real source
+        gguf["source"] = golden_source(source)
     try:
         info = inspect_model(path, verbose=verbose, memory_limit=memory_limit, faults=faults)
     except LoadFailure as exc:

@@ -35,7 +35,8 @@ from . import engine_options
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
-                        help="a shipped vocabulary name or a .gguf path (repeatable)")
+                        help="a shipped vocabulary name, a .gguf path (one cut after its metadata too), or a "
+                             "URL: http(s)://... or hf://ORG/REPO/FILE, header only (repeatable)")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="every model of a family (repeatable)")
     parser.add_argument("--corpus", action="append", default=[], type=Path, metavar="FILE",

@@ -39,6 +39,7 @@ class ModelResult:
     expected_refusal: str | None = None  # both refused, as the run was told to expect
     capabilities: dict = field(default_factory=dict)  # check -> counts (harness.subjects.capabilities)
     not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
+    source: dict | None = None  # a URL or cut file checked through its header (harness.models.paths.source_of)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -63,7 +64,8 @@ class ModelResult:
                 "harness_faults": len(self.harness_faults), "engine_flakes": len(self.engine_flakes),
                 "notes": list(self.notes),
                 "not_checked": self.not_checked, "expected_refusal": self.expected_refusal,
-                "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities}
+                "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities,
+                **({"source": self.source} if self.source else {})}
 
     def add_fault(self, fault: dict) -> None:
         """A harness fault (`harness.oracle.workers.fault_record`): listed, and named in the notes."""

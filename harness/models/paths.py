@@ -9,6 +9,11 @@ files (issue 10, item 1).
 `fingerprint(path)` is the file's size and the sha256 of its first
 `FINGERPRINT_BYTES`; `check_same(path, expected, side)` refuses with a
 `SetupError` (exit 2) when a side sees other bytes than the parent resolved.
+
+A URL (`http(s)://`, `hf://`) resolves to its header, fetched with Range
+requests (`harness.models.remote`), and a file cut after its metadata to a
+vocab-only copy of that metadata (`harness.models.header_only`); `source_of(path)`
+then says where the checked file came from, for the report and the golden.
 """
 
 from __future__ import annotations
@@ -45,11 +50,13 @@ def resolve(name_or_path: str | os.PathLike[str]) -> Path:
     known names when the name is unknown.
     """
     text = os.fspath(name_or_path)
+    if text.startswith(("http://", "https://", "hf://")):
+        return _remote(text)
     path = Path(text).expanduser()
     if path.suffix == ".gguf" or os.sep in text or path.exists():
         if not path.is_file():
             raise SetupError(f"no such GGUF file: {path.absolute()}")
-        return path.resolve()
+        return _header_only(path.resolve())
     if text in SHIPPED:
         return shipped_path(text).resolve()
     synthetic = _synthetic(text)
@@ -59,6 +66,58 @@ def resolve(name_or_path: str | os.PathLike[str]) -> Path:
         f"unknown vocabulary {text!r}: give a path to a .gguf file or one of: "
         + ", ".join(SHIPPED) + " (or a synthetic name: `python -m harness synth --list`)"
     )
+
+
+_SOURCES: dict[Path, dict[str, Any]] = {}  # a checked file -> where it came from (URL, cut file)
+_REMOTE: dict[str, Path] = {}  # URL -> checked file, once per process
+_CUTS: dict[tuple[Path, int, int], Path] = {}  # (path, size, mtime) -> checked file
+
+
+def source_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Where the file `resolve` returned came from, when it is not the file given: a URL, a cut file."""
+    return _SOURCES.get(Path(path))
+
+
+def attach_source(result: Any, path: Path | None, recorded: dict[str, Any] | None = None) -> None:
+    """Name on a `ModelResult` where its checked file came from (a URL, a cut file), with a note saying so.
+
+    `recorded` is a golden's `gguf.source`, used when `path` was not resolved from a URL or cut file here.
+    """
+    source = (source_of(path) if path is not None else None) or recorded
+    if source:
+        from .header_only import note
+
+        result.source = source
+        result.notes.append(note(source))
+
+
+def _remote(url: str) -> Path:
+    """The checked file of a URL: its header, and a vocab-only copy when the header is cut."""
+    if url not in _REMOTE:
+        from . import header_only
+        from . import remote as remote_gguf  # here: an oracle worker needs neither
+
+        header = remote_gguf.fetch_header(url)
+        local = Path(header.path)
+        cut = header_only.find_cut(local)
+        checked = header_only.vocab_only(cut) if cut is not None else local
+        _SOURCES[checked] = {**header.as_source(), "checked": "vocab-only copy" if cut else "whole file"}
+        _REMOTE[url] = checked
+    return _REMOTE[url]
+
+
+def _header_only(path: Path) -> Path:
+    """`path`, or the vocab-only copy of its metadata when it is cut after its metadata."""
+    stat = path.stat()
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    if key not in _CUTS:
+        from . import header_only
+
+        cut = header_only.find_cut(path)
+        _CUTS[key] = path if cut is None else header_only.vocab_only(cut)
+        if cut is not None:
+            _SOURCES[_CUTS[key]] = {**cut.as_source(), "checked": "vocab-only copy"}
+    return _CUTS[key]
 
 
 def _synthetic(name: str) -> Path | None:

@@ -244,6 +244,8 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     for key in ("not_checked", "expected_refusal"):  # a model unchecked in any part stays unchecked
         into[key] = "; ".join(filter(None, [into.get(key), counts.get(key)])) or None
     into["capabilities"] = caps.add_tallies([into.get("capabilities") or {}, counts.get("capabilities") or {}])
+    if counts.get("source"):
+        into["source"] = counts["source"]
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from ..inputs import strategies
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus
 from ..inputs.fuzz import DB_ENV, hunt
 from ..models.families import family_of
-from ..models.paths import Fingerprint, check_same, fingerprint, resolve
+from ..models.paths import Fingerprint, attach_source, check_same, fingerprint, resolve
 from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
@@ -150,6 +150,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
     path = resolve(arg)
     name = short_name(path)
     result = ModelResult(name, family_of(name))
+    attach_source(result, path)
     cases = gather_cases(path, name, config) if cases is None else cases
     if part is not None:
         cases = [c for c in cases if part.owns(name, str(c["id"]))]

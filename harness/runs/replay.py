@@ -20,7 +20,7 @@ from ..errors import SetupError
 from ..golden.files import GoldenError, golden_files, load_golden
 from ..golden.identity import mismatch
 from ..models.families import family_of
-from ..models.paths import resolve
+from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
 from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine
@@ -130,6 +130,7 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
     if path is None and given is not None:
         raise SetupError(f"--model {given}: not the file {golden_file.name} was recorded from: {why}")
     result = ModelResult(name, family_of(name))
+    attach_source(result, path, golden["gguf"].get("source"))
     if path is None:  # selected but not compared: listed as not checked, never as passing
         result.not_checked = (f"{MISSING} {why} (give --model PATH, or python -m harness fetch / "
                               "python -m harness synth)")
@@ -189,7 +190,7 @@ def _model_arg(name: str, path: Path) -> str:
 
 def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path | None]]:
     names = tuple(m for m in config.models if not _is_path(m))
-    paths = tuple(Path(m).resolve() for m in config.models if _is_path(m))
+    paths = tuple(resolve(m) for m in config.models if _is_path(m))  # a cut file or URL: its vocab-only copy
     return selected_goldens(golden_dir, names, paths)
 
 

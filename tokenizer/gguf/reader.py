@@ -110,10 +110,14 @@ def as_bytes(value: str) -> bytes:
     return value.encode("utf-8", "surrogateescape")
 
 
-def read(path: str | os.PathLike[str]) -> GGUFFile:
+def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFile:
     """Parse the GGUF header of the file at `path` (memory-mapped, read-only).
 
     Only the pages the header spans are touched; tensor data is never read.
+    With `metadata_only`, reading stops after the metadata: the tensor
+    directory is not read, so a file cut after its metadata (a first chunk, a
+    download stopped early) reads, with `tensors` empty and `data_offset` the
+    end of the metadata. A file cut inside its metadata still fails.
     """
     name = os.fspath(path)
     with open(path, "rb") as fh:
@@ -125,13 +129,14 @@ def read(path: str | os.PathLike[str]) -> GGUFFile:
         except ValueError as exc:  # e.g. a special file that cannot be mapped
             raise GGUFError(f"{name}: cannot map the file (offset 0x0): {exc}") from None
         with mm:
-            return parse(mm, name=name)
+            return parse(mm, name=name, metadata_only=metadata_only)
 
 
-def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>") -> GGUFFile:
+def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>",
+          metadata_only: bool = False) -> GGUFFile:
     """Parse a GGUF header held in memory (same rules and errors as `read`)."""
     try:
-        return _Parser(buf, name).run()
+        return _Parser(buf, name).run(metadata_only=metadata_only)
     except GGUFError:
         raise
     except (struct.error, ValueError, OverflowError, MemoryError, IndexError,
@@ -409,11 +414,11 @@ class _Parser:
         _check_overlaps(self.cur, out)
         return out
 
-    def run(self) -> GGUFFile:
+    def run(self, *, metadata_only: bool = False) -> GGUFFile:
         n_tensors, n_kv = self.header()
         values, types, offsets = self.metadata(n_kv)
         alignment = _alignment(self.cur, values, types, offsets)
-        raw = self.tensor_infos(n_tensors)
+        raw = [] if metadata_only else self.tensor_infos(n_tensors)
         data_offset = self.cur.pos
         if raw:
             data_offset += (-data_offset) % alignment

@@ -1,0 +1,333 @@
+"""`--model URL`: the header of a remote GGUF file, fetched with HTTP Range requests and cached.
+
+`http://` and `https://` URLs are read as given; `hf://ORG/REPO/FILE` (or
+`hf://ORG/REPO@REVISION/FILE`) is the Hub's resolve URL of that file, built by
+`huggingface_hub.hf_hub_url` (so `HF_ENDPOINT` applies), with `HF_TOKEN` sent
+for gated or private repositories (never to any other host).
+
+Only the header is fetched: a HEAD for the file's size and ETag, then Range
+requests of a growing window (2 MiB, doubling to `--header-cap`, 64 MiB by
+default) until the metadata parses (`tokenizer.gguf.reader.parse(metadata_only=True)`).
+So at most the header plus one window is fetched. Every response must carry
+the size and the ETag the first ones had, or the fetch stops: the file
+changed under us. A server that ignores Range and sends the whole file is
+used only when the file is no larger than the cap; otherwise it is refused
+with one line.
+
+The bytes fetched are kept under `<cache>/remote/<sha256(url)[:16]>/<etag>/`
+(the bytes as `<the URL's file name>`, and `source.json`), with `latest.json` naming the ETag seen last:
+the next run with the same URL and ETag fetches nothing but the HEAD. In
+offline mode (`HF_HUB_OFFLINE=1` or `--offline`) no request is made and the
+cache alone answers. The header-only file is then checked as any cut file is
+(`harness.models.header_only`). A server that sends no ETag is not cached.
+
+The client is `huggingface_hub`'s (its shared `httpx2` session,
+`get_hf_file_metadata`, `build_hf_headers`, `hf_raise_for_status`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizer.gguf import reader as gguf
+from tokenizer.errors import GGUFError
+
+from ..files.atomic import write_bytes_atomic, write_text_atomic
+from ..errors import SetupError
+from .shipped import cache_dir
+
+FIRST_WINDOW = 2 << 20
+DEFAULT_CAP = 64 << 20
+MAX_HEADER = 1 << 30  # no tokenizer's metadata comes near this; a header still growing past it is refused
+CAP_ENV = "GGUF_PARITY_HEADER_CAP"
+OFFLINE_ENV = "HF_HUB_OFFLINE"
+_SCHEMES = ("http://", "https://", "hf://")
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+
+
+@dataclass
+class Settings:
+    """How remote headers are fetched: the window cap and offline mode (`--header-cap`, `--offline`)."""
+
+    cap: int = DEFAULT_CAP
+    offline: bool = False
+
+
+def _from_env() -> Settings:
+    offline = os.environ.get(OFFLINE_ENV, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+    cap = os.environ.get(CAP_ENV)
+    return Settings(parse_size(cap) if cap else DEFAULT_CAP, offline)
+
+
+SETTINGS = _from_env()
+
+
+def configure(*, cap: int | None = None, offline: bool | None = None) -> None:
+    """Set the window cap and offline mode for this process (the CLI's `--header-cap`, `--offline`)."""
+    if cap is not None:
+        SETTINGS.cap = cap
+    if offline:
+        SETTINGS.offline = True
+
+
+def parse_size(text: str) -> int:
+    """`64M`, `2MiB`, `1G` or a byte count, as bytes (`SetupError` if it is none of these or below 1 MiB)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(i?b)?\s*", text, flags=re.I)
+    if not match:
+        raise SetupError(f"--header-cap {text!r}: give bytes, or a size such as 64M or 1G")
+    value = int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2].lower()]
+    if value < 1 << 20:
+        raise SetupError(f"--header-cap {text!r}: at least 1M (the first window is {FIRST_WINDOW >> 20} MiB)")
+    return value
+
+
+def is_remote(text: str) -> bool:
+    return text.startswith(_SCHEMES)
+
+
+@dataclass(frozen=True)
+class Header:
+    """A remote file's header as fetched (or found in the cache), and where it came from."""
+
+    spec: str            # as the user gave it
+    url: str             # what was fetched
+    etag: str | None
+    size: int            # the whole remote file
+    header_bytes: int    # magic, counts and metadata
+    header_sha256: str
+    fetched_bytes: int   # bytes received by this call (0 from the cache)
+    requests: int        # Range requests made by this call
+    window_cap: int
+    from_cache: bool
+    path: str            # the local header-only file (its first bytes)
+
+    def as_source(self) -> dict[str, Any]:
+        """The report's and the golden's `source` of the model."""
+        return {"kind": "url", **{k: v for k, v in asdict(self).items() if k != "path"}}
+
+
+def fetch_header(spec: str, *, settings: Settings | None = None) -> Header:
+    """The header of the GGUF file at `spec` (URL or hf://), from the cache or with Range requests.
+
+    Raises `SetupError` (exit 2) naming the URL for anything that stops it: no
+    network or offline without a cache entry, an HTTP error, a server without
+    Range support on a file larger than the cap, a file that changed between
+    requests; `GGUFError` when the whole file was read and is no GGUF.
+    """
+    settings = settings or SETTINGS
+    url, token = resolve_url(spec)
+    cache = _Cache(url)
+    if settings.offline:
+        found = cache.latest()
+        if found is None:
+            raise SetupError(f"{spec}: offline ({OFFLINE_ENV}=1 or --offline) and not in the cache "
+                             f"({cache.folder}); run once online to fetch its header")
+        return _replace(found, spec=spec, fetched_bytes=0, requests=0, from_cache=True)
+    with _http_errors(spec):
+        size, etag = _head(url, token)
+        found = cache.get(etag) if etag else None
+        if found is not None and etag:
+            cache.set_latest(etag)
+            return _replace(found, spec=spec, fetched_bytes=0, requests=0, from_cache=True)
+        head, end, requests = _fetch(spec, url, token, size, etag, settings.cap)
+    header = Header(spec, url, etag, size, end, hashlib.sha256(head[:end]).hexdigest(),
+                    len(head), requests, settings.cap, False, "")
+    return cache.put(header, head)
+
+
+def resolve_url(spec: str) -> tuple[str, bool | None]:
+    """The URL to fetch and the token argument for huggingface_hub (HF_TOKEN for hf:// only)."""
+    if not spec.startswith("hf://"):
+        return spec, False  # never send a Hub token to another host
+    from huggingface_hub import hf_hub_url
+
+    parts = spec.removeprefix("hf://").split("/", 2)
+    if len(parts) < 3 or not all(parts):
+        raise SetupError(f"{spec}: give hf://ORG/REPO/FILE (or hf://ORG/REPO@REVISION/FILE)")
+    org, repo, filename = parts
+    repo, _, revision = repo.partition("@")
+    return hf_hub_url(f"{org}/{repo}", filename, revision=revision or None), None
+
+
+def _head(url: str, token: bool | None) -> tuple[int, str | None]:
+    from huggingface_hub import get_hf_file_metadata
+
+    meta = get_hf_file_metadata(url, token=token)
+    if meta.size is None:
+        raise SetupError(f"{url}: the server gave no file size (Content-Length) for a HEAD request")
+    if meta.size == 0:
+        raise SetupError(f"{url}: the file is empty (0 bytes): not a GGUF file")
+    return meta.size, meta.etag
+
+
+def _fetch(spec: str, url: str, token: bool | None, size: int, etag: str | None,
+           cap: int) -> tuple[bytes, int, int]:
+    """(bytes fetched, header end, requests): windows of 2 MiB doubling to `cap` until the metadata parses."""
+    from huggingface_hub.utils import build_hf_headers
+
+    headers = {**build_hf_headers(token=token), "Accept-Encoding": "identity"}
+    head = bytearray()
+    window, requests, seen = FIRST_WINDOW, 0, _Seen(spec, size, etag)
+    while True:
+        requests += 1
+        head += _get_range(url, headers, len(head), min(size, len(head) + window), cap, seen)
+        end = _metadata_end(bytes(head), spec, whole=len(head) >= size)
+        if end is not None:
+            return bytes(head), end, requests
+        if len(head) >= MAX_HEADER:
+            raise SetupError(f"{spec}: its metadata does not end within {MAX_HEADER >> 20} MiB; "
+                             "not a GGUF file we can read the header of")
+        window = min(window * 2, cap)
+
+
+class _Seen:
+    """The size and ETag every response must repeat: a change means the file changed between requests."""
+
+    def __init__(self, spec: str, size: int, etag: str | None) -> None:
+        self.spec, self.size, self.head_etag = spec, size, etag
+        self.data_etag: str | None = None
+
+    def check(self, response: Any, total: int) -> None:
+        if total != self.size:
+            raise SetupError(f"{self.spec}: the file changed between requests (size {self.size:,} bytes, "
+                             f"then {total:,}); run again")
+        etag = normalize_etag(response.headers.get("ETag"))
+        redirected = response.history or str(response.url) != str(response.request.url)
+        first = self.data_etag if self.data_etag is not None else (None if redirected else self.head_etag)
+        if etag is not None and first is not None and etag != first:
+            raise SetupError(f"{self.spec}: the file changed between requests (ETag {first}, then {etag}); "
+                             "run again")
+        if self.data_etag is None:
+            self.data_etag = etag
+
+
+def _get_range(url: str, headers: dict[str, str], start: int, stop: int, cap: int, seen: _Seen) -> bytes:
+    """Bytes [start, stop) of `url`: a 206 checked against `seen`; a 200 (no Range support) only up to `cap`."""
+    from huggingface_hub import get_session
+    from huggingface_hub.utils import hf_raise_for_status
+
+    with get_session().stream("GET", url, headers={**headers, "Range": f"bytes={start}-{stop - 1}"},
+                              follow_redirects=True) as response:
+        hf_raise_for_status(response)
+        if response.status_code == 200:
+            if seen.size > cap or start:
+                raise SetupError(f"{seen.spec}: the server does not support HTTP Range requests and the "
+                                 f"file is {seen.size:,} bytes, more than the header cap of {cap:,} "
+                                 "(--header-cap); download it and give its path")
+            seen.check(response, seen.size)
+            return _read(response, seen.size, seen.spec)
+        match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+        if response.status_code != 206 or not match or int(match[1]) != start:
+            raise SetupError(f"{seen.spec}: asked for bytes {start}-{stop - 1}, got HTTP "
+                             f"{response.status_code} {response.headers.get('Content-Range', '')!r}")
+        seen.check(response, seen.size if match[3] == "*" else int(match[3]))
+        return _read(response, stop - start, seen.spec)
+
+
+def _read(response: Any, limit: int, spec: str) -> bytes:
+    """The body, at most `limit` bytes (a server sending more is cut off, not believed)."""
+    out = bytearray()
+    for chunk in response.iter_bytes():
+        out += chunk
+        if len(out) >= limit:
+            break
+    if len(out) < limit:
+        raise SetupError(f"{spec}: the response ended after {len(out):,} of {limit:,} bytes; run again")
+    return bytes(out[:limit])
+
+
+def _metadata_end(head: bytes, spec: str, *, whole: bool) -> int | None:
+    """Where the metadata of `head` ends, or None when more bytes are needed (the file's bytes so far)."""
+    try:
+        return gguf.parse(head, name=spec, metadata_only=True).data_offset
+    except GGUFError:
+        if whole:
+            raise
+        return None
+
+
+def normalize_etag(etag: str | None) -> str | None:
+    """An ETag without its weak prefix and quotes (`W/"abc"` -> `abc`), or None."""
+    if not etag:
+        return None
+    return etag.strip().removeprefix("W/").strip('"') or None
+
+
+@contextmanager
+def _http_errors(spec: str) -> Iterator[None]:
+    """Network and HTTP failures as one `SetupError` line naming the URL."""
+    import httpx2
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except GatedRepoError:
+        raise SetupError(f"{spec}: a gated repository: accept its terms on the Hub and set HF_TOKEN") from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        hint = " (private or gated? set HF_TOKEN)" if status in (401, 403) else ""
+        raise SetupError(f"{spec}: HTTP {status}{hint}: {str(exc).splitlines()[0]}") from None
+    except OfflineModeIsEnabled:
+        raise SetupError(f"{spec}: offline mode is on ({OFFLINE_ENV}) and the header is not cached") from None
+    except httpx2.HTTPError as exc:
+        raise SetupError(f"{spec}: cannot fetch it ({type(exc).__name__}: {exc})") from None
+
+
+def _replace(header: Header, **changes: Any) -> Header:
+    return Header(**{**asdict(header), **changes})
+
+
+class _Cache:
+    """`<cache>/remote/<sha256(url)[:16]>/`: one folder per ETag, and the ETag seen last."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.folder = cache_dir() / "remote" / hashlib.sha256(url.encode()).hexdigest()[:16]
+        # the file name the URL gives (`.../x.gguf?download=1` -> `x.gguf`): the report names the model so
+        stem = re.sub(r"[^\w.-]", "_", url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]) or "remote"
+        self.name = stem if stem.endswith(".gguf") else f"{stem}.gguf"
+
+    def _entry(self, etag: str) -> Path:
+        return self.folder / re.sub(r"[^\w.-]", "_", etag)[:120]
+
+    def get(self, etag: str) -> Header | None:
+        entry = self._entry(etag)
+        try:
+            record = json.loads((entry / "source.json").read_text(encoding="utf-8"))
+            header = Header(**{**record, "path": str(entry / self.name)})
+        except (OSError, ValueError, TypeError):
+            return None
+        if header.url != self.url or header.etag != etag or not Path(header.path).is_file():
+            return None
+        return header
+
+    def latest(self) -> Header | None:
+        try:
+            etag = json.loads((self.folder / "latest.json").read_text(encoding="utf-8"))["etag"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return self.get(etag) if isinstance(etag, str) else None
+
+    def set_latest(self, etag: str) -> None:
+        write_text_atomic(self.folder / "latest.json", json.dumps({"url": self.url, "etag": etag}) + "\n")
+
+    def put(self, header: Header, head: bytes) -> Header:
+        """Keep `head` (the bytes fetched) under its ETag, named as the URL names the file."""
+        if header.etag is None:  # nothing to key it by: kept for this run only
+            path = cache_dir() / "remote" / "uncached" / hashlib.sha256(head).hexdigest()[:16] / self.name
+            write_bytes_atomic(path, head)
+            return _replace(header, path=str(path))
+        entry = self._entry(header.etag)
+        write_bytes_atomic(entry / self.name, head)
+        record = {k: v for k, v in asdict(header).items() if k != "path"}
+        write_text_atomic(entry / "source.json", json.dumps(record, indent=1) + "\n")
+        self.set_latest(header.etag)
+        return _replace(header, path=str(entry / self.name))
