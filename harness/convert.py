@@ -2,7 +2,7 @@
 
 The converter is the pinned llama-cpp-python sdist's `vendor/llama.cpp/convert_hf_to_gguf.py`
 with its `conversion/` package and its own `gguf-py`, extracted once into
-`<cache>/converter/llama.cpp/`. It runs in a venv of its own, built once (like the
+`<cache>/converter/llama.cpp/`, every file checked against `harness/data/converter_sources.sha256`. It runs in a venv of its own, built once (like the
 `llama.cpp@VERSION` venvs of `harness.llama_release`):
 
     ~/.cache/gguf-parity/venvs/convert-<llama-cpp-python version>/
@@ -43,6 +43,7 @@ from .atomic import write_text_atomic
 from .models import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
+MANIFEST = Path(__file__).parent / "data" / "converter_sources.sha256"
 CONVERTER_DEPS = ("torch==2.13.0", "transformers==4.57.6", "sentencepiece==0.2.2", "protobuf==4.25.9",
                   "numpy==2.2.6")
 READY = ".gguf-parity-ready"
@@ -93,11 +94,27 @@ def ensure_sources(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
             sdist = fetch.download_sdist(Path(tmp))
         log(f"extracting convert_hf_to_gguf.py, conversion/ and gguf-py/ into {target} ...")
         shutil.rmtree(target, ignore_errors=True)
-        names = fetch.extract(sdist, target, select=_wanted)
-    if "convert_hf_to_gguf.py" not in names:
-        raise SetupError(f"the llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist has no convert_hf_to_gguf.py")
+        fetch.extract(sdist, target, select=_wanted)
+    bad = check_sources(target)
+    if bad:
+        raise SetupError(f"{len(bad)} converter file(s) failed {MANIFEST.name}: {', '.join(bad[:5])}")
     (target / ".complete").write_text(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n", encoding="utf-8")
     return target
+
+
+def check_sources(target: Path, manifest: Path = MANIFEST) -> list[str]:
+    """The manifest's files missing from `target` or with another sha256 (empty when all is well)."""
+    pinned = fetch.read_manifest(manifest)
+    return [name for name, digest in sorted(pinned.items())
+            if not (target / name).is_file() or fetch.sha256_file(target / name) != digest]
+
+
+def write_manifest(target: Path, manifest: Path = MANIFEST) -> int:
+    """Maintainers only, when bumping the pin: the sha256 of every extracted converter file."""
+    names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()
+                   and p.name != ".complete")
+    manifest.write_text("".join(f"{fetch.sha256_file(target / n)}  {n}\n" for n in names))
+    return len(names)
 
 
 def is_ready() -> bool:

@@ -184,3 +184,22 @@ def test_the_real_converter_names_the_early_llama3_tokenizer_smaug_bpe(tmp_path)
     assert record["refusal"] is None, record["refusal"]
     assert record["chkhsh"] == SMAUG and record["pre_chosen"] == "smaug-bpe"
     assert record["written"]["pre"] == "smaug-bpe" and record["written"]["model"] == "gpt2"
+
+
+def test_the_converter_sources_are_pinned_and_a_changed_file_is_refused(tmp_path, monkeypatch):
+    pinned = convert.MANIFEST.read_text().splitlines()
+    names = {line.split(maxsplit=1)[1] for line in pinned}
+    assert {"convert_hf_to_gguf.py", "conversion/base.py", "gguf-py/gguf/vocab.py"} <= names
+    assert not any("/tests/" in name for name in names)
+    # an sdist whose converter differs from the pinned one: extraction is refused, nothing marked complete
+    import tarfile
+
+    sdist = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    script = tmp_path / "convert_hf_to_gguf.py"
+    script.write_text("# not the pinned converter\n")
+    with tarfile.open(sdist, "w:gz") as tar:
+        tar.add(script, arcname="llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py")
+    monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(SetupError, match=r"converter file\(s\) failed converter_sources\.sha256"):
+        convert.ensure_sources(sdist=sdist, log=lambda s: None)
+    assert not (convert.sources_dir() / ".complete").exists()
