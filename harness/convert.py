@@ -2,8 +2,9 @@
 
 The converter is the pinned llama-cpp-python sdist's `vendor/llama.cpp/convert_hf_to_gguf.py`
 with its `conversion/` package and its own `gguf-py`, extracted once into
-`<cache>/converter/llama.cpp/`, every file checked against `harness/data/converter_sources.sha256`. It runs in a venv of its own, built once (like the
-`llama.cpp@VERSION` venvs of `harness.llama_release`):
+`<cache>/converter/llama.cpp/`, every file checked against
+`harness/data/converter_sources.sha256`. It runs in a venv of its own, built once (like
+the `llama.cpp@VERSION` venvs of `harness.llama_release`):
 
     ~/.cache/gguf-parity/venvs/convert-<llama-cpp-python version>/
 
