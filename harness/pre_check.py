@@ -3,9 +3,9 @@
 `inspect FILE.gguf --reference hf:PATH` asks the converter itself (its
 `get_vocab_base_pre`, run in the converter venv by `harness.convert.fingerprint`) for
 the original's fingerprint (chkhsh) and the name it maps it to, and compares that name
-with the GGUF's key. `spm:PATH` needs no converter: `_set_vocab_sentencepiece` writes
-no `tokenizer.ggml.pre`, so a SentencePiece GGUF is consistent when it has none (or
-llama.cpp's own reading of none, `default`).
+with the GGUF's key. `spm:PATH` needs no converter: `_set_vocab_sentencepiece` computes
+no fingerprint and writes `tokenizer.ggml.pre = "default"`, so a SentencePiece GGUF is
+consistent when its key is `default` or absent (which llama.cpp reads as `default`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def describe(verdict: dict[str, Any]) -> str:
     head = f"{verdict['file']} against {verdict['spec']}: "
     actual = verdict["gguf_pre"]
     if verdict["kind"] == "spm":
-        why = "a SentencePiece model has no fingerprint and the converter writes no tokenizer.ggml.pre"
+        why = "a SentencePiece model has no fingerprint; the converter writes tokenizer.ggml.pre='default'"
         return head + (f"consistent ({why}; the GGUF has {actual!r})" if verdict["consistent"]
                        else f"INCONSISTENT: the GGUF has tokenizer.ggml.pre={actual!r}, but {why}")
     fp = verdict["chkhsh"]

@@ -6,7 +6,7 @@ With --reference hf:PATH (a tokenizer.json folder or file) it also says whether 
 GGUF's tokenizer.ggml.pre is the name llama.cpp's converter maps the original's
 pre-tokenizer fingerprint (chkhsh) to, computed by the converter itself in its venv
 (harness/convert.py); spm:PATH: SentencePiece models have no fingerprint, and the
-converter writes no tokenizer.ggml.pre for them. Exit status 1 when they disagree.
+converter writes tokenizer.ggml.pre = default for them. Exit status 1 when they disagree.
 """
 
 from __future__ import annotations
