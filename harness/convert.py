@@ -24,7 +24,10 @@ itself, plus what it needs and the folder lacks, each one said and recorded:
   a WordPiece one: BERT);
 - `tokenizer_config.json` for a `tokenizer.json` folder: `PreTrainedTokenizerFast`, so
   that transformers reads `tokenizer.json` as it is instead of a model class's
-  slow-tokenizer defaults (which would add a BOS to the fingerprint text).
+  slow-tokenizer defaults (which would add a BOS to the fingerprint text);
+- `params.json` for a tekken folder (`tekken.json`), which the converter reads only with
+  `--mistral-format` (passed then): placeholder hyper-parameters and the tekken file's
+  `default_vocab_size`.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from .models import LLAMA_CPP_PYTHON_VERSION, SetupError, cache_dir
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parent / "data" / "converter_sources.sha256"
 CONVERTER_DEPS = ("torch==2.13.0", "transformers==4.57.6", "sentencepiece==0.2.2", "protobuf==4.25.9",
-                  "numpy==2.2.6")
+                  "numpy==2.2.6", "mistral-common==1.13.1")
 READY = ".gguf-parity-ready"
 _ROOT = "vendor/llama.cpp/"
 _KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
@@ -223,12 +226,18 @@ def work_folder(source: Path, work: Path, *, architecture: str | None = None) ->
     if not source.is_dir():
         raise SetupError(f"{source}: not a folder (convert takes a folder holding tokenizer.json "
                          "or tokenizer.model)")
-    if not (source / "tokenizer.json").is_file() and not (source / "tokenizer.model").is_file():
-        raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model")
+    if not any((source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
+        raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model (nor tekken.json)")
     for file in source.iterdir():
         if file.is_file():
             (work / file.name).symlink_to(file.resolve())
     supplied: list[dict[str, Any]] = []
+    if is_mistral_format(source):
+        if not (source / "params.json").is_file():
+            supplied.append({"file": "params.json", "content": minimal_params(source),
+                             "why": "a tekken folder has no params.json; the converter's --mistral-format reads it"})
+        _write(work, supplied)
+        return supplied
     if not (source / "config.json").is_file():
         arch = architecture or guess_architecture(source)
         supplied.append({"file": "config.json", "content": minimal_config(arch, vocab_size(source)),
@@ -236,9 +245,34 @@ def work_folder(source: Path, work: Path, *, architecture: str | None = None) ->
     if (source / "tokenizer.json").is_file() and not (source / "tokenizer_config.json").is_file():
         supplied.append({"file": "tokenizer_config.json", "content": {"tokenizer_class": "PreTrainedTokenizerFast"},
                          "why": "the folder has no tokenizer_config.json; read tokenizer.json as it is"})
+    _write(work, supplied)
+    return supplied
+
+
+def _write(work: Path, supplied: list[dict[str, Any]]) -> None:
     for item in supplied:
         (work / item["file"]).write_text(json.dumps(item["content"], indent=2) + "\n", encoding="utf-8")
-    return supplied
+
+
+def is_mistral_format(folder: Path) -> bool:
+    """A tekken folder (tekken.json, no tokenizer.json): the converter reads it only with --mistral-format."""
+    return (folder / "tekken.json").is_file() and not (folder / "tokenizer.json").is_file()
+
+
+# The hyper-parameters `MistralModel` (a LlamaModel) reads from params.json even for --vocab-only;
+# the values are Mistral-Nemo's, and none of them reaches the tokenizer keys of the GGUF.
+_PARAMS = {"dim": 5120, "n_layers": 1, "head_dim": 128, "hidden_dim": 14336, "n_heads": 32, "n_kv_heads": 8,
+           "rope_theta": 1000000.0, "norm_eps": 1e-05}
+
+
+def minimal_params(folder: Path) -> dict[str, Any]:
+    try:
+        config = json.loads((folder / "tekken.json").read_text(encoding="utf-8")).get("config") or {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SetupError(f"{folder / 'tekken.json'}: not JSON: {exc}") from None
+    if not isinstance(config.get("default_vocab_size"), int):
+        raise SetupError(f"{folder / 'tekken.json'}: no config.default_vocab_size")
+    return {**_PARAMS, "vocab_size": config["default_vocab_size"]}
 
 
 def sidecar_path(out: Path) -> Path:
@@ -290,7 +324,8 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
         for item in supplied:
             log(f"supplied {item['file']} ({item['why']}): {json.dumps(item['content'])}")
         log(f"running llama.cpp's convert_hf_to_gguf.py --vocab-only on {source} ...")
-        result = run_driver("convert", [str(work), "--vocab-only", "--outfile", str(out.absolute())])
+        mistral = ["--mistral-format"] if is_mistral_format(source) else []
+        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())])
     record = _record(source, out, supplied, result)
     write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record

@@ -86,6 +86,19 @@ def test_the_vocabulary_size_of_a_sentencepiece_model_is_counted_from_its_pieces
         convert.vocab_size(tmp_path)
 
 
+def test_a_tekken_folder_gets_params_and_the_mistral_format(tmp_path, fake_converter, capsys):
+    source = tmp_path / "tekken"
+    source.mkdir()
+    (source / "tekken.json").write_text(json.dumps({"config": {"default_vocab_size": 131072}, "vocab": []}))
+    fake_converter["answer"] = {"decisions": [], "error": None}
+    cli.main(["convert", str(source), "--out", str(tmp_path / "t.gguf")])
+    assert "supplied params.json" in capsys.readouterr().out
+    _, args, files = fake_converter["runs"][0]
+    assert "--mistral-format" in args
+    assert json.loads(files["params.json"])["vocab_size"] == 131072
+    assert "config.json" not in files and "tokenizer_config.json" not in files
+
+
 def test_a_folder_with_its_own_config_gets_nothing(tmp_path):
     source = bpe_folder(tmp_path / "src")
     (source / "config.json").write_text("{}")

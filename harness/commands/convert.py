@@ -10,8 +10,8 @@ for a tokenizer.json, a minimal one), and the command says so.
     python -m harness convert path/to/hf-folder --out vocab.gguf
     python -m harness convert --real            # every entry of the real set -> <cache>/real-gguf/
 
-A tekken entry of the real set is skipped, and said so: the converter reads tekken
-only with --mistral-format, which this command does not run yet.
+A folder holding tekken.json (mistral-common's format) is converted with the
+converter's --mistral-format, given a minimal params.json when it has none.
 
 Exit status: 0 converted; 1 the converter refused (a result, recorded in the
 sidecar, not a harness error); 2 bad input or set-up.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("folder", nargs="?", type=Path, metavar="HF_DIR",
-                        help="a folder holding tokenizer.json or tokenizer.model")
+                        help="a folder holding tokenizer.json, tokenizer.model or tekken.json")
     parser.add_argument("--out", type=Path, metavar="FILE.gguf", help="the GGUF to write (with HF_DIR)")
     parser.add_argument("--architecture", metavar="CLASS",
                         help="the model class for a synthesized config.json (default: guessed, "
@@ -60,10 +60,6 @@ def _convert_real(out_dir: Path | None) -> int:
     for entry in real_set.load_manifest():
         if not real_set.is_fetched(entry):
             raise real_set.SetupError(f"{entry.name} is not fetched; run: {real_set.FETCH_REAL_COMMAND}")
-        if entry.kind == "tekken":  # convert_hf_to_gguf.py reads tekken only with --mistral-format
-            print(f"{entry.name}: not converted: a tekken file needs the converter's --mistral-format "
-                  "(mistral-common in its venv, and a params.json), which harness convert does not run yet")
-            continue
         out = out_dir / f"{entry.name}.gguf"
         record = convert.convert(entry.folder(), out, architecture=entry.architecture)
         refused += bool(record["refusal"])
