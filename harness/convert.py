@@ -354,7 +354,7 @@ def _record(source: Path, out: Path, supplied: list[dict[str, Any]], result: dic
 
 def describe(record: dict[str, Any]) -> str:
     """One line: what the converter decided."""
-    fp = record["chkhsh"] or "none (no BPE/WPM fingerprint: a SentencePiece path)"
+    fp = record["chkhsh"] or "none (this path computes no fingerprint: SentencePiece or --mistral-format)"
     if record["refusal"]:
         r = record["refusal"]
         return f"refused: {r['type']}: {r['message']} (chkhsh {fp})"

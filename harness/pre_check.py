@@ -6,6 +6,8 @@ the original's fingerprint (chkhsh) and the name it maps it to, and compares tha
 with the GGUF's key. `spm:PATH` needs no converter: `_set_vocab_sentencepiece` computes
 no fingerprint and writes `tokenizer.ggml.pre = "default"`, so a SentencePiece GGUF is
 consistent when its key is `default` or absent (which llama.cpp reads as `default`).
+`tekken:PATH` neither: the converter's `--mistral-format` path writes `tekken` for every
+tekken file.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from typing import Any
 
 from .models import SetupError
 
-KINDS = ("hf", "spm")
+KINDS = ("hf", "spm", "tekken")
 
 
 def parse_spec(spec: str) -> tuple[str, Path]:
     """`("hf", PATH)` for `hf:PATH`; `SetupError` for anything else or a missing path."""
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in KINDS or not rest:
-        raise SetupError(f"--reference {spec!r}: expected hf:PATH or spm:PATH")
+        raise SetupError(f"--reference {spec!r}: expected hf:PATH, spm:PATH or tekken:PATH")
     path = Path(rest)
     if not path.exists():
         raise SetupError(f"--reference {spec!r}: {path}: no such file or folder")
@@ -34,6 +36,8 @@ def original_fingerprint(spec: str) -> dict[str, Any]:
     kind, path = parse_spec(spec)
     if kind == "spm":
         return {"spec": spec, "kind": kind, "chkhsh": None, "expected_pre": None}
+    if kind == "tekken":  # `_set_vocab_mistral` names every tekken vocabulary so, without a fingerprint
+        return {"spec": spec, "kind": kind, "chkhsh": None, "expected_pre": "tekken"}
     from .convert import fingerprint
 
     found = fingerprint(path)
@@ -59,11 +63,14 @@ def describe(verdict: dict[str, Any]) -> str:
         why = "a SentencePiece model has no fingerprint; the converter writes tokenizer.ggml.pre='default'"
         return head + (f"consistent ({why}; the GGUF has {actual!r})" if verdict["consistent"]
                        else f"INCONSISTENT: the GGUF has tokenizer.ggml.pre={actual!r}, but {why}")
+    verb = "consistent" if verdict["consistent"] else "INCONSISTENT"
+    if verdict["kind"] == "tekken":
+        return head + (f"{verb}: the converter's --mistral-format path writes 'tekken' for a tekken file; "
+                       f"the GGUF has tokenizer.ggml.pre={actual!r}")
     fp = verdict["chkhsh"]
     if verdict["expected_pre"] is None:
         return head + (f"INCONSISTENT: the converter does not recognise the original's fingerprint "
                        f"(chkhsh {fp}: it would refuse to convert it), yet the GGUF has "
                        f"tokenizer.ggml.pre={actual!r}")
-    verb = "consistent" if verdict["consistent"] else "INCONSISTENT"
     return head + (f"{verb}: the converter maps the original's fingerprint (chkhsh {fp}) to "
                    f"{verdict['expected_pre']!r}; the GGUF has tokenizer.ggml.pre={actual!r}")

@@ -177,8 +177,10 @@ def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_conver
     out = capsys.readouterr().out
     assert "INCONSISTENT: the converter maps the original's fingerprint" in out and "'smaug-bpe'" in out
     assert fake_converter["runs"][0][0] == "fingerprint"
-    assert cli.main(["inspect", str(gguf), "--reference", "tekken:x"]) == 2
-    assert "expected hf:PATH or spm:PATH" in capsys.readouterr().err
+    assert cli.main(["inspect", str(gguf), "--reference", "sp:x"]) == 2
+    assert "expected hf:PATH, spm:PATH or tekken:PATH" in capsys.readouterr().err
+    assert cli.main(["inspect", str(gguf), "--reference", f"tekken:{source}"]) == 1  # wants pre = tekken
+    assert "INCONSISTENT: the converter's --mistral-format path writes 'tekken'" in capsys.readouterr().out
 
 
 def test_a_fingerprint_the_converter_could_not_compute_is_a_setup_error(tmp_path, fake_converter):

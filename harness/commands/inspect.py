@@ -6,7 +6,8 @@ With --reference hf:PATH (a tokenizer.json folder or file) it also says whether 
 GGUF's tokenizer.ggml.pre is the name llama.cpp's converter maps the original's
 pre-tokenizer fingerprint (chkhsh) to, computed by the converter itself in its venv
 (harness/convert.py); spm:PATH: SentencePiece models have no fingerprint, and the
-converter writes tokenizer.ggml.pre = default for them. Exit status 1 when they disagree.
+converter writes tokenizer.ggml.pre = default for them; tekken:PATH: its --mistral-format
+path writes tekken. Exit status 1 when they disagree.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..model_paths import resolve
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE|NAME")
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
-    parser.add_argument("--reference", metavar="hf:PATH|spm:PATH",
+    parser.add_argument("--reference", metavar="hf:PATH|spm:PATH|tekken:PATH",
                         help="the original tokenizer: is tokenizer.ggml.pre what its fingerprint maps to?")
 
 
