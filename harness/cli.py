@@ -24,6 +24,7 @@ from .errors import SetupError
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {
     "fetch": "fetch",
+    "convert": "convert",
     "inspect": "inspect",
     "run": "run",
     "compare": "compare",

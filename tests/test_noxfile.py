@@ -96,13 +96,74 @@ def test_tests_session_builds_what_its_tests_need_before_a_strict_pytest(monkeyp
     assert noxfile.STRICT_SKIPS_ENV == STRICT_ENV
 
 
-def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):
+class RealSession(FakeSession):
+    """A FakeSession whose `convert --real` leaves GGUFs behind, as the converter would."""
+
+    name = "parity-real"
+
+    def run(self, *args: str, **kwargs) -> None:
+        super().run(*args, **kwargs)
+        if args[3:5] == ("convert", "--real"):
+            out = Path(args[args.index("--out-dir") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            for name in ("llama3-early", "mistral-spm-v1"):
+                (out / f"{name}.gguf").write_bytes(b"GGUF")
+
+    def error(self, message: str) -> None:
+        raise AssertionError(message)
+
+    warn = FakeSession.log
+
+
+def _noxfile():
     pytest.importorskip("nox")
     sys.path.insert(0, str(NOXFILE.parent))
     try:
         import noxfile
     finally:
         sys.path.remove(str(NOXFILE.parent))
+    return noxfile
+
+
+def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tmp_path, monkeypatch):
+    noxfile = _noxfile()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
+    monkeypatch.setattr(noxfile, "found_nothing", lambda report_dir: True)
+    session = RealSession([])
+    noxfile.parity_real.func(session)
+    commands = [" ".join(args) for args, _ in session.calls]
+    steps = ["python -m harness fetch --real", "python -m harness convert --real --out-dir reports/parity-real/gguf",
+             "python -m harness record", "python -m harness compare --golden reports/parity-real/recorded",
+             "python -m harness run", "python -m harness merge-reports"]
+    at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
+    assert at == sorted(at), commands
+    models = "--model reports/parity-real/gguf/llama3-early.gguf --model reports/parity-real/gguf/mistral-spm-v1.gguf"
+    for step in at[2:5]:
+        assert models in commands[step], commands[step]
+    assert "--fuzz 20" in commands[at[4]]
+    # a refusal by the converter (exit 1) is a result and does not stop the session
+    assert session.calls[at[1]][1]["success_codes"] == [0, 1]
+
+
+def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
+    noxfile = _noxfile()
+    calls = []
+    monkeypatch.setattr(noxfile, "real_check", lambda session, out, *, fuzz, seed: calls.append((out, fuzz)) or True)
+    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
+    monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports" / "nightly").mkdir(parents=True)
+    (tmp_path / "reports" / "nightly" / "drift.rc").write_text("0\n")
+    session = RealSession([])
+    session.name = "nightly"
+    session.run = lambda *args, **kwargs: "0 differ, 0 llama.cpp crash" if "chat" in args else None
+    noxfile.nightly.func(session)
+    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ)]
+
+
+def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):
+    noxfile = _noxfile()
     monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
     monkeypatch.setattr(noxfile, "ensure_chromium", lambda session: None)
     for posargs, expected in (([], ("-n", "auto")), (["tests/test_api.py", "-x"], ("tests/test_api.py", "-x"))):

@@ -1,6 +1,13 @@
 """Summarise a GGUF file: version, architecture, tokenizer model and flags, special ids, tensors.
 
 FILE is a path to a .gguf file or a shipped vocabulary's short name (e.g. llama-spm).
+
+With --reference hf:PATH (a tokenizer.json folder or file) it also says whether the
+GGUF's tokenizer.ggml.pre is the name llama.cpp's converter maps the original's
+pre-tokenizer fingerprint (chkhsh) to, computed by the converter itself in its venv
+(harness/models/convert.py); spm:PATH: SentencePiece models have no fingerprint, and the
+converter writes tokenizer.ggml.pre = default for them; tekken:PATH: its --mistral-format
+path writes tekken. Exit status 1 when they disagree.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from ..models.paths import resolve, source_of
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE|NAME")
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
+    parser.add_argument("--reference", metavar="hf:PATH|spm:PATH|tekken:PATH",
+                        help="the original tokenizer: is tokenizer.ggml.pre what its fingerprint maps to?")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,12 +45,21 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:  # unreadable (permissions, a directory, an I/O error)
             print(f"error: {item}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
             failed = True
+    verdicts = _reference_verdicts(summaries, args.reference) if args.reference and not failed else []
+    for summary, verdict in zip(summaries, verdicts):
+        summary["reference"] = verdict
     if args.json and summaries:
         out = summaries[0] if len(args.files) == 1 else summaries
         print(json.dumps(out, indent=2, sort_keys=True))
     elif summaries:
         print("\n\n".join(_with_source(s, render(s)) for s in summaries))
-    return 2 if failed else 0
+        if verdicts:
+            from ..references.pre_check import describe
+
+            print("\n".join(describe(v) for v in verdicts))
+    if failed:
+        return 2
+    return 0 if all(v["consistent"] for v in verdicts) else 1
 
 
 def _with_source(summary: dict, text: str) -> str:
@@ -50,3 +68,10 @@ def _with_source(summary: dict, text: str) -> str:
         return text
     from ..models.header_only import note
     return f"{text}\n{note(summary['source'])}"
+
+
+def _reference_verdicts(summaries: list[dict], spec: str) -> list[dict]:
+    from ..references.pre_check import check_pre, original_fingerprint
+
+    original = original_fingerprint(spec)  # one converter run, whatever the number of files
+    return [check_pre(s, original) for s in summaries]

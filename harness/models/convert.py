@@ -1,0 +1,380 @@
+"""llama.cpp's own converter in the loop: `convert_hf_to_gguf.py --vocab-only`, offline, recorded.
+
+The converter is the pinned llama-cpp-python sdist's `vendor/llama.cpp/convert_hf_to_gguf.py`
+with its `conversion/` package and its own `gguf-py`, extracted once into
+`<cache>/converter/llama.cpp/`, every file checked against
+`harness/data/converter_sources.sha256`. It runs in a venv of its own, built once (like
+the `llama.cpp@VERSION` venvs of `harness.subjects.llama_release`):
+
+    ~/.cache/gguf-parity/venvs/convert-<llama-cpp-python version>/
+
+with `CONVERTER_DEPS`: the CPU torch the project pins for its transformers extra,
+transformers 4.x (llama.cpp's requirements pin 4.57.6; 5.x changed the tokenizer
+loading the converter relies on), sentencepiece and protobuf as llama.cpp's
+requirements bound them, and the sdist's gguf-py. `HF_HUB_OFFLINE=1` and
+`TRANSFORMERS_OFFLINE=1` are set: nothing is fetched from a hub.
+
+`harness/models/convert_driver.py` runs the converter in that venv and records what it decided
+(the pre-tokenizer fingerprint `chkhsh`, the name it chose) or how it refused. The
+converter reads a work folder of links to the input's files, never the input folder
+itself, plus what it needs and the folder lacks, each one said and recorded:
+
+- `config.json` (the converter picks its model class from `architectures`): the
+  architecture given, or guessed (a `tokenizer.model` or a BPE `tokenizer.json`: Llama;
+  a WordPiece one: BERT);
+- `tokenizer_config.json` for a `tokenizer.json` folder: `PreTrainedTokenizerFast`, so
+  that transformers reads `tokenizer.json` as it is instead of a model class's
+  slow-tokenizer defaults (which would add a BOS to the fingerprint text);
+- `params.json` for a tekken folder (`tekken.json`), which the converter reads only with
+  `--mistral-format` (passed then): placeholder hyper-parameters and the tekken file's
+  `default_vocab_size`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import fetch
+from ..subjects import llama_release
+from ..files.atomic import write_text_atomic
+from ..errors import SetupError
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
+
+DRIVER = Path(__file__).parent / "convert_driver.py"
+MANIFEST = Path(__file__).parent / "data" / "converter_sources.sha256"
+CONVERTER_DEPS = ("torch==2.13.0", "transformers==4.57.6", "sentencepiece==0.2.2", "protobuf==4.25.9",
+                  "numpy==2.2.6", "mistral-common==1.13.1")
+READY = ".gguf-parity-ready"
+_ROOT = "vendor/llama.cpp/"
+_KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
+MODEL_TYPES = {"LlamaForCausalLM": "llama", "BertModel": "bert", "MistralForCausalLM": "mistral"}
+Log = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def sources_dir() -> Path:
+    """`<cache>/converter/llama.cpp/`: the converter's files from the pinned sdist."""
+    return cache_dir() / "converter" / "llama.cpp"
+
+
+def venv_dir() -> Path:
+    venvs = os.environ.get("GGUF_PARITY_VENVS", llama_release.cache_root() / "venvs")
+    return Path(venvs) / f"convert-{LLAMA_CPP_PYTHON_VERSION}"
+
+
+def venv_python() -> Path:
+    return venv_dir() / "bin" / "python"
+
+
+def _stamp() -> str:
+    return " ".join((LLAMA_CPP_PYTHON_VERSION, *CONVERTER_DEPS)) + "\n"
+
+
+def _wanted(member: str) -> str | None:
+    rel = PurePosixPath(*PurePosixPath(member).parts[1:]).as_posix()
+    if not rel.startswith(_ROOT):
+        return None
+    rel = rel[len(_ROOT):]
+    return rel if rel.startswith(_KEEP) and "/tests/" not in rel else None
+
+
+def ensure_sources(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
+    """The converter's sources, extracted from the pinned sdist on first use."""
+    target = sources_dir()
+    if (target / ".complete").is_file():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        if sdist is None:
+            log(f"downloading llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} sdist with pip for its converter ...")
+            sdist = fetch.download_sdist(Path(tmp))
+        log(f"extracting convert_hf_to_gguf.py, conversion/ and gguf-py/ into {target} ...")
+        shutil.rmtree(target, ignore_errors=True)
+        fetch.extract(sdist, target, select=_wanted)
+    bad = check_sources(target)
+    if bad:
+        raise SetupError(f"{len(bad)} converter file(s) failed {MANIFEST.name}: {', '.join(bad[:5])}")
+    (target / ".complete").write_text(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n", encoding="utf-8")
+    return target
+
+
+def check_sources(target: Path, manifest: Path = MANIFEST) -> list[str]:
+    """The manifest's files missing from `target` or with another sha256 (empty when all is well)."""
+    pinned = fetch.read_manifest(manifest)
+    return [name for name, digest in sorted(pinned.items())
+            if not (target / name).is_file() or fetch.sha256_file(target / name) != digest]
+
+
+def write_manifest(target: Path, manifest: Path = MANIFEST) -> int:
+    """Maintainers only, when bumping the pin: the sha256 of every extracted converter file."""
+    names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()
+                   and p.name != ".complete")
+    manifest.write_text("".join(f"{fetch.sha256_file(target / n)}  {n}\n" for n in names))
+    return len(names)
+
+
+def is_ready() -> bool:
+    ready = venv_dir() / READY
+    return ready.is_file() and ready.read_text(encoding="utf-8") == _stamp() and venv_python().is_file()
+
+
+def ensure_venv(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
+    """The converter venv's python, built on first use (a few minutes: torch is large)."""
+    sources = ensure_sources(sdist=sdist, log=log)
+    if is_ready():
+        return venv_python()
+    where = venv_dir()
+    log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
+    shutil.rmtree(where, ignore_errors=True)
+    _run([sys.executable, "-m", "venv", str(where)], what=f"creating {where}")
+    _run([str(venv_python()), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
+         what=f"installing the converter's dependencies into {where}")
+    (where / READY).write_text(_stamp(), encoding="utf-8")
+    return venv_python()
+
+
+def _run(argv: list[str], *, what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        tail = [line for line in (done.stderr or done.stdout).splitlines()
+                if line.strip() and not line.startswith("WARNING: Location")][-3:]
+        raise SetupError(f"{what} failed (exit {done.returncode}): " + " | ".join(tail))
+
+
+def guess_architecture(folder: Path) -> str:
+    """The model class for a folder without config.json: Llama, or BERT for a WordPiece tokenizer.json."""
+    tj = folder / "tokenizer.json"
+    if not (folder / "tokenizer.model").is_file() and tj.is_file():
+        try:
+            model = json.loads(tj.read_text(encoding="utf-8")).get("model") or {}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SetupError(f"{tj}: not JSON: {exc}") from None
+        if model.get("type") == "WordPiece":
+            return "BertModel"
+    return "LlamaForCausalLM"
+
+
+def minimal_config(architecture: str, vocab_size: int) -> dict[str, Any]:
+    """`architectures` picks the converter's model class; `vocab_size`, because transformers'
+    defaults for the model type (32,000 for llama) would otherwise stand in for it."""
+    config: dict[str, Any] = {"architectures": [architecture]}
+    if architecture in MODEL_TYPES:
+        config["model_type"] = MODEL_TYPES[architecture]
+    config["vocab_size"] = vocab_size
+    return config
+
+
+def vocab_size(folder: Path) -> int:
+    """The original's vocabulary size: highest id + 1 in tokenizer.json, or the pieces of tokenizer.model."""
+    tj = folder / "tokenizer.json"
+    if tj.is_file():
+        try:
+            data = json.loads(tj.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SetupError(f"{tj}: not JSON: {exc}") from None
+        vocab = (data.get("model") or {}).get("vocab") or {}
+        ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
+        ids += [t["id"] for t in data.get("added_tokens") or [] if isinstance(t.get("id"), int)]
+        return max(ids, default=-1) + 1
+    return sentencepiece_pieces((folder / "tokenizer.model").read_bytes())
+
+
+def sentencepiece_pieces(data: bytes) -> int:
+    """How many pieces a SentencePiece ModelProto holds: its top-level field 1, counted from the wire format."""
+    pos, count = 0, 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            pos += length
+            count += key >> 3 == 1
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise SetupError(f"tokenizer.model: not a SentencePiece model (wire type {wire} at byte {pos})")
+    if pos != len(data):
+        raise SetupError("tokenizer.model: not a SentencePiece model (truncated)")
+    return count
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise SetupError("tokenizer.model: not a SentencePiece model (truncated varint)")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def work_folder(source: Path, work: Path, *, architecture: str | None = None) -> list[dict[str, Any]]:
+    """Fill `work` with links to `source`'s files and what the converter needs besides; what was supplied."""
+    if not source.is_dir():
+        raise SetupError(f"{source}: not a folder (convert takes a folder holding tokenizer.json "
+                         "or tokenizer.model)")
+    if not any((source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
+        raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model (nor tekken.json)")
+    for file in source.iterdir():
+        if file.is_file():
+            (work / file.name).symlink_to(file.resolve())
+    supplied: list[dict[str, Any]] = []
+    if is_mistral_format(source):
+        if not (source / "params.json").is_file():
+            supplied.append({"file": "params.json", "content": minimal_params(source),
+                             "why": "a tekken folder has no params.json; the converter's --mistral-format reads it"})
+        _write(work, supplied)
+        return supplied
+    if not (source / "config.json").is_file():
+        arch = architecture or guess_architecture(source)
+        supplied.append({"file": "config.json", "content": minimal_config(arch, vocab_size(source)),
+                         "why": "the folder has no config.json; the converter picks its model class from it"})
+    if (source / "tokenizer.json").is_file() and not (source / "tokenizer_config.json").is_file():
+        supplied.append({"file": "tokenizer_config.json", "content": {"tokenizer_class": "PreTrainedTokenizerFast"},
+                         "why": "the folder has no tokenizer_config.json; read tokenizer.json as it is"})
+    _write(work, supplied)
+    return supplied
+
+
+def _write(work: Path, supplied: list[dict[str, Any]]) -> None:
+    for item in supplied:
+        (work / item["file"]).write_text(json.dumps(item["content"], indent=2) + "\n", encoding="utf-8")
+
+
+def is_mistral_format(folder: Path) -> bool:
+    """A tekken folder (tekken.json, no tokenizer.json): the converter reads it only with --mistral-format."""
+    return (folder / "tekken.json").is_file() and not (folder / "tokenizer.json").is_file()
+
+
+# The hyper-parameters `MistralModel` (a LlamaModel) reads from params.json even for --vocab-only;
+# the values are Mistral-Nemo's, and none of them reaches the tokenizer keys of the GGUF.
+_PARAMS = {"dim": 5120, "n_layers": 1, "head_dim": 128, "hidden_dim": 14336, "n_heads": 32, "n_kv_heads": 8,
+           "rope_theta": 1000000.0, "norm_eps": 1e-05}
+
+
+def minimal_params(folder: Path) -> dict[str, Any]:
+    try:
+        config = json.loads((folder / "tekken.json").read_text(encoding="utf-8")).get("config") or {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SetupError(f"{folder / 'tekken.json'}: not JSON: {exc}") from None
+    if not isinstance(config.get("default_vocab_size"), int):
+        raise SetupError(f"{folder / 'tekken.json'}: no config.default_vocab_size")
+    return {**_PARAMS, "vocab_size": config["default_vocab_size"]}
+
+
+def sidecar_path(out: Path) -> Path:
+    """`X.convert.json` beside `X.gguf`: what the converter decided."""
+    return out.with_name(out.name.removesuffix(".gguf") + ".convert.json")
+
+
+def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str, Any]:
+    """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output."""
+    python = ensure_venv()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false", PYTHONPATH="")
+    with tempfile.TemporaryDirectory() as tmp:
+        result_file = Path(tmp) / "result.json"
+        try:
+            done = subprocess.run([str(python), str(DRIVER), mode, str(sources_dir()), str(result_file), *args],
+                                  capture_output=True, text=True, env=env, timeout=timeout, check=False,
+                                  stdin=subprocess.DEVNULL, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise SetupError(f"the converter did not finish in {timeout:.0f} s") from None
+        if not result_file.is_file():
+            tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
+            raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
+        result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
+    return result
+
+
+def gguf_facts(path: Path) -> dict[str, Any]:
+    """What the written GGUF says about its tokenizer (our reader; the file is vocab-only)."""
+    from .summary import summarize
+
+    tok = summarize(path)["tokenizer"]
+    return {key: tok[key] for key in ("model", "pre", "vocab_size", "merges", "flags", "special_ids")}
+
+
+def convert(source: Path, out: Path, *, architecture: str | None = None, log: Log = print) -> dict[str, Any]:
+    """Convert `source` with llama.cpp's converter into `out`; the record written to the sidecar.
+
+    A refusal by the converter is a result: `record["refusal"]` holds it and no GGUF is left.
+    """
+    ensure_venv()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / source.name
+        work.mkdir()
+        supplied = work_folder(source, work, architecture=architecture)
+        for item in supplied:
+            log(f"supplied {item['file']} ({item['why']}): {json.dumps(item['content'])}")
+        log(f"running llama.cpp's convert_hf_to_gguf.py --vocab-only on {source} ...")
+        mistral = ["--mistral-format"] if is_mistral_format(source) else []
+        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())])
+    record = _record(source, out, supplied, result)
+    write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    return record
+
+
+def _record(source: Path, out: Path, supplied: list[dict[str, Any]], result: dict[str, Any]) -> dict[str, Any]:
+    decision = (result["decisions"] or [{}])[-1]
+    error = result["error"]
+    written = error is None and out.is_file()
+    scripts = sources_dir()
+    return {
+        "source": str(source),
+        "gguf": str(out) if written else None,
+        "converter": {"llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
+                      "convert_hf_to_gguf.py sha256": fetch.sha256_file(scripts / "convert_hf_to_gguf.py"),
+                      "conversion/base.py sha256": fetch.sha256_file(scripts / "conversion" / "base.py"),
+                      "deps": list(CONVERTER_DEPS)},
+        "supplied": supplied,
+        "chkhsh": decision.get("chkhsh"),
+        "pre_chosen": decision.get("pre"),
+        "refusal": None if written else (error or {"type": "NoOutput", "message": "no GGUF was written"}),
+        "written": gguf_facts(out) if written else None,
+        "output_tail": result["output_tail"],
+    }
+
+
+def describe(record: dict[str, Any]) -> str:
+    """One line: what the converter decided."""
+    fp = record["chkhsh"] or "none (this path computes no fingerprint: SentencePiece or --mistral-format)"
+    if record["refusal"]:
+        r = record["refusal"]
+        return f"refused: {r['type']}: {r['message']} (chkhsh {fp})"
+    written = record["written"]
+    return (f"converted: tokenizer.ggml.model={written['model']!r} tokenizer.ggml.pre={written['pre']!r} "
+            f"({written['vocab_size']} tokens); chkhsh {fp} -> {record['pre_chosen']!r}")
+
+
+def fingerprint(path: Path) -> dict[str, Any]:
+    """The converter's fingerprint of a tokenizer folder and the name it maps it to (None if unknown)."""
+    folder = path.parent if path.is_file() else path
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / folder.name
+        work.mkdir()
+        work_folder(folder, work)
+        result = run_driver("fingerprint", [str(work)], timeout=300)
+    decision = (result["decisions"] or [{}])[-1]
+    if not decision.get("chkhsh"):
+        err = result["error"] or {"type": "?", "message": "no fingerprint computed"}
+        raise SetupError(f"{path}: the converter computed no fingerprint: {err['type']}: {err['message']}")
+    return {"chkhsh": decision["chkhsh"], "pre": decision.get("pre")}
