@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "tokenizer")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # `tokenizer.` also begins GGUF metadata keys and Hugging Face file names: not module paths.
-NOT_MODULES = re.compile(r"^tokenizer\.(ggml\b|chat_template|json\b|huggingface\b|rwkv\b)")
+NOT_MODULES = re.compile(r"^tokenizer\.(ggml\b|chat_template|json\b|model\b|huggingface\b|rwkv\b)")
 # Tests whose strings are made-up modules for their own self-checks.
 FIXTURE_STRINGS = {"test_import_graph.py", "test_module_strings.py", "test_layout.py"}
 DOTTED = re.compile(r"(?<![\w./-])((?:harness|tokenizer)(?:\.[A-Za-z_]\w*)+)(?::([A-Za-z_][\w.]*))?")

@@ -49,7 +49,7 @@ from ..errors import SetupError
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
-MANIFEST = Path(__file__).parent / "data" / "converter_sources.sha256"
+MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"
 CONVERTER_DEPS = ("torch==2.13.0", "transformers==4.57.6", "sentencepiece==0.2.2", "protobuf==4.25.9",
                   "numpy==2.2.6", "mistral-common==1.13.1")
 READY = ".gguf-parity-ready"

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import SetupError
 from .shipped import cache_dir
 
-MANIFEST = Path(__file__).parent / "data" / "real_tokenizers.toml"
+MANIFEST = Path(__file__).parents[1] / "data" / "real_tokenizers.toml"
 FETCH_REAL_COMMAND = "python -m harness fetch --real"
 KINDS = ("hf", "spm", "tekken")
 TYPES = ("SPM", "BPE", "WPM")
