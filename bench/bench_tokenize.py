@@ -195,7 +195,7 @@ def bench_one(name: str, cold: bytes, warm: bytes, args: argparse.Namespace) -> 
             from bench import peer_bpe
 
             row["peers"] = peer_bpe.bench(path, cold, oracle, row["cold"]["ours_mbs"],
-                                          peer_file=args.peer_file)
+                                          peer_file=args.peer_file, clock=clock)
     if args.rss:
         row["rss_ours"] = rss_child("ours", path, args.clock)
         row["rss_llama"] = rss_child("llama", path, args.clock)
