@@ -21,8 +21,10 @@ vocabulary raise `InvalidToken`.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from . import pieces
@@ -32,6 +34,25 @@ from .errors import UnsupportedVocab
 from .gguf import reader as gguf
 from .special import partition
 from .vocab import MODELS, ROLES, Vocab, load_vocab, model_name
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a vocabulary loads.
+
+    A load builds hundreds of thousands of tuples, lists and dicts that all stay
+    alive, and each of the collector's passes walks every one of them to no end:
+    on llama-bpe (280,147 merges) that was most of the time `tuple(zip(...))`
+    took to pair the merges (docs/benchmarks.md). Reference counting still frees
+    everything as usual; the collector resumes (if it was on) when the load ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class Tokenizer:
@@ -57,14 +78,15 @@ class Tokenizer:
         before anything else is read, so a type we have no engine for is
         refused as such.
         """
-        f = gguf.read(path)
-        model = model_name(f)
-        try:
-            engine = engine_for(MODELS[model][0])
-        except UnsupportedVocab as e:
-            raise UnsupportedVocab(f"tokenizer.ggml.model {model!r}: {e}") from None
-        vocab = load_vocab(f)
-        return cls(vocab, engine(vocab))
+        with _collector_paused():
+            f = gguf.read(path)
+            model = model_name(f)
+            try:
+                engine = engine_for(MODELS[model][0])
+            except UnsupportedVocab as e:
+                raise UnsupportedVocab(f"tokenizer.ggml.model {model!r}: {e}") from None
+            vocab = load_vocab(f)
+            return cls(vocab, engine(vocab))
 
     # -- llama_tokenize / llama_detokenize / llama_token_to_piece ----------------
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:

@@ -156,13 +156,14 @@ def map_order(hashes: np.ndarray) -> np.ndarray:
 
 def _rehash(order: np.ndarray, hashes: np.ndarray, buckets: int) -> np.ndarray:
     # Each node moves to the front of its new bucket; a bucket seen for the first
-    # time moves its group to the front of the list.
-    if len(order) == 0:
+    # time moves its group to the front of the list. So: groups by their first
+    # node's old position, last first; inside a group, old positions last first.
+    m = len(order)
+    if m == 0:
         return order
-    b = hashes[order] % np.uint64(buckets)
-    _, first, inverse = np.unique(b, return_index=True, return_inverse=True)
-    pos = np.arange(len(order))
-    return order[np.lexsort((-pos, -first[inverse]))]
+    group_first = _first_in_bucket(hashes[order] % np.uint64(buckets), buckets)
+    key = group_first * m + np.arange(m)  # unique, so any sort orders it the same
+    return order[np.argsort(key)[::-1]]
 
 
 def _insert_batch(order: np.ndarray, new: np.ndarray, hashes: np.ndarray, buckets: int) -> np.ndarray:
@@ -171,17 +172,27 @@ def _insert_batch(order: np.ndarray, new: np.ndarray, hashes: np.ndarray, bucket
     # groups in order; inside a group, new nodes (latest first), then the old ones.
     if len(new) == 0:
         return order
-    m = len(order)
+    m, k = len(order), len(new)
     nodes = np.concatenate([order, new])
-    _, first, inverse = np.unique(hashes[nodes] % np.uint64(buckets),
-                                  return_index=True, return_inverse=True)
-    group_first = first[inverse]
+    group_first = _first_in_bucket(hashes[nodes] % np.uint64(buckets), buckets)
+    idx = np.arange(m + k)
     fresh_group = group_first >= m
-    idx = np.arange(len(nodes))
     is_new = idx >= m
-    group_key = np.where(fresh_group, m - group_first, group_first)
-    within_key = np.where(is_new, m - idx, idx)
-    return nodes[np.lexsort((within_key, ~is_new, group_key, ~fresh_group))]
+    # The four sort keys of the rule, most significant first, packed into one int64
+    # (each shifted to be non-negative; at most (2 (m+k+1))^2, far inside int64).
+    span = m + k + 1
+    group_key = np.where(fresh_group, m - group_first, group_first) + k
+    within_key = np.where(is_new, m - idx, idx) + k
+    key = ((~fresh_group * span + group_key) * 2 + ~is_new) * span + within_key
+    return nodes[np.argsort(key)]
+
+
+def _first_in_bucket(bucket: np.ndarray, buckets: int) -> np.ndarray:
+    """For each position, the first position holding the same bucket."""
+    first = np.full(buckets, len(bucket), dtype=np.int64)
+    where = bucket.astype(np.intp)
+    np.minimum.at(first, where, np.arange(len(bucket)))
+    return first[where]
 
 
 _Less = Callable[[Any, Any], bool]

@@ -373,16 +373,24 @@ def _type_name(t: tuple[ValueType | None, ValueType | None]) -> str:
     return str(vtype.name)
 
 
+# every byte but NUL and space: deleting them leaves a joined merge list's separators
+_NOT_SEPARATOR = bytes(b for b in range(256) if b not in (0, 0x20))
 # one merge per NUL-separated record: first part (at least one byte), space, second part
 _MERGE_RECORD = re.compile(rb"([^\x00][^ \x00]*) ([^\x00]*)(?:\x00|\Z)")
 
 
 def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
     """llama.cpp splits each merge at the first space after position 0; no space gives ("", "")."""
-    joined = "\x00".join(merges)
-    if joined.count("\x00") == len(merges) - 1:  # no merge holds a NUL itself
-        pairs = _MERGE_RECORD.findall(joined.encode("utf-8", "surrogateescape"))
-        if len(pairs) == len(merges):  # every record had its space: the fast path is exact
+    joined = "\x00".join(merges).encode("utf-8", "surrogateescape")
+    n = len(merges)
+    if n and joined.translate(None, _NOT_SEPARATOR) == b" \x00" * (n - 1) + b" " and (
+            not joined.startswith(b" ") and b"\x00 " not in joined):
+        # Each merge holds one space, not at its start, and no NUL: one split cuts them all.
+        parts = joined.replace(b"\x00", b" ").split(b" ")
+        return tuple(zip(parts[0::2], parts[1::2], strict=True))
+    if joined.count(b"\x00") == n - 1:  # no merge holds a NUL itself
+        pairs = _MERGE_RECORD.findall(joined)
+        if len(pairs) == n:  # every record had its space: the regex is exact
             return tuple(pairs)
     out: list[tuple[bytes, bytes]] = []
     append = out.append
@@ -399,7 +407,7 @@ def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
 
 
 def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
-    texts = [s.encode("utf-8", "surrogateescape") for s in tokens]
+    texts = _encode_all(tokens)
     if not all(texts):
         for i, t in enumerate(texts):
             if not t:
@@ -411,8 +419,16 @@ def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
     return tuple(texts)
 
 
+def _encode_all(tokens: list[str]) -> list[bytes]:
+    """Each token's bytes (surrogateescape), in one `encode` when no token holds a NUL."""
+    joined = "\x00".join(tokens)
+    if tokens and joined.count("\x00") == len(tokens) - 1:
+        return joined.encode("utf-8", "surrogateescape").split(b"\x00")
+    return [s.encode("utf-8", "surrogateescape") for s in tokens]
+
+
 def _unique_ids(d: _Draft, texts: tuple[bytes, ...]) -> dict[bytes, int]:
-    ids = {t: i for i, t in enumerate(texts)}
+    ids = dict(zip(texts, range(len(texts)), strict=True))  # a later duplicate wins, as below
     if len(ids) != len(texts):
         first: dict[bytes, int] = {}
         for i, t in enumerate(texts):

@@ -33,7 +33,7 @@ import itertools
 import mmap
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,14 +195,39 @@ class _Cursor:
     def strings(self, count: int, len_type: ValueType, what: str) -> list[str]:
         """`count` length-prefixed strings, decoded with surrogateescape.
 
-        The hot loop of the reader (token texts and merges): locals only, and
-        one bounds check per length and per string.
+        The hot loop of the reader (token texts and merges): one bounds check
+        per string, the slices gathered as bytes and decoded in one call
+        (`_decode_all`). A short buffer stops the loop, and `_strings_checked`
+        reads the array again to name the element and offset.
         """
         buf, size = self.buf, self.size
         unpack = _SCALAR_STRUCTS[len_type].unpack_from
         width = _SCALAR_STRUCTS[len_type].size
+        raw: list[bytes | bytearray] = []
+        append = raw.append
+        pos = self.pos
+        try:
+            for _ in range(count):
+                (n,) = unpack(buf, pos)  # struct.error when fewer than `width` bytes remain
+                pos += width
+                end = pos + n
+                if end > size:
+                    break
+                append(buf[pos:end])
+                pos = end
+        except struct.error:
+            pass
+        if len(raw) < count:
+            return self._strings_checked(count, len_type, what)  # raises, naming the element
+        self.pos = pos
+        return _decode_all(raw)
+
+    def _strings_checked(self, count: int, len_type: ValueType, what: str) -> list[str]:
+        """`strings` one element at a time, each length and each string checked first."""
+        buf, size = self.buf, self.size
+        unpack = _SCALAR_STRUCTS[len_type].unpack_from
+        width = _SCALAR_STRUCTS[len_type].size
         out: list[str] = []
-        append = out.append
         pos = self.pos
         for i in range(count):
             if width > size - pos:
@@ -215,10 +240,24 @@ class _Cursor:
                 raise self.fail(
                     f"truncated: element {i} of {what} claims {n} bytes "
                     f"but only {size - pos} remain")
-            append(buf[pos:pos + n].decode("utf-8", "surrogateescape"))
+            out.append(buf[pos:pos + n].decode("utf-8", "surrogateescape"))
             pos += n
         self.pos = pos
         return out
+
+
+def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
+    """Each of `raw` decoded with surrogateescape, in one `decode` when no element holds a NUL.
+
+    Exact: a NUL is a whole UTF-8 character, so an invalid sequence at the end
+    of one element cannot run into the next, and each byte surrogateescape
+    stands in for is the same either way (tests/test_gguf_reader.py checks
+    it against one decode per element).
+    """
+    joined = b"\x00".join(raw)
+    if joined.count(0) == len(raw) - 1:
+        return joined.decode("utf-8", "surrogateescape").split("\x00")
+    return [r.decode("utf-8", "surrogateescape") for r in raw]
 
 
 class _Parser:
