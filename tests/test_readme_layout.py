@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("tokenizer", "tokenizer/engines", "harness", "harness/commands", "harness/children")
+FOLDERS = ("tokenizer", "tokenizer/engines", "harness", "harness/commands", "harness/children", "harness/references")
 
 
 def layout_section() -> str:

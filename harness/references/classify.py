@@ -127,8 +127,8 @@ class Counts:
         """Count one case; returns its outcomes (as `classify_case`)."""
         pairs = pair_outcomes(engine, llama, reference)
         self.cases += 1
-        for (add_special, parse_special), outcome in zip(FLAG_PAIRS, pairs, strict=True):
-            if outcome["conversion"] == "not_applicable" and llama is not None:
+        for (add_special, parse_special), pair in zip(FLAG_PAIRS, pairs, strict=True):
+            if pair["conversion"] == "not_applicable" and llama is not None:
                 key = f"add_special={add_special},parse_special={parse_special}"
                 self.pairs_not_applicable[key] = self.pairs_not_applicable.get(key, 0) + 1
         outcomes = {cls: combine([p[cls] for p in pairs]) for cls in CLASSES}

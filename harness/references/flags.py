@@ -4,14 +4,18 @@ llama.cpp's `tokenize(text, add_special, parse_special)` and
 `detokenize(ids, remove_special, unparse_special)` against the originals
 (docs/references.md has the table and the reasons):
 
-| llama.cpp        | `tokenizers` (hf:)                          | `sentencepiece` (spm:)                       |
-|------------------|---------------------------------------------|----------------------------------------------|
-| add_special      | `encode(add_special_tokens=...)`: the post-processor | `add_bos`/`add_eos` from tokenizer_config.json; without one, not applicable |
-| parse_special off| `encode_special_tokens = True`: special added tokens split as text; non-special ones still matched (as llama.cpp matches USER_DEFINED) | sentencepiece never matches control pieces: the same |
-| parse_special on | added tokens matched (the library default)  | not applicable when the text holds a control or unknown piece's text; otherwise the same call |
-| unparse_special  | `decode(skip_special_tokens=not unparse_special)` | control pieces are never shown: not applicable with unparse on |
-| remove_special   | no counterpart: not applicable when unparse is on and the ids begin with BOS or end with EOS | -- |
-| bytes input      | not applicable (the libraries take str)     | the same                                     |
+- add_special: hf `encode(add_special_tokens=...)` (the post-processor); spm `add_bos`/`add_eos`
+  from the tokenizer_config.json beside the model, not applicable without one.
+- parse_special off: hf `encode_special_tokens = True` (special added tokens split as text,
+  non-special ones still matched, as llama.cpp still matches USER_DEFINED tokens); spm the
+  library's only behaviour (it never matches a control piece in text).
+- parse_special on: hf the library default (added tokens matched); spm not applicable when the
+  text holds a control or unknown piece's text, otherwise the same call.
+- unparse_special: hf `decode(skip_special_tokens=not unparse_special)`; spm never shows control
+  pieces, so not applicable with unparse on.
+- remove_special: hf has no counterpart: not applicable with unparse on when the ids begin or
+  end with a special token (with unparse off the special tokens are dropped either way).
+- bytes input that is not UTF-8: not applicable (both libraries take str).
 
 A flag pair that cannot be expressed raises `NotExpressible`; the protocol
 carries it as an error of type `NotApplicable`, and the case is then "not

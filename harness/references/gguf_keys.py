@@ -12,7 +12,7 @@ the harness's process without the reference's library:
     tokenizer.ggml.add_eos_token         the post-processor adds an EOS (last template item)
     tokenizer.ggml.pre                   ignore_merges as llama.cpp sets it for that name, against the model's
     tokenizer.ggml.pre                   the Split regexes of the pre-tokenizer, against llama.cpp's for that name
-    tokenizer.ggml.token_type            an added token's `special` (CONTROL) and lstrip/rstrip (the LSTRIP/RSTRIP attrs)
+    tokenizer.ggml.token_type            an added token's `special` (CONTROL), lstrip/rstrip (LSTRIP/RSTRIP)
     tokenizer.ggml.tokens                the count, and each token's text (BPE)
     tokenizer.ggml.merges                the count (merges dropped by a converter)
     tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
@@ -128,12 +128,12 @@ def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepan
     out: list[Discrepancy] = []
     first, last = _template_ends(data.get("post_processor"))
     bos, eos = vocab.special.get("bos"), vocab.special.get("eos")
-    adds_bos = first is not None and first != eos
+    adds_bos = first is not None
     if vocab.add_bos != adds_bos or (adds_bos and vocab.add_bos and first != bos):
         out.append(Discrepancy("tokenizer.ggml.add_bos_token", f"adds BOS {_yes(vocab.add_bos)} (id {bos})",
                                f"post-processor adds {'id ' + str(first) if adds_bos else 'no BOS'}",
                                _config_note(config, "add_bos_token")))
-    adds_eos = last is not None and last != first
+    adds_eos = last is not None
     if vocab.add_eos != adds_eos and vocab.vocab_type != "wpm":  # WPM's closing [SEP] is add_sep
         out.append(Discrepancy("tokenizer.ggml.add_eos_token", f"adds EOS {_yes(vocab.add_eos)} (id {eos})",
                                f"post-processor adds {'id ' + str(last) if adds_eos else 'no EOS'}",
@@ -153,7 +153,8 @@ def _bpe_model(vocab: Any, model: dict, patterns: list[str]) -> list[Discrepancy
     out = []
     original = bool(model.get("ignore_merges", False))
     if vocab.ignore_merges != original:
-        out.append(Discrepancy("tokenizer.ggml.pre", f"{vocab.pre!r}: llama.cpp ignore_merges {_yes(vocab.ignore_merges)}",
+        out.append(Discrepancy("tokenizer.ggml.pre",
+                               f"{vocab.pre!r}: llama.cpp ignore_merges {_yes(vocab.ignore_merges)}",
                                f"model.ignore_merges {_yes(original)}",
                                "a word that is one token in the original is merged piece by piece, or the reverse"))
     ours = get_pretokenizer(vocab.pre_type).patterns
@@ -174,7 +175,8 @@ def _bpe_model(vocab: Any, model: dict, patterns: list[str]) -> list[Discrepancy
 
 def _added_tokens(tok: Tokenizer, added: list[dict]) -> list[Discrepancy]:
     """Each added token's special / lstrip / rstrip against the GGUF's token type and llama.cpp's attrs."""
-    vocab, rows = tok.vocab, {"special": [], "lstrip": [], "rstrip": []}
+    vocab = tok.vocab
+    rows: dict[str, list[str]] = {"special": [], "lstrip": [], "rstrip": []}
     for token in added:
         i = token.get("id")
         if not isinstance(i, int) or not 0 <= i < vocab.n_tokens:
@@ -187,7 +189,8 @@ def _added_tokens(tok: Tokenizer, added: list[dict]) -> list[Discrepancy]:
     for name, found in rows.items():
         if found:
             what = "CONTROL type" if name == "special" else f"{name.upper()} attr"
-            out.append(Discrepancy("tokenizer.ggml.token_type", f"{len(found)} added token(s) with {what} the other way",
+            out.append(Discrepancy("tokenizer.ggml.token_type",
+                                   f"{len(found)} added token(s) with {what} the other way",
                                    f"added_tokens[].{name}", "; ".join(found[:MAX_SHOWN])))
     return out
 
@@ -257,7 +260,8 @@ GGUF_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UN
 
 def spm_discrepancies(tok: Tokenizer, model: dict, config: dict) -> list[Discrepancy]:
     vocab, out = tok.vocab, []
-    for key, flag in (("add_space_prefix", "add_dummy_prefix"), ("remove_extra_whitespaces", "remove_extra_whitespaces")):
+    for key, flag in (("add_space_prefix", "add_dummy_prefix"),
+                      ("remove_extra_whitespaces", "remove_extra_whitespaces")):
         if getattr(vocab, key) != model[flag]:
             out.append(Discrepancy(f"tokenizer.ggml.{key}", _yes(getattr(vocab, key)), f"{flag} {_yes(model[flag])}"))
     if "add_bos_token" in config and vocab.add_bos != bool(config["add_bos_token"]):
