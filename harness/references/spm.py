@@ -4,7 +4,8 @@ Runs in the Python reference child (`harness.references.specs`). sentencepiece
 itself adds no BOS or EOS unless asked, and its model file does not say
 whether to: that comes from the `tokenizer_config.json` beside the model
 (`add_bos_token`, `add_eos_token`, as transformers' LlamaTokenizer reads
-them). Without one, add_special on is not applicable. sentencepiece never
+them), or from `--engine-arg add_bos=true|false` (`add_eos=`). Without
+either, add_special on is not applicable. sentencepiece never
 matches a control piece (`<s>`) in text, which is llama.cpp's parse_special
 off; with parse_special on, a text holding a control or unknown piece's text
 is not applicable, any other text is the same call. Offered: `tokenize`,
@@ -26,12 +27,12 @@ class SPMReference:
 
     capabilities = ("tokenize", "token_text")
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, stated: dict[str, bool] | None = None) -> None:
         import sentencepiece
         path = Path(path)
         self.sp: Any = sentencepiece.SentencePieceProcessor(model_file=str(path))
         self.n_tokens = int(self.sp.get_piece_size())
-        config = config_beside(path)
+        config = {**config_beside(path), **(stated or {})}
         self.add_bos: bool | None = bool(config["add_bos_token"]) if "add_bos_token" in config else None
         self.add_eos: bool | None = bool(config["add_eos_token"]) if "add_eos_token" in config else None
         if (self.add_bos is None) != (self.add_eos is None):  # LlamaTokenizer's defaults for the one left out
@@ -67,10 +68,24 @@ class SPMReference:
         self.sp = None
 
 
+STATED = {"add_bos": "add_bos_token", "add_eos": "add_eos_token"}
+BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 def load(path: str | os.PathLike[str], *, reference: str = "", **engine_args: str) -> SPMReference:
-    """The factory `--engine spm:PATH` runs in the child; `path` (the GGUF) is not read."""
-    if engine_args:
-        raise TypeError(f"an spm: reference takes no --engine-arg (got {', '.join(sorted(engine_args))})")
+    """The factory `--engine spm:PATH` runs in the child; `path` (the GGUF) is not read.
+
+    `--engine-arg add_bos=true|false` and `add_eos=...` state what the original
+    adds where no tokenizer_config.json says it (they win over one that does).
+    """
+    unknown = sorted(set(engine_args) - set(STATED))
+    if unknown:
+        raise TypeError(f"an spm: reference takes --engine-arg add_bos=, add_eos= only (got {', '.join(unknown)})")
     if not reference:
         raise TypeError("an spm: reference needs its .model file (the 'reference' argument)")
-    return SPMReference(reference)
+    stated = {}
+    for name, value in engine_args.items():
+        if value.lower() not in BOOLS:
+            raise TypeError(f"--engine-arg {name}={value!r}: expected true or false")
+        stated[STATED[name]] = BOOLS[value.lower()]
+    return SPMReference(reference, stated=stated)
