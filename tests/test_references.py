@@ -234,6 +234,18 @@ def test_gguf_keys_name_a_token_type_the_other_way(tmp_path):
     assert found.key == "tokenizer.ggml.token_type" and "<tool>" in found.note and "lstrip" in found.note
 
 
+def test_gguf_keys_name_the_wordpiece_word_limit(require_vocab):
+    from tokenizer import Tokenizer
+    tok = Tokenizer.from_gguf(require_vocab("bert-bge"))
+    cls, sep = tok.vocab.special["bos"], tok.vocab.special["sep"]
+    data = {"model": {"type": "WordPiece", "max_input_chars_per_word": 100, "vocab": {}},
+            "post_processor": {"type": "BertProcessing", "cls": ["[CLS]", cls], "sep": ["[SEP]", sep]}}
+    found = gguf_keys.hf_discrepancies(tok, data, {})
+    assert [d.key for d in found] == ["tokenizer.ggml.model"] and "100" in found[0].original
+    data["model"]["max_input_chars_per_word"] = 0
+    assert gguf_keys.hf_discrepancies(tok, data, {}) == []
+
+
 def test_llama_form_spells_out_case_insensitive_groups():
     assert gguf_keys.llama_form("(?i:'s|'t)|\\p{L}+") == "(?:'[sS]|'[tT])|\\p{L}+"
 

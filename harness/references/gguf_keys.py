@@ -15,6 +15,7 @@ the harness's process without the reference's library:
     tokenizer.ggml.token_type            an added token's `special` (CONTROL), lstrip/rstrip (LSTRIP/RSTRIP)
     tokenizer.ggml.tokens                the count, and each token's text (BPE)
     tokenizer.ggml.merges                the count (merges dropped by a converter)
+    tokenizer.ggml.model                 WordPiece's `max_input_chars_per_word`, which llama.cpp's WPM lacks
     tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
     tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
 
@@ -140,6 +141,11 @@ def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepan
                                _config_note(config, "add_eos_token")))
     if model.get("type") == "BPE" and vocab.vocab_type == "bpe":
         out += _bpe_model(vocab, model, _split_patterns(data.get("pre_tokenizer")))
+    if model.get("type") == "WordPiece" and vocab.vocab_type == "wpm" and model.get("max_input_chars_per_word"):
+        out.append(Discrepancy("tokenizer.ggml.model", "'bert': llama.cpp's WPM has no word-length limit",
+                               f"WordPiece max_input_chars_per_word {model['max_input_chars_per_word']}",
+                               "a longer word is one [UNK] in the original, word pieces in llama.cpp "
+                               "(llm_tokenizer_wpm_session::tokenize); no GGUF key carries the limit"))
     out += _added_tokens(tok, data.get("added_tokens") or [])
     out += _token_count(vocab, model, data.get("added_tokens") or [])
     return out
