@@ -283,3 +283,26 @@ def test_real_early_llama3_against_the_shipped_llama_bpe(require_vocab, tmp_path
     gguf = require_vocab("llama-bpe")
     found = gguf_keys.discrepancies(gguf, f"hf:{REAL_LLAMA3}")
     assert keys_of(found) == ["tokenizer.ggml.add_bos_token"], [d.line() for d in found]
+
+
+REAL_LLAMA3_GGUF = cache_dir() / "real-gguf" / "llama3-early.gguf"  # llama.cpp's converter's output (`convert`)
+
+
+@pytest.mark.nightly
+@pytest.mark.oracle
+def test_real_early_llama3_converted_to_smaug_bpe_loses_ignore_merges(tmp_path):
+    """The conversion finding of docs/references.md: " jeho" is one token in the original, three in llama.cpp."""
+    for path in (REAL_LLAMA3, REAL_LLAMA3_GGUF):
+        if not path.is_file():
+            pytest.skip(f"{path} missing (python -m harness fetch --real)")
+    [found] = gguf_keys.discrepancies(REAL_LLAMA3_GGUF, f"hf:{REAL_LLAMA3}")
+    assert found.key == "tokenizer.ggml.pre" and "ignore_merges" in found.line()
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps(case(0, " jeho")) + "\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(REAL_LLAMA3_GGUF), "--engine",
+                           f"hf:{REAL_LLAMA3}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
+                           "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert {(tuple(m["expected"]), tuple(m["got"])) for m in report["mismatches"]} == {((503, 2701, 78), (101503,))}
