@@ -170,6 +170,24 @@ def test_decode_clean_up_difference_is_explained(bpe):
     assert classify.decode_outcome(None, out) == "not_applicable"
 
 
+def test_decode_pairs_the_library_cannot_express_are_not_applicable(bpe, spm_files):
+    from harness.references.flags import NotExpressible
+    from harness.references.hf import HFReference
+    from harness.references.spm import SPMReference
+    ref = HFReference(bpe)
+    ids = ref.tokenize("the cat", add_special=True, parse_special=False)  # begins with the BOS
+    assert ref.decode(ids, remove_special=False, unparse_special=True)["raw"].startswith(rf.BOS)
+    with pytest.raises(NotExpressible, match="remove_special"):
+        ref.decode(ids, remove_special=True, unparse_special=True)
+    spm = SPMReference(spm_files[0])
+    ids = spm.tokenize("the cat", add_special=False, parse_special=False)
+    assert spm.decode(ids, remove_special=False, unparse_special=False)["applied"] == "the cat"
+    assert classify.decode_outcome(b" the cat", spm.decode(ids, remove_special=False, unparse_special=False)) == (
+        "explained:leading_space")
+    with pytest.raises(NotExpressible, match="unparse_special"):
+        spm.decode(ids, remove_special=False, unparse_special=True)
+
+
 # --- classification -------------------------------------------------------------------------------
 
 A, B = [1, 2], [1, 3]
