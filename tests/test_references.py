@@ -131,6 +131,10 @@ def test_spm_add_special_needs_a_config_and_control_text_is_not_applicable(spm_f
         engine.close()
     assert [e["ids"] for e in plain["encode"]] == [spm_ids(llama, "the cat", a) for a, _ in FLAGS]
     assert isinstance(control, NotApplicable) and "<s>" in control.reason
+    pairs = specs.reference_ids(control)  # what the three-way check gets: the pairs the reference could answer
+    assert pairs is not None and pairs[1] is None and pairs[3] is None
+    assert pairs[0] == spm_ids(llama, "the <s> cat", False) and pairs[2] == spm_ids(llama, "the <s> cat", True)
+    assert specs.reference_ids(plain) == [e["ids"] for e in plain["encode"]]
     assert all(3 in e["ids"] for e in tool["encode"])  # the user-defined <tool> is matched under every flag
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,31 @@ def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Cal
     return lambda path: ReferenceClient(argv, Path(path), args=child_args, timeout=timeout, env=env)
 
 
+@dataclass(frozen=True)
+class PartlyApplicable(NotApplicable):
+    """A case the reference answered for some flag pairs only: not applicable as a whole today.
+
+    `pairs` holds the ids per flag pair (`harness.records.FLAGS` order), None where
+    the reference cannot express the pair; the three-way check reads them
+    (`reference_ids`), today's per-case records cannot.
+    """
+
+    pairs: tuple[tuple[int, ...] | None, ...] = field(default=())
+
+
+def reference_ids(outcome: object) -> list[list[int] | None] | None:
+    """The reference's ids per flag pair from a `ReferenceClient` outcome, for `classify.Counts.add_case`.
+
+    A full record gives its four id lists, a `PartlyApplicable` the pairs it has;
+    anything else (not applicable, an engine error) None.
+    """
+    if isinstance(outcome, dict) and "encode" in outcome:
+        return [list(item["ids"]) for item in outcome["encode"]]
+    if isinstance(outcome, PartlyApplicable) and outcome.pairs:
+        return [None if ids is None else list(ids) for ids in outcome.pairs]
+    return None
+
+
 class ReferenceClient(RemoteEngine):
     """A `RemoteEngine` that takes a reference's "not applicable" for what it is.
 
@@ -105,8 +130,23 @@ class ReferenceClient(RemoteEngine):
 
     def _case(self, case: dict, data: bytes, items: object) -> Any:
         if isinstance(items, list):
-            for item in items:
-                error = item.get("error") if isinstance(item, dict) else None
-                if isinstance(error, dict) and error.get("type") == NOT_APPLICABLE_TYPE:
-                    return NotApplicable(str(error.get("message", "")))
+            reasons = [_not_applicable(item) for item in items]
+            if any(reason is not None for reason in reasons):
+                pairs = tuple(tuple(item["ids"]) if reason is None and _plain_ids(item) else None
+                              for item, reason in zip(items, reasons, strict=True))
+                reason = next(r for r in reasons if r is not None)
+                return PartlyApplicable(reason, pairs) if any(p is not None for p in pairs) else NotApplicable(reason)
         return super()._case(case, data, items)
+
+
+def _not_applicable(item: object) -> str | None:
+    """The reason of a `NotApplicable` error object, or None."""
+    error = item.get("error") if isinstance(item, dict) else None
+    if isinstance(error, dict) and error.get("type") == NOT_APPLICABLE_TYPE:
+        return str(error.get("message", ""))
+    return None
+
+
+def _plain_ids(item: object) -> bool:
+    ids = item.get("ids") if isinstance(item, dict) else None
+    return isinstance(ids, list) and all(type(i) is int for i in ids)
