@@ -97,7 +97,11 @@ def test_only_a_reference_client_reads_not_applicable():
     plain = RemoteEngine.__new__(RemoteEngine)
     plain.caps = frozenset({"tokenize"})
     assert isinstance(RemoteEngine._case(plain, {"id": "x"}, b"x", items), EngineError)
-    assert isinstance(specs.ReferenceClient._case(plain, {"id": "x"}, b"x", items), NotApplicable)
+    reference = specs.ReferenceClient.__new__(specs.ReferenceClient)
+    reference.caps = frozenset({"tokenize"})
+    assert isinstance(reference._case({"id": "x"}, b"x", items), NotApplicable)
+    crashed = [{"error": {"type": "RuntimeError", "message": "boom", "traceback": ""}}, *items[1:]]
+    assert isinstance(reference._case({"id": "x"}, b"x", crashed), EngineError)  # a real error is not hidden
 
 
 # --- spm: -----------------------------------------------------------------------------------------

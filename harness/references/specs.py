@@ -131,8 +131,9 @@ class ReferenceClient(RemoteEngine):
     def _case(self, case: dict, data: bytes, items: object) -> Any:
         if isinstance(items, list):
             reasons = [_not_applicable(item) for item in items]
-            if any(reason is not None for reason in reasons):
-                pairs = tuple(tuple(item["ids"]) if reason is None and _plain_ids(item) else None
+            failed = any(reason is None and not _plain_ids(item) for item, reason in zip(items, reasons, strict=True))
+            if any(reason is not None for reason in reasons) and not failed:  # a real error stays an engine error
+                pairs = tuple(tuple(item["ids"]) if reason is None else None
                               for item, reason in zip(items, reasons, strict=True))
                 reason = next(r for r in reasons if r is not None)
                 return PartlyApplicable(reason, pairs) if any(p is not None for p in pairs) else NotApplicable(reason)
