@@ -215,6 +215,13 @@ def test_classify_case(engine, llama, reference, expected):
     assert tuple(classify.classify_case(engine, llama, reference).values()) == expected
 
 
+def test_outcome_ids_per_side():
+    record = {"encode": [{"ids": A}, {"ids": A}, {"ids": B}, {"ids": B}]}
+    assert classify.outcome_ids(record) == [A, A, B, B]
+    assert classify.outcome_ids(specs.PartlyApplicable("x", ((1, 2), None, (1, 2), None))) == [A, None, A, None]
+    assert classify.outcome_ids(NotApplicable()) is None and classify.outcome_ids(None) is None
+
+
 def test_counts_make_the_summary_block():
     counts = classify.Counts()
     counts.add_case([A] * 4, [A] * 4, [A, None, A, None])

@@ -82,6 +82,20 @@ def finding_classes(outcomes: dict[str, str]) -> list[str]:
     return [cls for cls in CLASSES if outcomes.get(cls) == "differ"]
 
 
+def outcome_ids(outcome: object) -> list[list[int] | None] | None:
+    """Ids per flag pair from any side's outcome for a case: a record (llama.cpp's, an engine's, a
+    reference's) gives its `encode` ids; an answer with `pairs` (a reference that could answer
+    some pairs only, `specs.PartlyApplicable`) those; anything else (an error, a crash, not
+    applicable) None. The result is what `classify_case` and `Counts.add_case` take per side.
+    """
+    if isinstance(outcome, dict) and isinstance(outcome.get("encode"), list):
+        return [list(item["ids"]) for item in outcome["encode"]]
+    pairs = getattr(outcome, "pairs", None)
+    if pairs:
+        return [None if ids is None else list(ids) for ids in pairs]
+    return None
+
+
 # --- decoding ------------------------------------------------------------------------------------
 
 def decode_outcome(llama: bytes | None, reference: dict[str, str] | None) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 from ..engine_client import RemoteEngine
 from ..engine_records import NotApplicable
 from ..models import SetupError, child_env
+from .classify import outcome_ids
 
 EXTRA = "pip install 'gguf-parity[reference]'"
 # kind -> (the child's factory, the modules it needs, the file a folder must hold)
@@ -105,16 +106,8 @@ class PartlyApplicable(NotApplicable):
 
 
 def reference_ids(outcome: object) -> list[list[int] | None] | None:
-    """The reference's ids per flag pair from a `ReferenceClient` outcome, for `classify.Counts.add_case`.
-
-    A full record gives its four id lists, a `PartlyApplicable` the pairs it has;
-    anything else (not applicable, an engine error) None.
-    """
-    if isinstance(outcome, dict) and "encode" in outcome:
-        return [list(item["ids"]) for item in outcome["encode"]]
-    if isinstance(outcome, PartlyApplicable) and outcome.pairs:
-        return [None if ids is None else list(ids) for ids in outcome.pairs]
-    return None
+    """The reference's ids per flag pair from a `ReferenceClient` outcome (`classify.outcome_ids`)."""
+    return outcome_ids(outcome)
 
 
 class ReferenceClient(RemoteEngine):
