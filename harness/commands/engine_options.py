@@ -50,11 +50,11 @@ def found_fields(args: argparse.Namespace) -> dict:
     """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
 
     Our own engine keeps the project's corpora/found/ and .hypothesis/ (later
-    runs replay them); anyone else's finds are theirs: `<report>/found/` unless
+    runs replay them); anyone else's finds, and any run with `--reference`, are theirs: `<report>/found/` unless
     `--found-dir`, with the example database in `.hypothesis/` inside it
     (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).
     """
-    if is_ours(args.engine):
+    if is_ours(args.engine) and not getattr(args, "reference", None):  # a reference's finds are the user's too
         return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
     found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
     from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
