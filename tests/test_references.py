@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.golden.records import FLAGS
+from harness.models.shipped import SetupError, cache_dir
+from harness.references import classify, gguf_keys, specs
 from harness.subjects.guard import EngineLoadError
 from harness.subjects.records import NotApplicable
 from harness.subjects.spec import load_engine
-from harness.models.shipped import SetupError, cache_dir
-from harness.golden.records import FLAGS
-from harness.references import classify, gguf_keys, specs
 from tests import reference_files as rf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +91,8 @@ def test_a_bad_reference_spec_is_a_setup_error(tmp_path):
 
 def test_only_a_reference_client_reads_not_applicable():
     """Another engine's NotApplicable error is an engine error: an engine under test cannot dodge a case."""
-    from harness.subjects.client import RemoteEngine
     from harness.compare.findings import EngineError
+    from harness.subjects.client import RemoteEngine
     items = [{"error": {"type": "NotApplicable", "message": "no", "traceback": ""}}] * 4
     plain = RemoteEngine.__new__(RemoteEngine)
     plain.caps = frozenset({"tokenize"})

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..subjects.client import RemoteEngine
-from ..subjects.records import NotApplicable
 from ..errors import SetupError
 from ..models.shipped import child_env
+from ..subjects.client import RemoteEngine
+from ..subjects.records import NotApplicable
 from .classify import outcome_ids
 
 EXTRA = "pip install 'gguf-parity[reference]'"

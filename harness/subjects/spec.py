@@ -29,8 +29,8 @@ from typing import Any
 from ..contained import probe
 from ..errors import SetupError
 from ..models.shipped import child_env
-from .peers import is_peer, peer_factory
 from ..references.specs import is_reference, reference_factory
+from .peers import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
 DEFAULT_ENGINE_TIMEOUT = 30.0
