@@ -134,3 +134,21 @@ def test_a_fuzzed_conversion_finding_is_shrunk_and_saved_under_the_reports_found
     saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
     assert [c.get("text") for c in saved] == [text]
     assert any("fuzz: minimal failing input" in n for n in report["summary"]["per_model"][name]["notes"])
+
+
+def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_path):
+    """Only bytes that are not UTF-8: the original (str only) is not applicable on every case: exit 2."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json")
+    gguf = rf.bpe_gguf(original, tmp_path / "llama-bpe.gguf")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"b{i}", "bytes": b}) + "\n" for i, b in enumerate(("ff20", "c328"))))
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
+                           "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 2, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    [reason] = report["summary"]["not_checked"].values()
+    assert "could be compared on no case" in reason
+    assert report["summary"]["reference"]["classes"]["conversion"] == {"checked": 0, "agree": 0, "differ": 0,
+                                                                      "not_applicable": 2}
