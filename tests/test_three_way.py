@@ -152,3 +152,16 @@ def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_pa
     assert "could be compared on no case" in reason
     assert report["summary"]["reference"]["classes"]["conversion"] == {"checked": 0, "agree": 0, "differ": 0,
                                                                       "not_applicable": 2}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--reference", "hf:/nonexistent/folder"], "error: reference 'hf:/nonexistent/folder': no such file"),
+    (["--reference", "tok:/x"], "error: --reference 'tok:/x': expected hf:PATH or spm:PATH"),
+    (["--reference-arg", "add_bos=true"], "error: --reference-arg needs --reference"),
+])
+def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, args, message):
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-bpe", *args,
+                           "--report", str(tmp_path / "r"), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith(message), done.stderr
