@@ -165,3 +165,30 @@ def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, args, message):
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
     assert done.stderr.startswith(message), done.stderr
+
+
+def test_summary_reference_adds_up_over_models_and_over_merged_reports():
+    from harness.compare.result import ModelResult
+    from harness.references import classify
+    from harness.report import build
+
+    def result(name: str, differ: bool) -> ModelResult:
+        counts = classify.Counts()
+        counts.add_case([[1]] * 4, [[1]] * 4, [[2] if differ else [1], None, [1], None])
+        made = ModelResult(name, "bpe", cases=1)
+        made.reference = counts.as_dict()
+        if differ:
+            made.add("reference_findings", {"case_id": "c0", "text": "x", "class": "conversion"})
+        return made
+
+    one = build.build([result("a", True)], meta={})
+    two = build.build([result("b", False)], meta={})
+    assert one["summary"]["reference"]["classes"]["conversion"] == {"checked": 1, "agree": 0, "differ": 1,
+                                                                   "not_applicable": 0}
+    merged = build.merge([one, two, build.build([result("a", False)], meta={})], meta={})["summary"]["reference"]
+    assert merged["cases"] == 3 and merged["models"] == ["a", "b"]
+    assert merged["classes"]["conversion"] == {"checked": 3, "agree": 2, "differ": 1, "not_applicable": 0}
+    assert merged["pairs_not_applicable"] == {"add_special=False,parse_special=True": 3,
+                                              "add_special=True,parse_special=True": 3}
+    assert merged["findings"] == {"conversion": 1}
+    assert "reference" not in build.build([ModelResult("c", "bpe", cases=1)], meta={})["summary"]
