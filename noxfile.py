@@ -82,7 +82,7 @@ def tests(session: nox.Session) -> None:
     synthetic vocabularies and the chat helper. So the only skips left are the optional
     extras (nightly, peers, ...); any other skip fails the run (tests/skip_policy.py).
     """
-    install(session, "test")
+    install(session, "test", "reference")  # tests/test_references.py builds tiny tokenizer.json / .model files
     session.run("python", "-m", "harness", "synth")
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", str(os.cpu_count() or 1))
     ensure_chromium(session)
@@ -262,7 +262,7 @@ def nightly(session: nox.Session) -> None:
     """Every family, fuzzed (1000 per shipped vocabulary, 100 per synthetic one), golden drift,
     chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
     inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/."""
-    install(session, "test")
+    install(session, "test", "reference")  # tests/test_references.py builds tiny tokenizer.json / .model files
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
     session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.inputs.boundaries)

@@ -14,7 +14,11 @@ be checked (both sides refuse the file, 0 cases; see --expect-refusal);
 130/143 stopped by SIGINT/SIGTERM (a partial report marked `interrupted` is
 written). A llama.cpp crash on the known-crashes list (--known-crashes,
 default corpora/known_crashes.json) is shown in the report but does not make
-the exit status 1.
+the exit status 1. With --reference SPEC (the original tokenizer, a third side:
+docs/references.md) exit 0 means engine, llama.cpp and the original agreed on
+everything checked; any class of finding (parity, conversion, engine vs
+original) or a reference error gives 1, and a model on which the original
+could be compared on no case is not checked (2).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
 from ..runs.config import PROFILE_ENV, RunConfig, live_config
 from ..subjects.spec import is_ours
-from . import engine_options
+from . import engine_options, reference_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="make the fuzzing reproducible (the example database is then not used)")
     engine_options.add_arguments(parser)
+    reference_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
@@ -78,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
             "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
+            **({"reference": config.reference, "reference_args": dict(config.reference_args)}
+               if config.reference else {}),
             **({"shard": sharded[0].meta()} if sharded else {})}
     return run_and_report(lambda results: run_models(config, results, sharded), config, meta,
                           messages=_messages(args, config, sharded))

@@ -52,11 +52,13 @@ from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
+from . import reference_summary
 from .templating import environment
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
-          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes")
+          "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes",
+          "reference_findings")
 HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
 
 
@@ -67,6 +69,7 @@ def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | N
     report = {"version": REPORT_VERSION, "meta": meta, "summary": summarize(per_model)}
     for kind in LISTS + SIDE_LISTS:
         report[kind] = [entry for r in results for entry in getattr(r, kind)]
+    reference_summary.attach(report, per_model)  # `run --reference`: summary.reference
     report["known_crash_list"] = dict(known_crashes or {})
     return report
 
@@ -133,7 +136,7 @@ def one_line(report: dict) -> str:
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
-            + _messages_figures(report.get("messages")))
+            + _messages_figures(report.get("messages")) + reference_summary.line(s))
 
 
 def _set_aside(s: dict) -> str:
@@ -181,6 +184,7 @@ def merge(reports: Sequence[dict], *, meta: dict) -> dict:
         known.update(report.get("known_crash_list", {}))
     out = {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
            "summary": summarize(per_model), **merged, "known_crash_list": known}
+    reference_summary.attach(out, per_model)
     if any(r.get("messages") for r in reports):
         from .messages import merge as merge_messages
         out["messages"] = merge_messages([r["messages"] for r in reports if r.get("messages")])
@@ -246,6 +250,7 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     into["capabilities"] = caps.add_tallies([into.get("capabilities") or {}, counts.get("capabilities") or {}])
     if counts.get("source"):
         into["source"] = counts["source"]
+    reference_summary.fold(into, counts)
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -386,7 +391,8 @@ def _entries(report: dict) -> list[dict]:
     """Every finding as one display entry with a `kind` and a `category` to filter on."""
     out = []
     for kind, default_category in (("oracle_crashes", "oracle crash"), ("engine_errors", "engine error"),
-                                   ("mismatches", None), ("vocab_mismatches", "vocabulary")):
+                                   ("mismatches", None), ("vocab_mismatches", "vocabulary"),
+                                   ("reference_findings", "conversion")):
         for entry in report.get(kind, []):
             out.append(_display(entry, kind=kind, category=entry.get("category") or default_category))
     return out
@@ -397,7 +403,7 @@ ENTRY_DEFAULTS: dict[str, Any] = {"case_id": None, "text": "", "bytes": None, "c
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
                   "got_piece_hex": "", "token": None, "field": "", "sides": False,
-                  "traceback": "", "capability": None}
+                  "traceback": "", "capability": None, "rows": None, "gguf_keys": [], "compared": None}
 
 
 def _display(entry: dict, *, kind: str, category: str | None) -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..compare.findings import (
     EngineError,
@@ -36,6 +36,9 @@ from ..subjects import capabilities as capmod
 from .config import RunConfig
 from .outcomes import save_failing
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from .reference import ReferenceSide
 
 # One case's expected answer: (llama.cpp's record, None), or (None, the crash it met).
 Answer = tuple[dict | None, dict | None]
@@ -76,16 +79,25 @@ def subject(*, name: str, arg: str, path: Path, engine, vocab: dict, pieces: lis
 
 
 def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, result: ModelResult,
-                bar: Progress) -> None:
-    """Every case judged: the expected side asked first, then the engine batched, then each case in order."""
+                bar: Progress, reference: ReferenceSide | None = None) -> None:
+    """Every case judged: the expected side asked first, then the engine batched, then each case in order.
+
+    With a `reference` (the original tokenizer, `run --reference`), it is asked too, and each
+    case is judged three ways (`harness.runs.reference`).
+    """
     answers = expected.ask(cases)
     asked = [case for case in cases if expected.engine_needed(case)]
     got_of = dict(zip((c["id"] for c in asked), subject.engine.evaluate_many(asked), strict=True))
-    for case, answer in zip(cases, answers, strict=True):
+    theirs = reference.outcomes(list(cases)) if reference is not None else [None] * len(cases)
+    for case, answer, ours in zip(cases, answers, theirs, strict=True):
         record, crash = answer()
         got = got_of.get(case["id"])
         result.cases += 1
-        for kind, entry in findings(subject, case, record, got, crash=crash):
+        found = findings(subject, case, record, got, crash=crash)
+        if reference is not None:
+            reference.count(record, got, ours)
+            found = reference.findings(subject, case, record, got, ours, found)
+        for kind, entry in found:
             result.add(kind, entry)
         capmod.tally_case(result, subject.engine.caps, case, record, got)
         bar.advance(note=f"{len(result.failing)} failing")

@@ -52,6 +52,8 @@ class RunConfig:
     known_crashes: KnownCrashes = NONE
     expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement
     shard: Shard | None = None  # --shard K/N: only that part of the work (harness.runs.shard)
+    reference: str | None = None  # --reference hf:PATH|spm:PATH: the original tokenizer (runs/reference.py)
+    reference_args: tuple[tuple[str, str], ...] = ()  # --reference-arg KEY=VALUE (spm: add_bos=, add_eos=)
 
 
 def selected_models(args: argparse.Namespace) -> tuple[str, ...]:
@@ -80,7 +82,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
 def live_config(args: argparse.Namespace) -> RunConfig:
     """`run`'s config from its parsed arguments."""
     limits = worker_limits.from_args(args)
-    kwargs = found_fields(args)
+    kwargs = found_fields(args) | reference_fields(args)
     return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),
@@ -120,13 +122,27 @@ def found_fields(args: argparse.Namespace) -> dict:
     """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
 
     Our own engine keeps the project's corpora/found/ and .hypothesis/ (later
-    runs replay them); anyone else's finds are theirs: `<report>/found/` unless
+    runs replay them); anyone else's finds, and any run with `--reference`, are theirs: `<report>/found/` unless
     `--found-dir`, with the example database in `.hypothesis/` inside it
     (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).
     """
-    if is_ours(args.engine):
+    if is_ours(args.engine) and not getattr(args, "reference", None):  # a reference's finds are the user's too
         return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
     found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
     from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
 
     return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}
+
+
+def reference_fields(args: argparse.Namespace) -> dict:
+    """RunConfig fields for `--reference` / `--reference-arg` (`SetupError` on a bad spec or option, before any work)."""
+    from ..references.specs import is_reference
+    spec = getattr(args, "reference", None)
+    pairs = tuple(parse_engine_args(getattr(args, "reference_arg", None) or []).items())
+    if spec is None:
+        if pairs:
+            raise SetupError("--reference-arg needs --reference")
+        return {}
+    if not is_reference(spec):
+        raise SetupError(f"--reference {spec!r}: expected hf:PATH or spm:PATH")
+    return {"reference": spec, "reference_args": pairs}

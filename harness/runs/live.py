@@ -46,7 +46,7 @@ from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe, load_engine
-from . import check
+from . import check, reference
 from .config import RunConfig
 from .outcomes import (
     both_refuse,
@@ -166,14 +166,21 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
         if config.expect_refusal:
             refusal_expected_but_loaded(result)
             return result
+        third = None
         try:
             subject = _prepare(path, name, arg, loaded, config, result)
+            if config.reference:  # the original tokenizer as a third side (harness.runs.reference)
+                third = reference.ReferenceSide.open(config, path)
+                subject = reference.three_way(subject, config)
             with Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
-                check.judge_cases(subject, cases, LiveExpected(pool), result, bar)
+                check.judge_cases(subject, cases, LiveExpected(pool), result, bar, reference=third)
                 if fuzz:
-                    _fuzz(subject, pool.sessions[0], config, result, bar)
+                    _fuzz(subject, pool.sessions[0], config, result, bar, third)
         finally:
             _close(loaded[0], result)
+            if third is not None:
+                third.close()
+                third.conclude(result)
     finally:
         pool.close()
         for fault in pool.faults():
@@ -253,12 +260,14 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
 
 
 def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
-           judged: list | None = None):
+           judged: list | None = None, third: reference.ReferenceSide | None = None):
     """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
 
     A known llama.cpp crash always counts as passing (the hunt goes on for real
     engine bugs); the input is noted in `known_seen` (entry id -> case ids). Each
-    judged (case, expected, got) goes to `judged`, in order, for the capability tally.
+    judged (case, expected, got) goes to `judged`, in order, for the capability tally. With
+    `third` (the original tokenizer) its findings count too, so a conversion finding is shrunk
+    like a parity one; its outcome is kept in `third.seen` for the count.
     """
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
@@ -273,6 +282,10 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
         if judged is not None:
             judged.append((case, expected, got))
         found = findings(subject, case, expected, got, crash=crash)
+        if third is not None:
+            ours = third.outcome(case)
+            third.seen[case["id"]] = ours
+            found = third.findings(subject, case, expected, got, ours, found)
         for kind, entry in found:
             if kind == "known_oracle_crashes":
                 known_seen.setdefault(entry["known_crash"], set()).add(case["id"])
@@ -281,7 +294,7 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
 
 
 def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-          bar: Progress) -> None:
+          bar: Progress, third: reference.ReferenceSide | None = None) -> None:
     """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
 
     llama.cpp aborts on some inputs for whole vocabulary families; without the
@@ -295,7 +308,8 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)
             judged: list = []
-            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen, judged=judged)
+            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen, judged=judged,
+                           third=third)
             with _database(config.hypothesis_db):
                 outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
                                key=f"{subject.name}:{ignore_crashes}",
@@ -303,6 +317,8 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
             result.cases += outcome.generated
             for case, expected, got in judged[:outcome.generated]:  # the generated ones, not shrink steps
                 capmod.tally_case(result, subject.engine.caps, case, expected, got)
+                if third is not None and case["id"] in third.seen:
+                    third.count(expected, got, third.seen[case["id"]])
             budget -= outcome.generated
             if outcome.case is None:
                 return
@@ -379,6 +395,7 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
     `plan`) limits the run to one shard: models it holds nothing of are skipped.
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
+    reference.check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     for arg in config.models:
         resolve(arg)  # fail fast on a bad name or file before any work
     for corpus in config.corpora:

@@ -95,7 +95,7 @@ def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> N
     shown = result.failing | result.known_crash_ids
     failing = [c for c in cases if c["id"] in shown]
     extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
-             if e.get("fuzz")}
+             + result.reference_findings if e.get("fuzz")}
     failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
                 for i, e in extra.items()]
     if not failing:

@@ -4,6 +4,8 @@
     --engine MODULE:CALLABLE      CALLABLE(gguf_path, **engine_args), in a contained child process
     --engine cmd:"COMMAND LINE"   any program speaking docs/engine-protocol.md
     --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release
+    --engine hf:PATH | spm:PATH   the model's original tokenizer as the "engine": llama.cpp against
+                                  the original (docs/references.md; harness.references)
 
 `load_engine` checks the spec once (a bad one is a `SetupError`, exit 2) and
 returns a factory: GGUF path -> engine handle (`harness.subjects.guard`). The
@@ -27,6 +29,7 @@ from typing import Any
 from ..contained import probe
 from ..errors import SetupError
 from ..models.shipped import child_env
+from ..references.specs import is_reference, reference_factory
 from .peers import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
@@ -63,6 +66,8 @@ def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
         return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout)
     if is_peer(spec):  # transformers, llama.cpp@VERSION: docs/peers.md
         return peer_factory(spec, args=args, timeout=timeout)
+    if is_reference(spec):  # hf:, spm:, tekken: the original tokenizer, contained (docs/references.md)
+        return reference_factory(spec, args=args, timeout=timeout)
     if is_ours(spec):
         from tokenizer import Tokenizer
 

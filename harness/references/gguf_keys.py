@@ -1,0 +1,311 @@
+"""Which GGUF tokenizer keys disagree with the original tokenizer: cheap checks, no tokenizing.
+
+A conversion finding (llama.cpp != original) names the keys it can be
+traced to. These checks read the GGUF through `tokenizer.Vocab` (llama.cpp's
+load rules: what llama.cpp makes of each key, pinned against llama.cpp by the
+golden vocabulary check) and the original as plain data (tokenizer.json as
+JSON; a SentencePiece .model's few needed protobuf fields), so they run in
+the harness's process without the reference's library:
+
+    key                                  original
+    tokenizer.ggml.add_bos_token         the post-processor adds a BOS (first template item), and which id
+    tokenizer.ggml.add_eos_token         the post-processor adds an EOS (last template item)
+    tokenizer.ggml.pre                   ignore_merges as llama.cpp sets it for that name, against the model's
+    tokenizer.ggml.pre                   the Split regexes of the pre-tokenizer, against llama.cpp's for that name
+    tokenizer.ggml.token_type            an added token's `special` (CONTROL), lstrip/rstrip (LSTRIP/RSTRIP)
+    tokenizer.ggml.tokens                the count, and each token's text (BPE)
+    tokenizer.ggml.merges                the count (merges dropped by a converter)
+    tokenizer.ggml.model                 WordPiece's `max_input_chars_per_word`, which llama.cpp's WPM lacks
+    tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
+    tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
+
+    python -m harness.references.gguf_keys FILE.gguf hf:PATH     # one line per discrepancy; exit 1 if any
+
+A discrepancy is a lead, not a verdict: the cases decide (docs/references.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizer import Tokenizer
+from tokenizer.attrs import Attr
+from tokenizer.pretokenize.behaviours import get as get_pretokenizer
+
+from ..errors import SetupError
+from .hf import config_beside
+from .specs import ReferenceSpec, parse
+
+MAX_SHOWN = 5  # token ids named per discrepancy
+
+
+@dataclass(frozen=True)
+class Discrepancy:
+    """One GGUF key whose value does not say what the original says."""
+
+    key: str
+    gguf: str
+    original: str
+    note: str = ""
+
+    def line(self) -> str:
+        tail = f" ({self.note})" if self.note else ""
+        return f"{self.key}: GGUF {self.gguf}; original {self.original}{tail}"
+
+
+def discrepancies(gguf_path: str | Path, spec: str | ReferenceSpec) -> list[Discrepancy]:
+    """Every discrepancy the cheap checks find between the GGUF and the reference."""
+    ref = parse(spec) if isinstance(spec, str) else spec
+    tok = Tokenizer.from_gguf(gguf_path)
+    if ref.kind == "hf":
+        return hf_discrepancies(tok, json.loads(ref.path.read_text(encoding="utf-8")), config_beside(ref.path))
+    if ref.kind == "spm":
+        return spm_discrepancies(tok, read_spm(ref.path.read_bytes()), config_beside(ref.path))
+    return []
+
+
+# --- tokenizer.json --------------------------------------------------------------------------------
+
+def _template_ends(post: Any) -> tuple[int | None, int | None]:
+    """The ids the post-processor puts first and last on a single sequence (None: nothing there)."""
+    if not isinstance(post, dict):
+        return None, None
+    kind = post.get("type")
+    if kind == "Sequence":
+        first = last = None
+        for inner in post.get("processors") or []:
+            f, la = _template_ends(inner)
+            first, last = first if first is not None else f, la if la is not None else last
+        return first, last
+    if kind in ("BertProcessing", "RobertaProcessing"):
+        return post["cls"][1], post["sep"][1]
+    if kind != "TemplateProcessing":
+        return None, None
+    single = post.get("single") or []
+    specials = post.get("special_tokens") or {}
+
+    def special_id(item: Any) -> int | None:
+        name = item.get("SpecialToken", {}).get("id") if isinstance(item, dict) else None
+        ids = (specials.get(name) or {}).get("ids") if name is not None else None
+        return ids[0] if ids else None
+    return (special_id(single[0]) if single else None), (special_id(single[-1]) if single else None)
+
+
+def _split_patterns(pre: Any) -> list[str]:
+    """The regex strings of every Split in the pre-tokenizer, in order."""
+    if not isinstance(pre, dict):
+        return []
+    if pre.get("type") == "Sequence":
+        return [p for inner in pre.get("pretokenizers") or [] for p in _split_patterns(inner)]
+    pattern = pre.get("pattern") if pre.get("type") == "Split" else None
+    return [pattern["Regex"]] if isinstance(pattern, dict) and "Regex" in pattern else []
+
+
+def _case_classes(match: re.Match[str]) -> str:
+    return "(?:" + re.sub(r"[A-Za-z]", lambda m: f"[{m[0].lower()}{m[0].upper()}]", match[1]) + ")"
+
+
+def llama_form(pattern: str) -> str:
+    """A tokenizer.json regex as llama.cpp writes it: `(?i:'s|'t)` becomes `(?:'[sS]|'[tT])`.
+
+    llama.cpp's regex engine has no inline flags, so its copies of these
+    patterns spell the case-insensitive group out; the two are the same split.
+    """
+    return re.sub(r"\(\?i:([^()]*)\)", _case_classes, pattern)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepancy]:
+    vocab, model = tok.vocab, data.get("model") or {}
+    out: list[Discrepancy] = []
+    first, last = _template_ends(data.get("post_processor"))
+    bos, eos = vocab.special.get("bos"), vocab.special.get("eos")
+    adds_bos = first is not None
+    if vocab.add_bos != adds_bos or (adds_bos and vocab.add_bos and first != bos):
+        out.append(Discrepancy("tokenizer.ggml.add_bos_token", f"adds BOS {_yes(vocab.add_bos)} (id {bos})",
+                               f"post-processor adds {'id ' + str(first) if adds_bos else 'no BOS'}",
+                               _config_note(config, "add_bos_token")))
+    adds_eos = last is not None
+    if vocab.add_eos != adds_eos and vocab.vocab_type != "wpm":  # WPM's closing [SEP] is add_sep
+        out.append(Discrepancy("tokenizer.ggml.add_eos_token", f"adds EOS {_yes(vocab.add_eos)} (id {eos})",
+                               f"post-processor adds {'id ' + str(last) if adds_eos else 'no EOS'}",
+                               _config_note(config, "add_eos_token")))
+    if model.get("type") == "BPE" and vocab.vocab_type == "bpe":
+        out += _bpe_model(vocab, model, _split_patterns(data.get("pre_tokenizer")))
+    if model.get("type") == "WordPiece" and vocab.vocab_type == "wpm" and model.get("max_input_chars_per_word"):
+        out.append(Discrepancy("tokenizer.ggml.model", "'bert': llama.cpp's WPM has no word-length limit",
+                               f"WordPiece max_input_chars_per_word {model['max_input_chars_per_word']}",
+                               "a longer word is one [UNK] in the original, word pieces in llama.cpp "
+                               "(llm_tokenizer_wpm_session::tokenize); no GGUF key carries the limit"))
+    out += _added_tokens(tok, data.get("added_tokens") or [])
+    out += _token_count(vocab, model, data.get("added_tokens") or [])
+    return out
+
+
+def _config_note(config: dict, key: str) -> str:
+    return f"tokenizer_config.json sets {key} = {config[key]!r}" if key in config else ""
+
+
+def _bpe_model(vocab: Any, model: dict, patterns: list[str]) -> list[Discrepancy]:
+    out = []
+    original = bool(model.get("ignore_merges", False))
+    if vocab.ignore_merges != original:
+        out.append(Discrepancy("tokenizer.ggml.pre",
+                               f"{vocab.pre!r}: llama.cpp ignore_merges {_yes(vocab.ignore_merges)}",
+                               f"model.ignore_merges {_yes(original)}",
+                               "a word that is one token in the original is merged piece by piece, or the reverse"))
+    ours = get_pretokenizer(vocab.pre_type).patterns
+    if patterns and [llama_form(p) for p in patterns] != list(ours):
+        out.append(Discrepancy("tokenizer.ggml.pre", f"{vocab.pre!r} splits with {len(ours)} regex(es) of llama.cpp's",
+                               f"{len(patterns)} Split regex(es), not the same text",
+                               "compare the texts: llama.cpp rewrites some; a different split is a lead"))
+    merges = model.get("merges") or []
+    if len(merges) != len(vocab.merges):
+        out.append(Discrepancy("tokenizer.ggml.merges", f"{len(vocab.merges)} merges", f"{len(merges)} merges"))
+    texts = model.get("vocab") or {}
+    wrong = [i for text, i in texts.items() if i < vocab.n_tokens and vocab.texts[i] != text.encode("utf-8")]
+    if wrong:
+        out.append(Discrepancy("tokenizer.ggml.tokens", f"{len(wrong)} token text(s) differ",
+                               "the model's vocab", f"ids {sorted(wrong)[:MAX_SHOWN]}"))
+    return out
+
+
+def _added_tokens(tok: Tokenizer, added: list[dict]) -> list[Discrepancy]:
+    """Each added token's special / lstrip / rstrip against the GGUF's token type and llama.cpp's attrs."""
+    vocab = tok.vocab
+    rows: dict[str, list[str]] = {"special": [], "lstrip": [], "rstrip": []}
+    for token in added:
+        i = token.get("id")
+        if not isinstance(i, int) or not 0 <= i < vocab.n_tokens:
+            continue
+        attr = vocab.attrs[i]
+        for name, bit in (("special", Attr.CONTROL), ("lstrip", Attr.LSTRIP), ("rstrip", Attr.RSTRIP)):
+            if bool(token.get(name, False)) != bool(attr & bit):
+                rows[name].append(f"{i} {token.get('content')!r}: original {name} {_yes(bool(token.get(name)))}")
+    out = []
+    for name, found in rows.items():
+        if found:
+            what = "CONTROL type" if name == "special" else f"{name.upper()} attr"
+            out.append(Discrepancy("tokenizer.ggml.token_type",
+                                   f"{len(found)} added token(s) with {what} the other way",
+                                   f"added_tokens[].{name}", "; ".join(found[:MAX_SHOWN])))
+    return out
+
+
+def _token_count(vocab: Any, model: dict, added: list[dict]) -> list[Discrepancy]:
+    ids = set((model.get("vocab") or {}).values()) if isinstance(model.get("vocab"), dict) else set()
+    ids |= {t["id"] for t in added if isinstance(t.get("id"), int)}
+    if ids and max(ids) + 1 != vocab.n_tokens:
+        return [Discrepancy("tokenizer.ggml.tokens", f"{vocab.n_tokens} tokens", f"{max(ids) + 1} ids")]
+    return []
+
+
+# --- SentencePiece .model ---------------------------------------------------------------------------
+
+def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+    """A protobuf message's (field, wire type, value) list; length-delimited values as bytes."""
+    out, pos = [], 0
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= len(buf):
+                raise ValueError("protobuf: truncated varint")
+            byte = buf[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+    while pos < len(buf):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value: Any = varint()
+        elif wire == 2:
+            size = varint()
+            value, pos = buf[pos:pos + size], pos + size
+        elif wire == 5:
+            value, pos = struct.unpack("<f", buf[pos:pos + 4])[0], pos + 4
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        else:
+            raise ValueError(f"protobuf: wire type {wire} not expected in a SentencePiece model")
+        out.append((number, wire, value))
+    return out
+
+
+def read_spm(buf: bytes) -> dict:
+    """The fields of a SentencePiece ModelProto the checks need: pieces, types, normalizer flags."""
+    pieces, types = [], []
+    normalizer: dict[str, bool] = {"add_dummy_prefix": True, "remove_extra_whitespaces": True}
+    for number, _, value in _fields(buf):
+        if number == 1:  # SentencePiece { piece = 1; score = 2; type = 3 (NORMAL 1 default) }
+            inner = {n: v for n, _, v in _fields(value)}
+            pieces.append(inner.get(1, b"").decode("utf-8", "replace"))
+            types.append(inner.get(3, 1))
+        elif number == 3:  # NormalizerSpec { add_dummy_prefix = 3; remove_extra_whitespaces = 4 }
+            inner = {n: v for n, _, v in _fields(value)}
+            normalizer = {"add_dummy_prefix": bool(inner.get(3, 1)), "remove_extra_whitespaces": bool(inner.get(4, 1))}
+    return {"pieces": pieces, "types": types, **normalizer}
+
+
+SPM_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
+GGUF_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
+
+
+def spm_discrepancies(tok: Tokenizer, model: dict, config: dict) -> list[Discrepancy]:
+    vocab, out = tok.vocab, []
+    for key, flag in (("add_space_prefix", "add_dummy_prefix"),
+                      ("remove_extra_whitespaces", "remove_extra_whitespaces")):
+        if getattr(vocab, key) != model[flag]:
+            out.append(Discrepancy(f"tokenizer.ggml.{key}", _yes(getattr(vocab, key)), f"{flag} {_yes(model[flag])}"))
+    if "add_bos_token" in config and vocab.add_bos != bool(config["add_bos_token"]):
+        out.append(Discrepancy("tokenizer.ggml.add_bos_token", _yes(vocab.add_bos),
+                               f"tokenizer_config.json add_bos_token {config['add_bos_token']!r}"))
+    if len(model["pieces"]) != vocab.n_tokens:
+        out.append(Discrepancy("tokenizer.ggml.tokens", f"{vocab.n_tokens} tokens", f"{len(model['pieces'])} pieces"))
+    n = min(len(model["pieces"]), vocab.n_tokens)
+    wrong = [i for i in range(n) if vocab.texts[i] != model["pieces"][i].encode("utf-8")]
+    if wrong:
+        out.append(Discrepancy("tokenizer.ggml.tokens", f"{len(wrong)} token text(s) differ", "the model's pieces",
+                               f"ids {wrong[:MAX_SHOWN]}"))
+    types = tok.vocab.metadata.get("tokenizer.ggml.token_type")
+    if types is not None:
+        bad = [i for i in range(n) if int(types[i]) != model["types"][i]]
+        if bad:
+            shown = [f"{i}: {GGUF_TYPES.get(int(types[i]), types[i])} vs {SPM_TYPES.get(model['types'][i])}"
+                     for i in bad[:MAX_SHOWN]]
+            out.append(Discrepancy("tokenizer.ggml.token_type", f"{len(bad)} token type(s) differ",
+                                   "the model's piece types", "; ".join(shown)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m harness.references.gguf_keys FILE.gguf hf:PATH|spm:PATH", file=sys.stderr)
+        return 2
+    try:
+        found = discrepancies(args[0], args[1])
+    except (SetupError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for item in found:
+        print(item.line())
+    print(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'} between {args[0]} and {args[1]}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

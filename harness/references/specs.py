@@ -1,0 +1,147 @@
+"""Reference specs `hf:PATH` and `spm:PATH`: checked once, then run as a contained child.
+
+    hf:DIR            DIR/tokenizer.json (+ DIR/tokenizer_config.json when present), HF `tokenizers`
+    hf:FILE.json      that tokenizer.json (+ a tokenizer_config.json beside it)
+    spm:FILE.model    a SentencePiece model (+ a tokenizer_config.json beside it), `sentencepiece`
+    spm:DIR           DIR/tokenizer.model
+
+The reference's library is imported only in the Python reference child
+(`harness.children.python_child`), the one every `--engine MODULE:CALLABLE`
+runs in: a crash or a hang costs one case, as for any engine. The child is
+handed the GGUF path at `hello` like any engine, and ignores it: the
+reference's own file comes in the `reference` argument.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SetupError
+from ..models.shipped import child_env
+from ..subjects.client import RemoteEngine
+from ..subjects.records import NotApplicable
+from .classify import outcome_ids
+
+EXTRA = "pip install 'gguf-parity[reference]'"
+# kind -> (the child's factory, the modules it needs, the file a folder must hold)
+KINDS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "hf": ("harness.references.hf:load", ("tokenizers",), "tokenizer.json"),
+    "spm": ("harness.references.spm:load", ("sentencepiece",), "tokenizer.model"),
+}
+NOT_APPLICABLE_TYPE = "NotApplicable"
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """A parsed reference spec: its kind and the file the library loads."""
+
+    kind: str
+    path: Path
+
+    @property
+    def spec(self) -> str:
+        return f"{self.kind}:{self.path}"
+
+
+def is_reference(spec: str | None) -> bool:
+    """True for `hf:...` and `spm:...` (these prefixes are reserved, like `cmd:`)."""
+    return bool(spec) and str(spec).partition(":")[0] in KINDS and ":" in str(spec)
+
+
+def parse(spec: str) -> ReferenceSpec:
+    """The spec checked: a known kind, a file that exists; `SetupError` (exit 2) naming what is wrong."""
+    kind, _, raw = spec.partition(":")
+    if kind not in KINDS:
+        raise SetupError(f"reference {spec!r}: unknown kind {kind!r} (known: {', '.join(f'{k}:PATH' for k in KINDS)})")
+    if not raw:
+        raise SetupError(f"reference {spec!r}: no path after {kind}:")
+    path = Path(raw).expanduser().resolve()
+    if path.is_dir():
+        path = path / KINDS[kind][2]
+    if not path.is_file():
+        raise SetupError(f"reference {spec!r}: no such file {path}")
+    return ReferenceSpec(kind, path)
+
+
+def missing(kind: str) -> str | None:
+    """Why a `kind:` reference cannot run here (a missing library), or None."""
+    need = [name for name in KINDS[kind][1] if importlib.util.find_spec(name) is None]
+    if need:
+        return f"a {kind}: reference needs {', '.join(need)}: {EXTRA}"
+    return None
+
+
+def child_argv(kind: str) -> list[str]:
+    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0]]
+
+
+def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
+    """GGUF path -> a contained engine handle serving the reference (as `engine_spec.load_engine` returns).
+
+    `SetupError` for a bad spec or a missing library, before anything starts.
+    """
+    ref = parse(spec)
+    reason = missing(ref.kind)
+    if reason:
+        raise SetupError(reason)
+    argv, env = child_argv(ref.kind), child_env()
+    child_args = {**args, "reference": str(ref.path)}
+    return lambda path: ReferenceClient(argv, Path(path), args=child_args, timeout=timeout, env=env)
+
+
+@dataclass(frozen=True)
+class PartlyApplicable(NotApplicable):
+    """A case the reference answered for some flag pairs only: not applicable as a whole today.
+
+    `pairs` holds the ids per flag pair (`harness.golden.records.FLAGS` order), None where
+    the reference cannot express the pair; the three-way check reads them
+    (`reference_ids`), today's per-case records cannot.
+    """
+
+    pairs: tuple[tuple[int, ...] | None, ...] = field(default=())
+
+
+def reference_ids(outcome: object) -> list[list[int] | None] | None:
+    """The reference's ids per flag pair from a `ReferenceClient` outcome (`classify.outcome_ids`)."""
+    return outcome_ids(outcome)
+
+
+class ReferenceClient(RemoteEngine):
+    """A `RemoteEngine` that takes a reference's "not applicable" for what it is.
+
+    A reference answers a flag pair it cannot express with an error of type
+    `NotApplicable` (`harness.references.flags.NotExpressible`). Today's per-case
+    records hold all four flag pairs or none, so such a case is not applicable
+    as a whole: counted apart, never a pass and never a finding. Only reference
+    children get this reading; any other engine's `NotApplicable` error stays
+    an engine error, so an engine under test cannot dodge a case that way.
+    """
+
+    def _case(self, case: dict, data: bytes, items: object) -> Any:
+        if isinstance(items, list):
+            reasons = [_not_applicable(item) for item in items]
+            failed = any(reason is None and not _plain_ids(item) for item, reason in zip(items, reasons, strict=True))
+            if any(reason is not None for reason in reasons) and not failed:  # a real error stays an engine error
+                pairs = tuple(tuple(item["ids"]) if reason is None else None
+                              for item, reason in zip(items, reasons, strict=True))
+                reason = next(r for r in reasons if r is not None)
+                return PartlyApplicable(reason, pairs) if any(p is not None for p in pairs) else NotApplicable(reason)
+        return super()._case(case, data, items)
+
+
+def _not_applicable(item: object) -> str | None:
+    """The reason of a `NotApplicable` error object, or None."""
+    error = item.get("error") if isinstance(item, dict) else None
+    if isinstance(error, dict) and error.get("type") == NOT_APPLICABLE_TYPE:
+        return str(error.get("message", ""))
+    return None
+
+
+def _plain_ids(item: object) -> bool:
+    ids = item.get("ids") if isinstance(item, dict) else None
+    return isinstance(ids, list) and all(type(i) is int for i in ids)

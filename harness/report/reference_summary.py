@@ -1,0 +1,84 @@
+"""report.json's `summary.reference` (`run --reference`): the three-way counts of every model, added up.
+
+Each model's `per_model` entry carries its own block (`ModelResult.reference`:
+`harness.references.classify.Counts.as_dict()` plus the spec, the reference's
+errors and the GGUF key discrepancies). The summary adds the numbers up:
+
+    {"cases", "classes": {class: {"checked", "agree", "differ", "not_applicable"}},
+     "pairs_not_applicable": {"add_special=...,parse_special=...": n}, "decode": {...}, "errors",
+     "findings": {"conversion": n, "engine_vs_original": n, "reference_error": n}, "models": [...]}
+
+`findings` counts the `reference_findings` entries (one per case, flag pair
+and class); `classes` counts cases. A report without a reference has no block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..references.classify import CLASSES, OUTCOMES
+
+NUMBERS = ("checked", *OUTCOMES)
+
+
+def empty() -> dict:
+    return {"cases": 0, "classes": {c: dict.fromkeys(NUMBERS, 0) for c in CLASSES},
+            "pairs_not_applicable": {}, "decode": {}, "errors": 0}
+
+
+def add(into: dict, block: Mapping) -> dict:
+    """`block` (one model's, or a summed one) added into `into`; returns `into`."""
+    into["cases"] += int(block.get("cases", 0))
+    into["errors"] += int(block.get("errors", 0))
+    for cls, row in (block.get("classes") or {}).items():
+        target = into["classes"].setdefault(cls, dict.fromkeys(NUMBERS, 0))
+        for key in NUMBERS:
+            target[key] += int(row.get(key, 0))
+    for part in ("pairs_not_applicable", "decode"):
+        for key, n in (block.get(part) or {}).items():
+            into[part][key] = into[part].get(key, 0) + int(n)
+    for key in ("spec", "gguf_keys"):
+        if key in block:
+            into[key] = block[key]
+    return into
+
+
+def fold(into: dict, counts: Mapping) -> None:
+    """A model's block from another report (`merge`) added into its merged counts."""
+    block = counts.get("reference")
+    if block:
+        into["reference"] = add(into.get("reference") or empty(), block)
+
+
+def attach(report: dict, per_model: Mapping[str, Mapping]) -> None:
+    """`report["summary"]["reference"]` from the models' blocks and the report's `reference_findings`,
+    when any model had a reference."""
+    blocks = {m: c["reference"] for m, c in per_model.items() if c.get("reference")}
+    if not blocks:
+        return
+    total = empty()
+    for block in blocks.values():
+        add(total, block)
+    total.pop("spec", None)
+    total.pop("gguf_keys", None)
+    total["pairs_not_applicable"] = dict(sorted(total["pairs_not_applicable"].items()))
+    total["models"] = sorted(blocks)
+    total["findings"] = {}
+    for entry in report.get("reference_findings") or []:
+        cls = str(entry.get("class"))
+        total["findings"][cls] = total["findings"].get(cls, 0) + 1
+    report["summary"]["reference"] = total
+
+
+def line(summary: Mapping) -> str:
+    """"; reference: parity 5/5 agree, conversion 4/5 agree (1 differ, 0 n/a), ..." or "" without a reference."""
+    block = summary.get("reference")
+    if not block:
+        return ""
+    parts = []
+    for cls in CLASSES:
+        row = block["classes"].get(cls) or dict.fromkeys(NUMBERS, 0)
+        parts.append(f"{cls.replace('_', ' ')} {row['agree']}/{row['checked']} agree "
+                     f"({row['differ']} differ, {row['not_applicable']} not applicable)")
+    errors = f", {block['errors']} reference errors" if block.get("errors") else ""
+    return "; reference: " + ", ".join(parts) + errors

@@ -1,0 +1,188 @@
+"""The third side of the per-model check: the model's original tokenizer (`run --reference SPEC`).
+
+With `--reference hf:PATH` or `spm:PATH` every case has three id lists per flag
+pair: the engine under test, llama.cpp and the original (run contained by
+`harness.references.specs`). `ReferenceSide` asks the original for each case
+beside the other two, and for each case:
+
+- counts it (`harness.references.classify.Counts`: per class agree / differ /
+  not applicable, and the flag pairs the original could not express), kept in
+  `ModelResult.reference` and summed into report.json's `summary.reference`;
+- adds a `reference_findings` entry per differing flag pair and class:
+  `conversion` (llama.cpp != original; it names the GGUF keys
+  `harness.references.gguf_keys` finds) and `engine_vs_original`; a reference
+  that fails on a case (an error, a crash, a hang) is a `reference_error` entry;
+- gives every finding card of the case (today's parity mismatches too) the three
+  rows of tokens (`rows`).
+
+Today's parity findings (engine != llama.cpp) stay `mismatches`, as without a
+reference. Not applicable is never a pass: a model on which the original could
+be compared on no case at all is not checked (exit 2). The fuzzer's judge calls
+`findings` too, so a conversion finding is shrunk and saved like a parity one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..compare.diff import TokenTable, first_diff, visible
+from ..compare.findings import EngineError, Subject, case_fields
+from ..compare.result import ModelResult
+from ..errors import SetupError
+from ..references import classify, gguf_keys, specs
+from ..subjects.guard import EngineLoadError
+from .config import RunConfig
+
+KIND = "reference_findings"
+CATEGORIES = {"conversion": "conversion", "engine_vs_original": "engine vs original",
+              "reference_error": "reference error"}
+SIDE_NAMES = {"engine": "engine", "llama": "llama.cpp", "reference": "original"}
+
+
+def check_spec(config: RunConfig) -> None:
+    """Fail fast (`SetupError`) on a bad `--reference` or a missing library, before any work."""
+    if config.reference:
+        factory(config)
+
+
+def factory(config: RunConfig) -> Callable[[Path], Any]:
+    if not config.reference:
+        raise ValueError("no reference in this RunConfig")
+    return specs.reference_factory(config.reference, args=dict(config.reference_args),
+                                   timeout=config.engine_timeout)
+
+
+def reference_args_line(config: RunConfig) -> list[str]:
+    """The `--reference SPEC --reference-arg K=V` words of a reproduce command."""
+    if not config.reference:
+        return []
+    words = ["--reference", config.reference]
+    for key, value in config.reference_args:
+        words += ["--reference-arg", f"{key}={value}"]
+    return words
+
+
+def three_way(subject: Subject, config: RunConfig) -> Subject:
+    """`subject` whose reproduce commands re-run the case three ways (with `--reference`)."""
+    tail = shlex.join(reference_args_line(config))
+    command = subject.command
+    return replace(subject, command=lambda case_id: f"{command(case_id)} {tail}")
+
+
+class ReferenceSide:
+    """The original tokenizer beside llama.cpp and the engine, for one model."""
+
+    def __init__(self, engine: Any, *, spec: str, keys: list[str]) -> None:
+        self.engine = engine
+        self.spec = spec
+        self.keys = keys  # gguf_keys discrepancy lines, named by every conversion finding
+        self.counts = classify.Counts()
+        self.errors = 0
+        self.seen: dict[str, Any] = {}  # fuzz: case id -> (llama record, engine outcome, reference outcome)
+
+    @classmethod
+    def open(cls, config: RunConfig, path: Path) -> ReferenceSide:
+        """The reference started for the GGUF at `path`; `SetupError` if it cannot load."""
+        spec = str(config.reference)
+        try:
+            engine = factory(config)(path)
+        except EngineLoadError as exc:
+            raise SetupError(f"reference {spec}: could not load: {exc}") from None
+        return cls(engine, spec=spec, keys=_keys(path, spec))
+
+    def outcomes(self, cases: list[dict]) -> list[Any]:
+        """The reference's outcome for every case (a record, `NotApplicable`, or an `EngineError`)."""
+        return self.engine.evaluate_many(list(cases)) if cases else []
+
+    def outcome(self, case: dict) -> Any:
+        return self.engine.evaluate_one(case)
+
+    def count(self, record: dict | None, got: Any, ours: Any) -> None:
+        """Count one case (`classify.Counts`), and a reference that failed on it."""
+        if isinstance(ours, EngineError):
+            self.errors += 1
+        self.counts.add_case(classify.outcome_ids(got), classify.outcome_ids(record), classify.outcome_ids(ours))
+
+    def findings(self, subject: Subject, case: dict, record: dict | None, got: Any, ours: Any,
+                 found: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+        """`found` (the case's parity findings) with three rows each, plus the reference's own findings."""
+        sides = {"engine": _per_pair(got), "llama": _per_pair(record), "reference": _per_pair(ours)}
+        tables = {"engine": subject.engine_table, "llama": subject.table, "reference": subject.table}
+        out = []
+        for kind, entry in found:
+            pair = _pair_index(entry)
+            if pair is not None:
+                entry = {**entry, "rows": _rows(sides, tables, pair)}
+            out.append((kind, entry))
+        if isinstance(ours, EngineError):
+            out.append((KIND, {**case_fields(case, subject), "class": "reference_error",
+                               "category": CATEGORIES["reference_error"], "error": ours.error}))
+            return out
+        for pair, (add_special, parse_special) in enumerate(classify.FLAG_PAIRS):
+            outcome = classify.classify_pair(*(sides[s][pair] for s in ("engine", "llama", "reference")))
+            for cls in ("conversion", "engine_vs_original"):
+                if outcome[cls] != "differ":
+                    continue
+                a, b = classify.SIDES[cls]
+                expected, got_ids = sides[a][pair], sides[b][pair]
+                entry = {**case_fields(case, subject), "class": cls, "category": CATEGORIES[cls],
+                         "add_special": add_special, "parse_special": parse_special,
+                         "compared": [SIDE_NAMES[a], SIDE_NAMES[b]], "expected": expected, "got": got_ids,
+                         "first_diff": first_diff(expected or [], got_ids or []),
+                         "rows": _rows(sides, tables, pair)}
+                if cls == "conversion":
+                    entry["gguf_keys"] = list(self.keys)
+                out.append((KIND, entry))
+        return out
+
+    def conclude(self, result: ModelResult) -> None:
+        """The counts into `result.reference`; not checked when the original was compared on nothing."""
+        result.reference = {**self.counts.as_dict(), "spec": self.spec, "errors": self.errors,
+                            "gguf_keys": list(self.keys)}
+        compared = self.counts.classes["conversion"]["checked"]
+        if result.cases and not compared and not result.not_checked:
+            result.not_checked = (f"the reference {self.spec} could be compared on no case "
+                                  f"({self.counts.cases} not applicable or failed)")
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def _keys(path: Path, spec: str) -> list[str]:
+    """gguf_keys' discrepancy lines; a check that cannot run says so in one line (it names keys, decides nothing)."""
+    try:
+        return [d.line() for d in gguf_keys.discrepancies(path, spec)]
+    except Exception as exc:  # noqa: BLE001 - a lead for the cards, never the run's failure
+        return [f"(gguf_keys could not check this file: {type(exc).__name__}: {exc})"]
+
+
+def _per_pair(outcome: Any) -> list[list[int] | None]:
+    """Ids per flag pair from any side's outcome; None for each pair where it has nothing."""
+    ids = classify.outcome_ids(outcome)
+    return ids if ids is not None else [None] * len(classify.FLAG_PAIRS)
+
+
+def _pair_index(entry: dict) -> int | None:
+    key = (entry.get("add_special"), entry.get("parse_special"))
+    return classify.FLAG_PAIRS.index(key) if key in classify.FLAG_PAIRS else None
+
+
+def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> list[dict]:
+    """The three rows of tokens of a card: engine, llama.cpp, original; each id with its text."""
+    rows = []
+    for side in ("engine", "llama", "reference"):
+        ids = sides[side][pair]
+        tokens = None if ids is None else [{"id": i, "text": _text(tables[side], i)} for i in ids]
+        rows.append({"side": SIDE_NAMES[side], "ids": ids, "tokens": tokens})
+    return rows
+
+
+def _text(table: TokenTable, token: int) -> str:
+    try:
+        return visible(table.text(token))
+    except Exception:  # noqa: BLE001 - display only: an id the GGUF's table lacks
+        return "?"

@@ -1,0 +1,78 @@
+"""Tiny original tokenizers for tests/test_references.py, built by their own libraries in the test.
+
+Nothing is downloaded: a byte-level BPE `tokenizer.json` trained with
+`tokenizers` on a few sentences, a SentencePiece `.model` trained with
+`sentencepiece`, and a GGUF written from the tokenizer.json the way llama.cpp's
+converter lays a BPE vocabulary out (tokens by id, merges "a b", special
+added tokens CONTROL, other added tokens USER_DEFINED).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+TEXT = ["the cat sat on the mat", "a hat on a cat", "the theme of the thesis", "hello world",
+        "Hello, World! It's a test.", "don't stop; we're here", "12345 67890"] * 20
+BOS = "<|bos|>"
+TOOL = "<tool>"
+WORD = "Ġzebra"  # " zebra", byte-level: one token in the vocab, reached by no merge
+
+
+def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True) -> Path:
+    """A byte-level BPE tokenizer.json: a special BOS (added by the post-processor when `bos`), <tool>, and WORD."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=300, special_tokens=[],
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    data = json.loads(tok.to_str())
+    data["model"]["vocab"][WORD] = len(data["model"]["vocab"])  # a word no merge reaches: ignore_merges decides it
+    tok = Tokenizer.from_str(json.dumps(data))  # the added tokens come after it (tokenizers wants ids contiguous)
+    tok.add_special_tokens([AddedToken(BOS, special=True, normalized=False)])
+    tok.add_tokens([AddedToken(TOOL, special=False, normalized=False)])
+    if bos:
+        tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A",
+                                                           special_tokens=[(BOS, tok.token_to_id(BOS))])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path))
+    return path
+
+
+def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True) -> Path:
+    """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given."""
+    from tokenizer.gguf import writer as gguf_writer
+    data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    vocab = dict(data["model"]["vocab"])
+    types = {}
+    for token in data["added_tokens"]:
+        vocab[token["content"]] = token["id"]
+        types[token["id"]] = 3 if token["special"] else 4
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    merges = [" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]]
+    bos = next(t["id"] for t in data["added_tokens"] if t["content"] == BOS)
+    gguf_writer.write(path, {
+        "general.architecture": "llama", "general.name": "tiny-bpe",
+        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre,
+        "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.token_type": [types.get(i, 1) for i in range(len(tokens))],
+        "tokenizer.ggml.merges": merges,
+        "tokenizer.ggml.bos_token_id": bos, "tokenizer.ggml.eos_token_id": bos,
+        "tokenizer.ggml.add_bos_token": add_bos,
+    })
+    return path
+
+
+def spm_model(path: Path, *, config: dict | None = None) -> Path:
+    """A SentencePiece unigram model trained on TEXT, <tool> user-defined; `config` as tokenizer_config.json."""
+    import sentencepiece
+    out = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=out, vocab_size=50,
+                                             hard_vocab_limit=False, user_defined_symbols=[TOOL], minloglevel=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(out.getvalue())
+    if config is not None:
+        (path.parent / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return path

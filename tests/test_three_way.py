@@ -1,0 +1,194 @@
+"""`run --reference SPEC`: the original tokenizer as the check's third side (harness/runs/reference.py).
+
+The original is a tiny tokenizer.json built in the test by `tokenizers`
+(tests/reference_files.py); its GGUF twin is written with our writer, with a
+planted conversion fault (a pre name that drops ignore_merges, a missing
+add_bos). Expected ids: the original's from `tokenizers` in this process,
+llama.cpp's from llama.cpp (`OracleSession`), never from our engine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.golden.records import FLAGS
+from harness.oracle.session import OracleSession
+from tests import reference_files as rf
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = ["the cat sat", " zebra", "hello <|bos|> world <tool>", "Hello, World! It's", ""]
+
+pytestmark = pytest.mark.oracle
+
+
+def library_ids(path: Path, text: str, add_special: bool, parse_special: bool) -> list[int]:
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(path))
+    tok.encode_special_tokens = not parse_special
+    return tok.encode(text, add_special_tokens=add_special).ids
+
+
+def llama_ids(gguf: Path, text: str) -> list[list[int]]:
+    with OracleSession(gguf, timeout=60) as oracle:
+        record = oracle.evaluate({"id": "x", "text": text})
+    return [e["ids"] for e in record["encode"]]
+
+
+def three_way(tmp_path: Path, *, pre: str = "llama-bpe", add_bos: bool = True, texts=TEXTS,
+              extra: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, Path, Path, Path]:
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=True)
+    gguf = rf.bpe_gguf(original, tmp_path / f"{pre}.gguf", pre=pre, add_bos=add_bos)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    report = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus),
+                           "--jobs", "1", "--report", str(report), "--quiet", *(extra or ("--fuzz", "0"))],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return done, original, gguf, report
+
+
+def test_a_planted_conversion_finding_is_classified_counted_and_carded(tmp_path):
+    """smaug-bpe drops ignore_merges: " zebra" is one token in the original, merged pieces in llama.cpp."""
+    done, original, gguf, report_dir = three_way(tmp_path, pre="smaug-bpe")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []  # our engine agrees with llama.cpp: no parity finding
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    assert {e["text"] for e in conversion} == {" zebra"}
+    assert len(conversion) == 4  # every flag pair
+    llama = llama_ids(gguf, " zebra")
+    for entry in conversion:
+        pair = (entry["add_special"], entry["parse_special"])
+        want_original = library_ids(original, " zebra", *pair)
+        assert entry["expected"] == llama[FLAGS.index(pair)] and entry["got"] == want_original
+        assert [r["side"] for r in entry["rows"]] == ["engine", "llama.cpp", "original"]
+        assert [r["ids"] for r in entry["rows"]][1:] == [entry["expected"], want_original]
+        assert any(line.startswith("tokenizer.ggml.pre:") for line in entry["gguf_keys"])
+        assert "--reference" in entry["command"] and entry["command"].endswith(f"hf:{original.parent}")
+    assert {e["class"] for e in report["reference_findings"]} == {"conversion", "engine_vs_original"}
+    block = report["summary"]["reference"]
+    assert block["cases"] == len(TEXTS)
+    assert block["classes"]["conversion"] == {"checked": 5, "agree": 4, "differ": 1, "not_applicable": 0}
+    assert block["classes"]["parity"] == {"checked": 5, "agree": 5, "differ": 0, "not_applicable": 0}
+    assert block["classes"]["engine_vs_original"]["differ"] == 1
+    assert block["findings"] == {"conversion": 4, "engine_vs_original": 4}
+    assert block["pairs_not_applicable"] == {}
+    page = (report_dir / "report.html").read_text()
+    assert page.count('data-side="original"') == 8 and "tokenizer.ggml.pre: GGUF" in page
+
+
+def test_the_reproduce_line_reruns_the_case_three_ways(tmp_path):
+    _, _, _, report_dir = three_way(tmp_path, pre="smaug-bpe")
+    entry = json.loads((report_dir / "report.json").read_text())["reference_findings"][0]
+    again = tmp_path / "again"
+    command = entry["command"].split() + ["--report", str(again), "--quiet", "--jobs", "1"]
+    rerun = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    redone = json.loads((again / "report.json").read_text())
+    assert redone["summary"]["reference"]["cases"] == 1
+    assert {e["text"] for e in redone["reference_findings"]} == {" zebra"}
+
+
+def test_a_missing_add_bos_is_a_conversion_finding_on_the_add_special_pairs(tmp_path):
+    done, original, _, report_dir = three_way(tmp_path, add_bos=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    assert {(e["add_special"], len(e["got"]) - len(e["expected"])) for e in conversion} == {(True, 1)}
+    assert len(conversion) == 2 * len(TEXTS)
+    assert all(e["got"][0] == library_ids(original, "", True, True)[0] for e in conversion)  # the original's BOS
+    assert any(line.startswith("tokenizer.ggml.add_bos_token:") for line in conversion[0]["gguf_keys"])
+    assert report["summary"]["reference"]["classes"]["conversion"]["differ"] == len(TEXTS)
+
+
+def test_all_three_agreeing_exits_0(tmp_path):
+    done, _, _, report_dir = three_way(tmp_path, pre="llama-bpe")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["reference_findings"] == [] and report["mismatches"] == []
+    assert report["summary"]["reference"]["classes"]["conversion"] == {"checked": 5, "agree": 5, "differ": 0,
+                                                                      "not_applicable": 0}
+    assert report["meta"]["reference"].startswith("hf:")
+
+
+def test_a_fuzzed_conversion_finding_is_shrunk_and_saved_under_the_reports_found(tmp_path):
+    """A GGUF without add_bos: every input differs under add_special, so the hunt fails at once and shrinks."""
+    done, original, _, report_dir = three_way(tmp_path, add_bos=False, texts=[],
+                                                 extra=("--fuzz", "20", "--seed", "1"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []
+    fuzzed = [e for e in report["reference_findings"] if e.get("fuzz") and e["class"] == "conversion"]
+    assert fuzzed, report["summary"]
+    [text] = {e["text"] for e in fuzzed}
+    assert len(text) <= 1, text  # minimised: the BOS alone decides it
+    assert {e["add_special"] for e in fuzzed} == {True}
+    assert fuzzed[0]["got"][:1] == library_ids(original, text, True, True)[:1]
+    [name] = report["summary"]["per_model"]
+    saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
+    assert [c.get("text") for c in saved] == [text]
+    assert any("fuzz: minimal failing input" in n for n in report["summary"]["per_model"][name]["notes"])
+
+
+def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_path):
+    """Only bytes that are not UTF-8: the original (str only) is not applicable on every case: exit 2."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json")
+    gguf = rf.bpe_gguf(original, tmp_path / "llama-bpe.gguf")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"b{i}", "bytes": b}) + "\n" for i, b in enumerate(("ff20", "c328"))))
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
+                           "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 2, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    [reason] = report["summary"]["not_checked"].values()
+    assert "could be compared on no case" in reason
+    assert report["summary"]["reference"]["classes"]["conversion"] == {"checked": 0, "agree": 0, "differ": 0,
+                                                                      "not_applicable": 2}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--reference", "hf:/nonexistent/folder"], "error: reference 'hf:/nonexistent/folder': no such file"),
+    (["--reference", "tok:/x"], "error: --reference 'tok:/x': expected hf:PATH or spm:PATH"),
+    (["--reference-arg", "add_bos=true"], "error: --reference-arg needs --reference"),
+])
+def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, args, message):
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-bpe", *args,
+                           "--report", str(tmp_path / "r"), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith(message), done.stderr
+
+
+def test_summary_reference_adds_up_over_models_and_over_merged_reports():
+    from harness.compare.result import ModelResult
+    from harness.references import classify
+    from harness.report import build
+
+    def result(name: str, differ: bool) -> ModelResult:
+        counts = classify.Counts()
+        counts.add_case([[1]] * 4, [[1]] * 4, [[2] if differ else [1], None, [1], None])
+        made = ModelResult(name, "bpe", cases=1)
+        made.reference = counts.as_dict()
+        if differ:
+            made.add("reference_findings", {"case_id": "c0", "text": "x", "class": "conversion"})
+        return made
+
+    one = build.build([result("a", True)], meta={})
+    two = build.build([result("b", False)], meta={})
+    assert one["summary"]["reference"]["classes"]["conversion"] == {"checked": 1, "agree": 0, "differ": 1,
+                                                                   "not_applicable": 0}
+    merged = build.merge([one, two, build.build([result("a", False)], meta={})], meta={})["summary"]["reference"]
+    assert merged["cases"] == 3 and merged["models"] == ["a", "b"]
+    assert merged["classes"]["conversion"] == {"checked": 3, "agree": 2, "differ": 1, "not_applicable": 0}
+    assert merged["pairs_not_applicable"] == {"add_special=False,parse_special=True": 3,
+                                              "add_special=True,parse_special=True": 3}
+    assert merged["findings"] == {"conversion": 1}
+    assert "reference" not in build.build([ModelResult("c", "bpe", cases=1)], meta={})["summary"]
