@@ -190,7 +190,8 @@ class Lattice:
         """The lattice of the space symbol before each of `words`, cut at each space
         symbol, with each word's best path cached (keyed by the word alone)."""
         cache = self.cache
-        missing = set(words).difference(cache)
+        # not set.difference(cache): with a dict subclass it walks the whole cache
+        missing = {w for w in words if w not in cache}
         if missing:
             if cache.make_room(len(missing)):
                 missing = set(words)

@@ -75,7 +75,8 @@ class WpmEngine(Engine):
         """Append the ids of one raw fragment to `out` (cached per whitespace-free chunk)."""
         chunks = self.words.chunks(fragment)
         cached = self.cache
-        missing = set(chunks).difference(cached)
+        # not set.difference(cached): with a dict subclass it walks the whole cache
+        missing = {c for c in chunks if c not in cached}
         if missing:
             if cached.make_room(len(missing)):
                 missing = set(chunks)
