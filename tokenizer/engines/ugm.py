@@ -137,13 +137,13 @@ class Lattice:
     """The matcher tokens and the Viterbi pass over normalized bytes.
 
     From each code point start the candidates are the matcher tokens the bytes
-    spell. `heads` maps the first `HEAD` bytes of every matcher token at least
-    that long to the lengths worth trying there (ascending): those of the
-    shorter tokens that are prefixes of the key, then those of the longer
-    tokens that start with it. Where the next `HEAD` bytes are no key, no
-    token that long starts there, and `firsts` gives the lengths of the shorter
-    tokens that start with the code point there (every shorter length is tried
-    when some token is shorter than its lead byte claims).
+    spell (`entries`: text -> (id, score)). Where the next `HEAD` bytes are the
+    start of some token at least that long (a key of `heads`, which gives the
+    lengths above `HEAD` to look up), the tokens those bytes start with are
+    known without a lookup (`sures`, filled per key on first use). Elsewhere no
+    token that long starts there, and `firsts` gives the shorter tokens that
+    start with the code point there; every length below `HEAD` is looked up
+    when some token is shorter than its lead byte claims (`firsts` is None).
     """
 
     def __init__(self, vocab: Vocab, *, space: bytes) -> None:
@@ -222,9 +222,10 @@ class Lattice:
             if maybe is None:
                 sure, maybe = _ANY if firsts is None else firsts.get(data[i:i + step], _NONE)
             else:
-                sure = sures.get(key)
-                if sure is None:
-                    sure = sures[key] = _prefix_tokens(entries, key)
+                known = sures.get(key)
+                if known is None:
+                    known = sures[key] = _prefix_tokens(entries, key)
+                sure = known
             for length, tid, value in sure:  # tokens the key spells: inside `data`
                 if length == step:
                     single = True
@@ -273,10 +274,10 @@ def _firsts(entries: dict[bytes, tuple[int, float]], short: Iterable[bytes]) -> 
         if size < step:
             return None
         found.setdefault(text[:step], set()).add(size)
-    out = {}
+    out: dict[bytes, _Candidates] = {}
     for first, lens in found.items():
         entry = entries.get(first)
-        sure = ((len(first), *entry),) if entry is not None else ()
+        sure: _Sure = ((len(first), *entry),) if entry is not None else ()
         out[first] = (sure, tuple(sorted(lens - {len(first)})))
     return out
 

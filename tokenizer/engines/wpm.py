@@ -26,8 +26,8 @@ re-encoded; `tokenizer.unicode.decode_lenient` raises `UnencodableCodepoint`.
 from __future__ import annotations
 
 import re
-from functools import cache
 from collections.abc import Iterable
+from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING
 
