@@ -14,8 +14,13 @@ and `add_eos`.
 The merge result of a stretch of text cannot depend on text beyond a point that
 no token spans. When no token contains U+2581 right after another character,
 every U+2581 that follows a non-U+2581 character is such a point, so valid
-UTF-8 text is cut there and each piece is cached (the heap algorithm itself is
-unchanged, tests/test_spm.py checks the cut against uncut runs).
+UTF-8 text is cut there and each piece is cached (tests/test_spm.py checks the
+cut against uncut runs).
+
+Two loops give the same merges: llama.cpp's heap for long runs of symbols, and
+for short ones (most words) a scan of a list of score ranks, whose first
+maximum is the pair the heap would pop next (tests/test_spm.py runs each loop
+alone against the SPM goldens).
 """
 
 from __future__ import annotations
