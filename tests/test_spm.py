@@ -240,3 +240,29 @@ def test_synthetic_variant_matches_oracle(pair_for, variant_pairs, variant):
         assert_same_getter(ours, oracle, getter)
     assert_same_field(ours, oracle, "token_attr", ids=range(ours.n_tokens))
     assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))
+
+
+# -- the two merge loops (a scan of pair ranks for short segments, a heap for long ones) -----
+
+@pytest.mark.parametrize("name", SPM_VOCABS)
+@pytest.mark.parametrize("limit", [0, 10**9], ids=["heap-only", "scan-only"])
+def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
+    """Either loop alone gives llama.cpp's recorded ids on the whole golden slice
+    (expected ids from the golden files, recorded from llama.cpp)."""
+    from harness import golden as goldens
+    from harness.records import field_bytes
+    from tokenizer.engines import spm
+
+    golden = goldens.load_golden(goldens.GOLDEN_DIR / f"ggml-vocab-{name}.json")
+    path = vocab_path(name)
+    if not path.is_file():
+        pytest.skip(f"{name} is not fetched: run python -m harness fetch")
+    monkeypatch.setattr(spm, "SCAN_LIMIT", limit)
+    ours = Tokenizer.from_gguf(path)
+    checked = 0
+    for case in golden["cases"]:
+        for enc in case.get("encode", []):
+            flags = {"add_special": enc["add_special"], "parse_special": enc["parse_special"]}
+            assert ours.tokenize(field_bytes(case), **flags) == enc["ids"], (case["id"], flags)
+            checked += 1
+    assert checked > 100

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import math
 import sys
-from bisect import bisect_left
-from collections.abc import Sequence
-from itertools import chain, repeat
+from collections.abc import Iterable, Sequence
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -38,7 +37,7 @@ from ..attrs import Attr
 from ..cache import BoundedCache
 from ..errors import UnsupportedVocab
 from ..gguf.constants import Keys
-from ..normalize.charsmap import lead_len, lead_table, parse
+from ..normalize.charsmap import lead_table, parse
 from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
 from .base import BosEosEngine
@@ -51,7 +50,6 @@ _USER_DEFINED = int(Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _UNK_PENALTY = np.float32(10.0)
 _LOWEST = -sys.float_info.max  # llama.cpp starts every lattice cell at -DBL_MAX
-_LEAD_ARRAY = np.frombuffer(lead_table(), dtype=np.uint8).astype(np.int64)
 
 
 class UgmEngine(BosEosEngine):
@@ -136,13 +134,22 @@ class UgmEngine(BosEosEngine):
 
 
 class Lattice:
-    """The matcher tokens and the Viterbi pass over normalized bytes."""
+    """The matcher tokens and the Viterbi pass over normalized bytes.
+
+    From each code point start the candidates are the matcher tokens the bytes
+    spell (`entries`: text -> (id, score)). Where the next `HEAD` bytes are the
+    start of some token at least that long (a key of `heads`, which gives the
+    lengths above `HEAD` to look up), the tokens those bytes start with are
+    known without a lookup (`sures`, filled per key on first use). Elsewhere no
+    token that long starts there, and `firsts` gives the shorter tokens that
+    start with the code point there; every length below `HEAD` is looked up
+    when some token is shorter than its lead byte claims (`firsts` is None).
+    """
 
     def __init__(self, vocab: Vocab, *, space: bytes) -> None:
         self.unk = vocab.special["unk"]
         self.space = space
         self.cache: BoundedCache[bytes, list[int]] = BoundedCache()
-        self.token_to_id = vocab.token_to_id
         base = np.asarray(vocab.base_attrs, dtype=np.int64)
         scores = np.asarray(vocab.scores, dtype=np.float32)
         self.unk_score = float(_unk_score(scores[(base & _NORMAL) != 0]))
@@ -150,31 +157,22 @@ class Lattice:
         # user-defined tokens score 0.0 by their final type, as llama.cpp asks at tokenize time
         user = (np.asarray(vocab.attrs, dtype=np.int64) & _USER_DEFINED) != 0
         used = np.where(user, 0.0, scores.astype(np.float64))
-        score_of = np.full(len(scores), None, dtype=object)
-        score_of[matched] = used[matched].tolist()  # Python floats: faster sums than numpy's
-        self.score_of: list[float | None] = score_of.tolist()
+        # {text: (id, score)} for the texts whose id (by token_to_id) is a matcher token
+        to_id = vocab.token_to_id
+        ids = np.fromiter(to_id.values(), dtype=np.int64, count=len(to_id))
+        keep = matched[ids]
+        ids = ids[keep]
+        # Python floats: faster sums than numpy's
+        self.entries = dict(zip(compress(to_id, keep.tolist()), zip(ids.tolist(), used[ids].tolist())))
+        keys = list(self.entries)
+        sizes = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        self.heads = _heads(keys, sizes)
+        self.sures: dict[bytes, _Sure] = {}
+        self.firsts = _firsts(self.entries, compress(keys, (sizes < HEAD).tolist()))
         texts = vocab.texts
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        leads = _LEAD_ARRAY[np.frombuffer(bytes(map(itemgetter(0), texts)), dtype=np.uint8)]
-        self.short = {texts[i]: (i, float(used[i]))
-                      for i in np.flatnonzero(matched & (lengths < leads)).tolist()}
-        self.sorted_texts = sorted(texts[i] for i in np.flatnonzero(matched).tolist())
-        self.sorted_lengths = np.fromiter(map(len, self.sorted_texts), dtype=np.int32,
-                                          count=len(self.sorted_texts))
-        self.lengths: dict[bytes, tuple[int, ...]] = {}
         self.can_split = _splittable(texts, space)
         self.exact_below = _exact_limit(self.unk_score, used[matched], lengths[matched])
-
-    def lengths_for(self, first: bytes) -> tuple[int, ...]:
-        """Sorted lengths of the matcher tokens that start with the code point `first`."""
-        found = self.lengths.get(first)
-        if found is None:
-            texts = self.sorted_texts
-            lo = bisect_left(texts, first)
-            hi = _prefix_end(texts, first, lo)
-            counts = np.bincount(self.sorted_lengths[lo:hi])
-            found = self.lengths[first] = tuple(np.flatnonzero(counts).tolist())
-        return found
 
     def segment(self, data: bytes, out: list[int], *, split: bool) -> None:
         """Append the best segmentation of `data`, unknowns collapsed, to `out`."""
@@ -190,7 +188,8 @@ class Lattice:
         """The lattice of the space symbol before each of `words`, cut at each space
         symbol, with each word's best path cached (keyed by the word alone)."""
         cache = self.cache
-        missing = set(words).difference(cache)
+        # not set.difference(cache): with a dict subclass it walks the whole cache
+        missing = {w for w in words if w not in cache}
         if missing:
             if cache.make_room(len(missing)):
                 missing = set(words)
@@ -209,34 +208,43 @@ class Lattice:
         token = [unk] * (n + 1)
         start = [0] * (n + 1)
         score[0] = 0.0
-        to_id, score_of, short, unk_score = (
-            self.token_to_id, self.score_of, self.short, self.unk_score)
-        lengths, lengths_for = self.lengths, self.lengths_for
+        entries, heads, sures, firsts = self.entries, self.heads, self.sures, self.firsts
+        unk_score, lead = self.unk_score, _LEAD_LEN
         i = 0
         while i < n:
-            step = lead_len(data[i])
+            step = lead[data[i]]
             if i + step > n:
                 step = n - i
             here = score[i]
             single = False
-            if short:
-                single = _try_short(data, i, n, step, here, short, score, token, start)
-            first = data[i:i + step]
-            for length in lengths.get(first) or lengths_for(first):
-                end = i + length
-                if end > n:
-                    break
-                tid = to_id.get(data[i:end])
-                if tid is None:
-                    continue
-                value = score_of[tid]
-                if value is None:
-                    continue
+            key = data[i:i + HEAD]
+            maybe = heads.get(key)
+            if maybe is None:
+                sure, maybe = _ANY if firsts is None else firsts.get(data[i:i + step], _NONE)
+            else:
+                known = sures.get(key)
+                if known is None:
+                    known = sures[key] = _prefix_tokens(entries, key)
+                sure = known
+            for length, tid, value in sure:  # tokens the key spells: inside `data`
                 if length == step:
                     single = True
+                end = i + length
                 total = here + value
                 if total > score[end]:
                     score[end], token[end], start[end] = total, tid, i
+            for length in maybe:
+                end = i + length
+                if end > n:
+                    break
+                entry = entries.get(data[i:end])
+                if entry is None:
+                    continue
+                if length == step:
+                    single = True
+                total = here + entry[1]
+                if total > score[end]:
+                    score[end], token[end], start[end] = total, entry[0], i
             if not single:
                 end = i + step
                 total = here + unk_score
@@ -246,13 +254,72 @@ class Lattice:
         return _backtrack(token, start, n, unk)
 
 
-def _prefix_end(texts: list[bytes], prefix: bytes, lo: int) -> int:
-    """End of the run of sorted `texts` from `lo` that start with `prefix`."""
-    head = prefix.rstrip(b"\xff")
-    if not head:
-        return len(texts)
-    bound = head[:-1] + bytes((head[-1] + 1,))
-    return bisect_left(texts, bound, lo)
+HEAD = 6  # bytes: the key of `Lattice.heads` (the space symbol and three ASCII letters)
+_Sure = tuple[tuple[int, int, float], ...]  # (length, id, score) of tokens known to match
+_Candidates = tuple[_Sure, tuple[int, ...]]  # and the lengths still to look up, ascending
+_NONE: _Candidates = ((), ())
+_ANY: _Candidates = ((), tuple(range(1, HEAD)))  # every length below HEAD, looked up
+_LEAD_LEN = lead_table()
+
+
+def _firsts(entries: dict[bytes, tuple[int, float]], short: Iterable[bytes]) -> dict[bytes, _Candidates] | None:
+    """{first code point of a token: candidates for the `short` tokens (those shorter
+    than HEAD) that start with it}; None when some token is shorter than its lead byte
+    claims (then every length below HEAD is looked up)."""
+    found: dict[bytes, set[int]] = {}
+    lead = _LEAD_LEN
+    for text in short:
+        size = len(text)
+        step = lead[text[0]]
+        if size < step:
+            return None
+        found.setdefault(text[:step], set()).add(size)
+    out: dict[bytes, _Candidates] = {}
+    for first, lens in found.items():
+        entry = entries.get(first)
+        sure: _Sure = ((len(first), *entry),) if entry is not None else ()
+        out[first] = (sure, tuple(sorted(lens - {len(first)})))
+    return out
+
+
+def _heads(texts: list[bytes], sizes: np.ndarray) -> dict[bytes, tuple[int, ...]]:
+    """{first HEAD bytes of a token at least that long: the lengths above HEAD of the
+    tokens that start with them, ascending}, grouped in numpy (there are many)."""
+    rows = np.flatnonzero(sizes >= HEAD)
+    if not len(rows):
+        return {}
+    long = [texts[r] for r in rows.tolist()]
+    prefix = np.frombuffer(b"".join(map(itemgetter(slice(0, HEAD)), long)), dtype=np.uint8)
+    # a HEAD-byte prefix as one integer, ordered as the bytes are
+    key = (prefix.reshape(-1, HEAD).astype(np.int64) << _SHIFTS).sum(axis=1)
+    size = sizes[rows]
+    order = np.lexsort((size, key))
+    key, size = key[order], size[order]
+    new_pair = np.ones(len(key), dtype=bool)
+    new_pair[1:] = (key[1:] != key[:-1]) | (size[1:] != size[:-1])
+    key, size = key[new_pair], size[new_pair]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    bounds = starts.tolist() + [len(key)]
+    lengths = size.tolist()
+    out = {}
+    for head, lo, hi in zip(key[starts].tolist(), bounds, bounds[1:]):
+        if lengths[lo] == HEAD:
+            lo += 1
+        out[head.to_bytes(HEAD, "big")] = tuple(lengths[lo:hi])
+    return out
+
+
+_SHIFTS = np.arange(HEAD - 1, -1, -1, dtype=np.int64) * 8
+
+
+def _prefix_tokens(entries: dict[bytes, tuple[int, float]], head: bytes) -> _Sure:
+    """(length, id, score) of the tokens that `head` starts with, shortest first."""
+    found = []
+    for k in range(1, HEAD + 1):
+        entry = entries.get(head[:k])
+        if entry is not None:
+            found.append((k, *entry))
+    return tuple(found)
 
 
 def _collapse(ids: list[int], unk: int) -> list[int]:
@@ -260,25 +327,6 @@ def _collapse(ids: list[int], unk: int) -> list[int]:
     arr = np.asarray(ids, dtype=np.int64)
     again = np.flatnonzero((arr[1:] == unk) & (arr[:-1] == unk)) + 1
     return np.delete(arr, again).tolist() if len(again) else ids
-
-
-def _try_short(data: bytes, i: int, n: int, step: int, here: float, short: dict[bytes, tuple[int, float]],
-               score: list[float], token: list[int], start: list[int]) -> bool:
-    """Candidates among tokens shorter than their lead byte claims (rare, hostile vocabularies)."""
-    single = False
-    for length in range(1, 4):
-        end = i + length
-        if end > n:
-            break
-        entry = short.get(data[i:end])
-        if entry is None:
-            continue
-        if length == step:
-            single = True
-        total = here + entry[1]
-        if total > score[end]:
-            score[end], token[end], start[end] = total, entry[0], i
-    return single
 
 
 def _backtrack(token: list[int], start: list[int], n: int, unk: int) -> list[int]:

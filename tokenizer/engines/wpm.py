@@ -26,6 +26,7 @@ re-encoded; `tokenizer.unicode.decode_lenient` raises `UnencodableCodepoint`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -58,7 +59,7 @@ class WpmEngine(Engine):
         self.words = word_splitter(lowercase=vocab.normalizer_lowercase,
                                    strip_accents=vocab.normalizer_strip_accents)
         self.to_id = vocab.token_to_id
-        self.max_len = vocab.max_token_len
+        self.lengths = lengths_by_prefix(vocab.token_to_id)
         self.unk = vocab.special["unk"]
         self.cache: BoundedCache[str, list[int]] = BoundedCache()
 
@@ -75,7 +76,8 @@ class WpmEngine(Engine):
         """Append the ids of one raw fragment to `out` (cached per whitespace-free chunk)."""
         chunks = self.words.chunks(fragment)
         cached = self.cache
-        missing = set(chunks).difference(cached)
+        # not set.difference(cached): with a dict subclass it walks the whole cache
+        missing = {c for c in chunks if c not in cached}
         if missing:
             if cached.make_room(len(missing)):
                 missing = set(chunks)
@@ -85,23 +87,45 @@ class WpmEngine(Engine):
         out.extend(chain.from_iterable(map(cached.__getitem__, chunks)))
 
     def match(self, word: str) -> list[int]:
-        """Greedy longest-first match of `▁word`; [UNK] if any position has no token."""
+        """Greedy longest-first match of `▁word`; [UNK] if any position has no token.
+
+        llama.cpp tries every length from the longest token's down; only the
+        lengths of tokens that share the next `PREFIX` bytes can match, so only
+        those are tried (then the lengths below `PREFIX`).
+        """
         if not word:
             return []
         data = ESCAPED_SPACE + uni.encode(word)
-        to_id, n, longest = self.to_id, len(data), self.max_len
+        to_id, lengths, n = self.to_id, self.lengths, len(data)
         ids = []
         i = 0
         while i < n:
-            for j in range(min(n, i + longest + 1), i, -1):
-                tid = to_id.get(data[i:j])
+            left = n - i
+            for length in lengths.get(data[i:i + PREFIX], SHORT):
+                if length > left:
+                    continue
+                tid = to_id.get(data[i:i + length])
                 if tid is not None:
                     ids.append(tid)
-                    i = j
+                    i += length
                     break
             else:
                 return [self.unk]
         return ids
+
+
+PREFIX = 4  # bytes: a token this long or longer is looked up through its first PREFIX bytes
+SHORT = tuple(range(PREFIX - 1, 0, -1))  # the lengths tried at every position, longest first
+
+
+def lengths_by_prefix(texts: Iterable[bytes]) -> dict[bytes, tuple[int, ...]]:
+    """{first PREFIX bytes: the lengths of the tokens that start with them, longest
+    first, then SHORT}: the lengths worth trying where the text goes on with those bytes."""
+    found: dict[bytes, set[int]] = {}
+    for text in texts:
+        if len(text) >= PREFIX:
+            found.setdefault(text[:PREFIX], set()).add(len(text))
+    return {head: tuple(sorted(lens, reverse=True)) + SHORT for head, lens in found.items()}
 
 
 class WordSplitter:
