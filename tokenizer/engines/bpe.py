@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from itertools import accumulate, chain, pairwise
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,6 +40,57 @@ if TYPE_CHECKING:
 _SHOWN_AS_TEXT = int(Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)
 _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
+
+
+class PairTable:
+    """Open addressing over numpy arrays: pair key -> the rank of its first merge.
+
+    Keys are non-negative; a lookup of a negative key (a pair with a symbol
+    no merge names) misses.  Linear probing from a multiplicative hash.
+    """
+
+    _EMPTY = -1
+    _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, keys: np.ndarray, none: int) -> None:
+        self.none = none
+        self.bits = max(4, (4 * len(keys)).bit_length())  # at most a quarter full
+        self.mask = (1 << self.bits) - 1
+        self.keys = np.full(1 << self.bits, self._EMPTY, dtype=np.int64)
+        self.ranks = np.zeros(1 << self.bits, dtype=np.int64)
+        slot = self._slot(keys)
+        pending = np.arange(len(keys))  # in rank order: the first of equal keys settles first
+        while len(pending):
+            at = slot[pending]
+            free = self.keys[at] == self._EMPTY
+            taken, first = np.unique(at[free], return_index=True)
+            placed = pending[free][first]
+            self.keys[taken] = keys[placed]
+            self.ranks[taken] = placed
+            pending = pending[self.keys[at] != keys[pending]]  # placed, or its first rank is in
+            slot[pending] = (slot[pending] + 1) & self.mask
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        hashed = keys.astype(np.uint64) * self._MULTIPLIER >> np.uint64(64 - self.bits)
+        return hashed.astype(np.int64)
+
+    def get(self, query: np.ndarray) -> np.ndarray:
+        """The rank of each key, `none` for a miss."""
+        out = np.full(len(query), self.none, dtype=np.int64)
+        where = np.flatnonzero(query >= 0)
+        query = query[where]
+        slot = self._slot(query)
+        while len(where):
+            held = self.keys[slot]
+            hit = held == query
+            out[where[hit]] = self.ranks[slot[hit]]
+            more = ~hit & (held != self._EMPTY)
+            where, query, slot = where[more], query[more], (slot[more] + 1) & self.mask
+        return out
+
+    def as_dict(self) -> dict[int, int]:
+        used = self.keys != self._EMPTY
+        return dict(zip(self.keys[used].tolist(), self.ranks[used].tolist()))
 
 
 BATCH_MIN = 256  # symbols: below this, merging word by word beats numpy's overhead
@@ -62,19 +115,21 @@ class Merger:
         self.n_tokens = n_tokens
         self.extra: dict[bytes, int] = {}  # texts a merge names that are no token
         self.extra_texts: list[bytes] = []
-        lefts, rights = (list(p) for p in zip(*merges)) if merges else ([], [])
+        lefts, rights = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
         left_ids = self._symbols(lefts)
         right_ids = self._symbols(rights)
         self.result = self._symbols(list(map(bytes.__add__, lefts, rights)))
         self.none = len(merges)  # the rank of a pair that is no merge: above every real one
         self.shift = (n_tokens + len(self.extra)).bit_length()
         keys = (np.array(left_ids, dtype=np.int64) << self.shift) | np.array(right_ids, dtype=np.int64)
-        # std::map::emplace keeps the first rank of a repeated pair: np.unique gives
-        # each key's first index, which is that rank
-        self.keys, key_ranks = np.unique(keys, return_index=True)
-        self.key_ranks = key_ranks.astype(np.int64)
+        # std::map::emplace keeps the first rank of a repeated pair: PairTable does too
+        self.table = PairTable(keys, self.none)
         self.result_array = np.array(self.result, dtype=np.int64)
-        self.ranks = dict(zip(self.keys.tolist(), self.key_ranks.tolist()))
+
+    @cached_property
+    def ranks(self) -> dict[int, int]:
+        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it)."""
+        return self.table.as_dict()
 
     def _symbols(self, texts: list[bytes]) -> list[int]:
         found: list[int | None] = list(map(self.ids.get, texts))
@@ -132,21 +187,19 @@ class Merger:
 
     def pair_ranks(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         """The rank of each pair (left[i], right[i]), `none` where no merge joins them."""
-        keys = left << self.shift | right
-        if not len(self.keys):
-            return np.full(len(keys), self.none, dtype=np.int64)
-        at = np.searchsorted(self.keys, keys)
-        np.minimum(at, len(self.keys) - 1, out=at)
-        return np.where(self.keys[at] == keys, self.key_ranks[at], self.none)
+        return self.table.get(left << self.shift | right)
 
-    def merge_batch(self, syms: np.ndarray, lengths: np.ndarray) -> tuple[list[tuple[int, ...]], bool]:
+    def merge_batch(self, syms: np.ndarray,
+                    lengths: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
         """`merge_ids` on many runs at once (`syms` concatenated, each run's length).
 
         Each round merges the best pair of every run that still has one, the
         pair `merge_ids` would merge next, so every run ends the same.  Also
-        says whether every final symbol is a token.
+        says which runs end with a symbol that is no token.
         """
         n_runs, none = len(lengths), self.none
+        if not n_runs:
+            return [], []
         wid = np.arange(n_runs)
         ends = np.cumsum(lengths)
         rank = np.full(len(syms), none, dtype=np.int64)
@@ -190,16 +243,22 @@ class Merger:
         return self._runs(done, n_runs)
 
     def _runs(self, done: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-              n_runs: int) -> tuple[list[tuple[int, ...]], bool]:
+              n_runs: int) -> tuple[list[tuple[int, ...]], list[int]]:
+        """Each run's symbols, and which runs hold a symbol that is no token."""
         out: list[tuple[int, ...]] = [()] * n_runs
-        clean = True
+        dirty: list[int] = []
         for syms, wids, lengths in done:
-            clean = clean and bool(syms.min() >= 0 and syms.max() < self.n_tokens)
-            flat = syms.tolist()
+            if not len(syms):
+                continue
             sizes = lengths.tolist()
-            for w, a, b in zip(wids.tolist(), accumulate(sizes, initial=0), accumulate(sizes)):
+            ends = list(accumulate(sizes))
+            bad = (syms < 0) | (syms >= self.n_tokens)
+            if bad.any():
+                dirty.extend(wids[np.add.reduceat(bad, [0, *ends[:-1]]) > 0].tolist())
+            flat = syms.tolist()
+            for w, a, b in zip(wids.tolist(), [0, *ends[:-1]], ends):
                 out[w] = tuple(flat[a:b])
-        return out, clean
+        return out, dirty
 
     def merge(self, symbols: list[bytes]) -> list[bytes]:
         """`merge_ids` over texts (for tests and tools)."""
@@ -298,6 +357,10 @@ class BPEEngine(BosEosEngine):
     def _encode_words(self, words: list[str]) -> list[tuple[int, ...]]:
         """The ids of each word: whole when llama.cpp keeps it whole, else its pieces merged."""
         plans = list(map(self._plan, words))
+        if self.cutter is None:  # one piece per word, and no word repeats here
+            todo = [plan[0] for plan in plans if isinstance(plan, list)]
+            merged = iter(self._merge_pieces(todo))
+            return [plan if isinstance(plan, tuple) else next(merged) for plan in plans]
         known = self._part_cache
         todo = list(dict.fromkeys(p for plan in plans if isinstance(plan, list) for p in plan
                                   if p not in known))
@@ -340,25 +403,41 @@ class BPEEngine(BosEosEngine):
             joined = b"".join(pieces)
             if len(joined) >= BATCH_MIN:
                 flat = self.byte_sym_array[np.frombuffer(joined, dtype=np.uint8)]
-                return self._emit_all(merger.merge_batch(flat, np.array(lengths)), unknown)
+                return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
             byte_sym = self.byte_syms.__getitem__
             runs = [merger.merge_ids(list(map(byte_sym, p))) for p in pieces]
         else:
+            texts = _decoded(pieces)
+            if texts is not None and sum(map(len, texts)) >= BATCH_MIN:
+                flat = self._char_symbols("".join(texts))
+                batch = merger.merge_batch(flat, np.array(list(map(len, texts)), dtype=np.int64))
+                return self._emit_all(batch, [CHAR_TEXTS] * len(pieces))
             unknown = list(map(unicode.utf8_chars, pieces))
             initial = list(map(merger.lookup, unknown))
             lengths = list(map(len, initial))
             if sum(lengths) >= BATCH_MIN:
                 flat = np.fromiter(chain.from_iterable(initial), dtype=np.int64, count=sum(lengths))
-                return self._emit_all(merger.merge_batch(flat, np.array(lengths)), unknown)
+                return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
             runs = list(map(merger.merge_ids, initial))
         return [tuple(self._emit(run, texts)) for run, texts in zip(runs, unknown)]
 
-    def _emit_all(self, batch: tuple[list[tuple[int, ...]], bool],
-                  unknown: list[Sequence[bytes]]) -> list[tuple[int, ...]]:
-        runs, clean = batch
-        if clean:
-            return runs
-        return [tuple(self._emit(list(run), texts)) for run, texts in zip(runs, unknown)]
+    def _emit_all(self, batch: tuple[list[tuple[int, ...]], list[int]],
+                  unknown: Sequence[Sequence[bytes]]) -> list[tuple[int, ...]]:
+        runs, dirty = batch
+        for i in dirty:
+            runs[i] = tuple(self._emit(list(runs[i]), unknown[i]))
+        return runs
+
+    def _char_symbols(self, text: str) -> np.ndarray:
+        """The initial symbol of each character; one no merge names is `~code point`."""
+        chars, where = np.unique(unicode.codepoints(text), return_inverse=True)
+        ids, extra = self.ids.get, self.merger.extra.get
+        found = []
+        for cpt in chars.tolist():
+            raw = chr(cpt).encode()
+            sym = ids(raw)
+            found.append((~cpt if extra(raw) is None else extra(raw)) if sym is None else sym)
+        return np.array(found, dtype=np.int64)[where]
 
     def _emit(self, syms: list[int], unknown: Sequence[bytes]) -> list[int]:
         """Merged symbols as ids: a symbol that is no token falls back to its bytes' tokens."""
@@ -408,6 +487,27 @@ def decode_byte_level(text: bytes) -> bytes:
         else:
             out += b"[UNK_BYTE_0x" + unicode.encode(ch).hex().encode() + text + b"]"
     return bytes(out)
+
+
+class _CodePointTexts(Sequence[bytes]):
+    """`texts[cpt]`: the UTF-8 of code point `cpt` (the unknown symbols of `_char_symbols`)."""
+
+    def __len__(self) -> int:
+        return unicode.MAX_CODEPOINTS
+
+    def __getitem__(self, cpt: int) -> bytes:  # type: ignore[override]  # ints only
+        return chr(cpt).encode()
+
+
+CHAR_TEXTS = _CodePointTexts()
+
+
+def _decoded(pieces: list[bytes]) -> list[str] | None:
+    """The pieces as text, or None when one is not valid UTF-8 (cut by lead byte instead)."""
+    try:
+        return list(map(bytes.decode, pieces))
+    except UnicodeDecodeError:
+        return None
 
 
 # UTF-8-shaped sequences that llama.cpp's lenient decoder reads as code points
