@@ -359,8 +359,8 @@ class BPEEngine(BosEosEngine):
         plans = list(map(self._plan, words))
         if self.cutter is None:  # one piece per word, and no word repeats here
             todo = [plan[0] for plan in plans if isinstance(plan, list)]
-            merged = iter(self._merge_pieces(todo))
-            return [plan if isinstance(plan, tuple) else next(merged) for plan in plans]
+            each = iter(self._merge_pieces(todo))
+            return [plan if isinstance(plan, tuple) else next(each) for plan in plans]
         known = self._part_cache
         todo = list(dict.fromkeys(p for plan in plans if isinstance(plan, list) for p in plan
                                   if p not in known))
