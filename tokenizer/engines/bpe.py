@@ -19,7 +19,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from itertools import accumulate, chain, pairwise
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -356,6 +356,8 @@ class BPEEngine(BosEosEngine):
 
     def _encode_words(self, words: list[str]) -> list[tuple[int, ...]]:
         """The ids of each word: whole when llama.cpp keeps it whole, else its pieces merged."""
+        if self.pre.byte_encode and not self._whole_first:  # every word is one piece
+            return self._merge_pieces(list(map(_UTF8, words)))
         plans = list(map(self._plan, words))
         if self.cutter is None:  # one piece per word, and no word repeats here
             todo = [plan[0] for plan in plans if isinstance(plan, list)]
@@ -487,6 +489,9 @@ def decode_byte_level(text: bytes) -> bytes:
         else:
             out += b"[UNK_BYTE_0x" + unicode.encode(ch).hex().encode() + text + b"]"
     return bytes(out)
+
+
+_UTF8 = methodcaller("encode", "utf-8", "surrogatepass")  # unicode.encode, without a Python call
 
 
 class _CodePointTexts(Sequence[bytes]):
