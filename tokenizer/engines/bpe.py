@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from itertools import accumulate, chain, pairwise
+from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING
 
+import numpy as np
 import regex
 
 from .. import unicode
@@ -40,34 +43,229 @@ _NORMAL = int(Attr.NORMAL)
 _BYTE = int(Attr.BYTE)
 
 
+class PairTable:
+    """Open addressing over numpy arrays: pair key -> the rank of its first merge.
+
+    Keys are non-negative; a lookup of a negative key (a pair with a symbol
+    no merge names) misses.  Linear probing from a multiplicative hash.
+    """
+
+    _EMPTY = -1
+    _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, keys: np.ndarray, none: int) -> None:
+        self.none = none
+        self.bits = max(4, (4 * len(keys)).bit_length())  # at most a quarter full
+        self.mask = (1 << self.bits) - 1
+        self.keys = np.full(1 << self.bits, self._EMPTY, dtype=np.int64)
+        self.ranks = np.zeros(1 << self.bits, dtype=np.int64)
+        slot = self._slot(keys)
+        pending = np.arange(len(keys))  # in rank order: the first of equal keys settles first
+        while len(pending):
+            at = slot[pending]
+            free = self.keys[at] == self._EMPTY
+            taken, first = np.unique(at[free], return_index=True)
+            placed = pending[free][first]
+            self.keys[taken] = keys[placed]
+            self.ranks[taken] = placed
+            pending = pending[self.keys[at] != keys[pending]]  # placed, or its first rank is in
+            slot[pending] = (slot[pending] + 1) & self.mask
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        hashed = keys.astype(np.uint64) * self._MULTIPLIER >> np.uint64(64 - self.bits)
+        return hashed.astype(np.int64)
+
+    def get(self, query: np.ndarray) -> np.ndarray:
+        """The rank of each key, `none` for a miss."""
+        out = np.full(len(query), self.none, dtype=np.int64)
+        where = np.flatnonzero(query >= 0)
+        query = query[where]
+        slot = self._slot(query)
+        while len(where):
+            held = self.keys[slot]
+            hit = held == query
+            out[where[hit]] = self.ranks[slot[hit]]
+            more = ~hit & (held != self._EMPTY)
+            where, query, slot = where[more], query[more], (slot[more] + 1) & self.mask
+        return out
+
+    def as_dict(self) -> dict[int, int]:
+        used = self.keys != self._EMPTY
+        return dict(zip(self.keys[used].tolist(), self.ranks[used].tolist()))
+
+
+BATCH_MIN = 256  # symbols: below this, merging word by word beats numpy's overhead
+
+
 class Merger:
     """Rank-ordered merging: the lowest rank first, the leftmost of equals first.
 
     That is the order llama.cpp's priority queue (rank, then left index)
     produces; stale queue entries it skips never change the outcome.
+
+    Symbols are integers: a token's text is its id, any other text a merge
+    names gets an id from `n_tokens` up, and a symbol no merge names is
+    negative (the caller numbers those).  A pair (left, right) is looked up
+    by `left << shift | right`; its value is the merge's rank, and
+    `result[rank]` the merged symbol.
     """
 
-    def __init__(self, merges: Sequence[tuple[bytes, bytes]]) -> None:
-        # std::map::emplace keeps the first rank of a repeated pair: filling the
-        # dict from the end lets the first occurrence overwrite the later ones
-        self.ranks = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))
+    def __init__(self, merges: Sequence[tuple[bytes, bytes]],
+                 token_to_id: Mapping[bytes, int] | None = None, n_tokens: int = 0) -> None:
+        self.ids = token_to_id or {}
+        self.n_tokens = n_tokens
+        self.extra: dict[bytes, int] = {}  # texts a merge names that are no token
+        self.extra_texts: list[bytes] = []
+        lefts, rights = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
+        left_ids = self._symbols(lefts)
+        right_ids = self._symbols(rights)
+        self.result = self._symbols(list(map(bytes.__add__, lefts, rights)))
+        self.none = len(merges)  # the rank of a pair that is no merge: above every real one
+        self.shift = (n_tokens + len(self.extra)).bit_length()
+        keys = (np.array(left_ids, dtype=np.int64) << self.shift) | np.array(right_ids, dtype=np.int64)
+        # std::map::emplace keeps the first rank of a repeated pair: PairTable does too
+        self.table = PairTable(keys, self.none)
+        self.result_array = np.array(self.result, dtype=np.int64)
+
+    @cached_property
+    def ranks(self) -> dict[int, int]:
+        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it)."""
+        return self.table.as_dict()
+
+    def _symbols(self, texts: list[bytes]) -> list[int]:
+        found: list[int | None] = list(map(self.ids.get, texts))
+        if None in found:
+            for i, sym in enumerate(found):
+                if sym is None:
+                    found[i] = self.symbol(texts[i])
+        return found  # type: ignore[return-value]  # no None is left
+
+    def symbol(self, text: bytes) -> int:
+        """The id of `text`, numbering a new non-token text (only while building)."""
+        sym = self.ids.get(text)
+        if sym is None:
+            sym = self.extra.get(text)
+            if sym is None:
+                sym = self.extra[text] = self.n_tokens + len(self.extra_texts)
+                self.extra_texts.append(text)
+        return sym
+
+    def lookup(self, texts: Sequence[bytes]) -> list[int]:
+        """The ids of initial symbols; a text no merge names is `~i` (i its position)."""
+        ids, extra = self.ids.get, self.extra.get
+        found: list[int | None] = list(map(ids, texts))
+        if None in found:
+            for i, sym in enumerate(found):
+                if sym is None:
+                    sym = extra(texts[i])
+                    found[i] = ~i if sym is None else sym
+        return found  # type: ignore[return-value]  # no None is left
+
+    def text(self, sym: int, unknown: Sequence[bytes]) -> bytes:
+        """The text of a non-token symbol: an extra one, or `unknown[~sym]`."""
+        return unknown[~sym] if sym < 0 else self.extra_texts[sym - self.n_tokens]
+
+    def merge_ids(self, syms: list[int]) -> list[int]:
+        """Merge `syms` in place by rank and return it."""
+        if len(syms) < 2:
+            return syms
+        get, shift, none, result = self.ranks.get, self.shift, self.none, self.result
+        # one rank per symbol: the pair it starts, and `none` after the last
+        ranks = [get(a << shift | b, none) for a, b in pairwise(syms)]
+        ranks.append(none)
+        while True:
+            best = min(ranks)
+            if best == none:
+                return syms
+            at = ranks.index(best)
+            new = syms[at] = result[best]
+            del syms[at + 1]
+            del ranks[at]
+            if at:
+                ranks[at - 1] = get(syms[at - 1] << shift | new, none)
+            if at + 1 < len(syms):
+                ranks[at] = get(new << shift | syms[at + 1], none)
+
+    def pair_ranks(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """The rank of each pair (left[i], right[i]), `none` where no merge joins them."""
+        return self.table.get(left << self.shift | right)
+
+    def merge_batch(self, syms: np.ndarray,
+                    lengths: np.ndarray) -> tuple[list[tuple[int, ...]], list[int]]:
+        """`merge_ids` on many runs at once (`syms` concatenated, each run's length).
+
+        Each round merges the best pair of every run that still has one, the
+        pair `merge_ids` would merge next, so every run ends the same.  Also
+        says which runs end with a symbol that is no token.
+        """
+        n_runs, none = len(lengths), self.none
+        if not n_runs:
+            return [], []
+        wid = np.arange(n_runs)
+        ends = np.cumsum(lengths)
+        rank = np.full(len(syms), none, dtype=np.int64)
+        if len(syms) > 1:
+            rank[:-1] = self.pair_ranks(syms[:-1], syms[1:])
+        rank[ends - 1] = none  # the last symbol of a run starts no pair
+        bits = len(syms).bit_length()
+        index = np.arange(len(syms), dtype=np.int64)
+        done: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        while True:
+            starts = ends - lengths
+            # rank, then position: the lowest rank, the leftmost of equals
+            best = np.minimum.reduceat(rank << bits | index[:len(rank)], starts)
+            over = best >> bits == none
+            if 2 * int(lengths[over].sum()) >= len(syms):  # set the finished runs aside
+                gone = np.repeat(over, lengths)
+                done.append((syms[gone], wid[over], lengths[over]))
+                keep, stay = ~gone, ~over
+                syms, rank = syms[keep], rank[keep]
+                lengths, wid, best, starts = lengths[stay], wid[stay], best[stay], starts[stay]
+                if not len(lengths):
+                    break
+                ends = np.cumsum(lengths)
+                best -= starts - (ends - lengths)  # the runs before moved down
+                starts = ends - lengths
+                over = over[stay]
+            live = ~over
+            best, first, last = best[live], starts[live], ends[live]
+            at = best & ((1 << bits) - 1)
+            new = syms[at] = self.result_array[best >> bits]
+            inner = at > first
+            rank[at[inner] - 1] = self.pair_ranks(syms[at[inner] - 1], new[inner])
+            more = at + 2 < last
+            rank[at] = none
+            rank[at[more]] = self.pair_ranks(new[more], syms[at[more] + 2])
+            keep = np.ones(len(syms), dtype=bool)
+            keep[at + 1] = False
+            syms, rank = syms[keep], rank[keep]
+            lengths = lengths - live
+            ends = np.cumsum(lengths)
+        return self._runs(done, n_runs)
+
+    def _runs(self, done: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+              n_runs: int) -> tuple[list[tuple[int, ...]], list[int]]:
+        """Each run's symbols, and which runs hold a symbol that is no token."""
+        out: list[tuple[int, ...]] = [()] * n_runs
+        dirty: list[int] = []
+        for syms, wids, lengths in done:
+            if not len(syms):
+                continue
+            sizes = lengths.tolist()
+            ends = list(accumulate(sizes))
+            bad = (syms < 0) | (syms >= self.n_tokens)
+            if bad.any():
+                dirty.extend(wids[np.add.reduceat(bad, [0, *ends[:-1]]) > 0].tolist())
+            flat = syms.tolist()
+            for w, a, b in zip(wids.tolist(), [0, *ends[:-1]], ends):
+                out[w] = tuple(flat[a:b])
+        return out, dirty
 
     def merge(self, symbols: list[bytes]) -> list[bytes]:
-        get = self.ranks.get
-        ranks = [get(p) for p in pairwise(symbols)]
-        while True:
-            best, at = None, -1
-            for i, r in enumerate(ranks):
-                if r is not None and (best is None or r < best):
-                    best, at = r, i
-            if best is None:
-                return symbols
-            symbols[at:at + 2] = [symbols[at] + symbols[at + 1]]
-            del ranks[at]
-            if at > 0:
-                ranks[at - 1] = get((symbols[at - 1], symbols[at]))
-            if at < len(ranks):
-                ranks[at] = get((symbols[at], symbols[at + 1]))
+        """`merge_ids` over texts (for tests and tools)."""
+        texts = {v: k for k, v in self.ids.items()}
+        merged = self.merge_ids(self.lookup(symbols))
+        return [texts[s] if 0 <= s < self.n_tokens else self.text(s, symbols) for s in merged]
 
 
 class WordCutter:
@@ -111,9 +309,15 @@ class BPEEngine(BosEosEngine):
         super().__init__(vocab)
         self.pre = pretokenizers.get(vocab.pre_type)
         self.splitter = Splitter.for_pretokenizer(self.pre)
-        self.merger = Merger(vocab.merges)
         self.ids = vocab.token_to_id
+        self.n_tokens = len(vocab.texts)
+        self.merger = Merger(vocab.merges, self.ids, self.n_tokens)
         self.byte_ids = self._byte_fallback_ids()
+        # byte-level symbols: byte -> its stand-in character's text, and that text's symbol
+        self.byte_texts = tuple(unicode.encode(c) for c in unicode.byte_to_char())
+        self.byte_syms = tuple(self.merger.lookup(list(self.byte_texts)))
+        self.byte_sym_array = np.array(self.byte_syms, dtype=np.int64)
+        self._whole_first = vocab.ignore_merges or vocab.pre_type == "gemma4"  # see _keep_whole
         self._cache: BoundedCache[str, tuple[int, ...]] = BoundedCache()
         self._part_cache: BoundedCache[bytes, tuple[int, ...]] = BoundedCache()
         raw_spm = not self.pre.byte_encode and vocab.escape_whitespaces
@@ -138,50 +342,117 @@ class BPEEngine(BosEosEngine):
         self.encode_cps(unicode.decode_lenient(text), out)
 
     def encode_cps(self, cps: str, out: list[int]) -> None:
-        """Split, then BPE each word (cached per word)."""
+        """Split, then BPE each word (cached per word; the new words of a text all at once)."""
         cache = self._cache
         words = self.splitter.split(cps)
         found = list(map(cache.get, words))
-        for i, ids in enumerate(found):
-            if ids is None:  # a miss; the word may have been cached earlier in this loop
-                word = words[i]
-                ids = cache.get(word)
-                if ids is None:
-                    ids = cache.put(word, tuple(self._encode_word(word)))
-                found[i] = ids
+        if None in found:
+            missing = list(dict.fromkeys([w for w, ids in zip(words, found) if ids is None]))
+            fresh = dict(zip(missing, self._encode_words(missing)))
+            if len(fresh) <= cache.limit:
+                cache.make_room(len(fresh))
+                cache.update(fresh)
+            found = [fresh[w] if ids is None else ids for w, ids in zip(words, found)]
         out.extend(chain.from_iterable(found))  # type: ignore[arg-type]  # no None is left
 
-    def _encode_word(self, word: str) -> list[int]:
-        raw = unicode.encode(word)
-        key = unicode.byte_encode(raw).encode() if self.pre.byte_encode else raw
-        whole = self.ids.get(key)
-        if whole is not None and self._keep_whole(key):
-            return [whole]
-        symbols = unicode.utf8_chars(key)
-        if len(symbols) > 1 and b" " in key:
-            raise LlamaCppAbort(
-                f"piece {key!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
-                f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
-            )
-        if self.cutter is None:
-            return self._merge_part(symbols)
-        out: list[int] = []
-        cache = self._part_cache
-        for part in self.cutter.cut(key):
-            ids = cache.get(part)
-            if ids is None:
-                ids = cache.put(part, tuple(self._merge_part(unicode.utf8_chars(part))))
-            out.extend(ids)
+    def _encode_words(self, words: list[str]) -> list[tuple[int, ...]]:
+        """The ids of each word: whole when llama.cpp keeps it whole, else its pieces merged."""
+        if self.pre.byte_encode and not self._whole_first:  # every word is one piece
+            return self._merge_pieces(list(map(_UTF8, words)))
+        plans = list(map(self._plan, words))
+        if self.cutter is None:  # one piece per word, and no word repeats here
+            todo = [plan[0] for plan in plans if isinstance(plan, list)]
+            each = iter(self._merge_pieces(todo))
+            return [plan if isinstance(plan, tuple) else next(each) for plan in plans]
+        known = self._part_cache
+        todo = list(dict.fromkeys(p for plan in plans if isinstance(plan, list) for p in plan
+                                  if p not in known))
+        merged = dict(zip(todo, self._merge_pieces(todo)))
+
+        def part(piece: bytes) -> tuple[int, ...]:
+            ids = merged.get(piece)
+            return known[piece] if ids is None else ids  # () when every byte vanished
+
+        out = [plan if isinstance(plan, tuple) else tuple(chain.from_iterable(map(part, plan)))
+               for plan in plans]
+        if self.cutter is not None and len(merged) <= known.limit:  # words rarely repeat; parts do
+            known.make_room(len(merged))
+            known.update(merged)
         return out
 
-    def _merge_part(self, symbols: list[bytes]) -> list[int]:
+    def _plan(self, word: str) -> tuple[int, ...] | list[bytes]:
+        """A word's single token, or the raw pieces BPE merges on their own."""
+        raw = unicode.encode(word)
+        if self._whole_first:
+            key = unicode.byte_encode(raw).encode() if self.pre.byte_encode else raw
+            whole = self.ids.get(key)
+            if whole is not None and self._keep_whole(key):
+                return (whole,)
+        if self.pre.byte_encode:  # a symbol per byte: its stand-in character, never a space
+            return [raw]
+        if len(raw) > 1 and b" " in raw:  # a space is a character of its own: two or more
+            raise LlamaCppAbort(
+                f"piece {raw!r} holds a space: llama.cpp's find_bpe_rank asserts that no BPE "
+                f"symbol contains one and aborts (pre-tokenizer {self.vocab.pre!r} on raw UTF-8)"
+            )
+        return [raw] if self.cutter is None else self.cutter.cut(raw)
+
+    def _merge_pieces(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
+        """BPE on each piece: one batch when there are many symbols, else piece by piece."""
+        merger = self.merger
+        if self.pre.byte_encode:
+            unknown: list[Sequence[bytes]] = [self.byte_texts] * len(pieces)
+            lengths = list(map(len, pieces))
+            joined = b"".join(pieces)
+            if len(joined) >= BATCH_MIN:
+                flat = self.byte_sym_array[np.frombuffer(joined, dtype=np.uint8)]
+                return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
+            byte_sym = self.byte_syms.__getitem__
+            runs = [merger.merge_ids(list(map(byte_sym, p))) for p in pieces]
+        else:
+            texts = _decoded(pieces)
+            if texts is not None and sum(map(len, texts)) >= BATCH_MIN:
+                flat = self._char_symbols("".join(texts))
+                batch = merger.merge_batch(flat, np.array(list(map(len, texts)), dtype=np.int64))
+                return self._emit_all(batch, [CHAR_TEXTS] * len(pieces))
+            unknown = list(map(unicode.utf8_chars, pieces))
+            initial = list(map(merger.lookup, unknown))
+            lengths = list(map(len, initial))
+            if sum(lengths) >= BATCH_MIN:
+                flat = np.fromiter(chain.from_iterable(initial), dtype=np.int64, count=sum(lengths))
+                return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
+            runs = list(map(merger.merge_ids, initial))
+        return [tuple(self._emit(run, texts)) for run, texts in zip(runs, unknown)]
+
+    def _emit_all(self, batch: tuple[list[tuple[int, ...]], list[int]],
+                  unknown: Sequence[Sequence[bytes]]) -> list[tuple[int, ...]]:
+        runs, dirty = batch
+        for i in dirty:
+            runs[i] = tuple(self._emit(list(runs[i]), unknown[i]))
+        return runs
+
+    def _char_symbols(self, text: str) -> np.ndarray:
+        """The initial symbol of each character; one no merge names is `~code point`."""
+        chars, where = np.unique(unicode.codepoints(text), return_inverse=True)
+        ids, extra = self.ids.get, self.merger.extra.get
+        found = []
+        for cpt in chars.tolist():
+            raw = chr(cpt).encode()
+            sym = ids(raw)
+            found.append((~cpt if extra(raw) is None else extra(raw)) if sym is None else sym)
+        return np.array(found, dtype=np.int64)[where]
+
+    def _emit(self, syms: list[int], unknown: Sequence[bytes]) -> list[int]:
+        """Merged symbols as ids: a symbol that is no token falls back to its bytes' tokens."""
+        if not syms or (min(syms) >= 0 and max(syms) < self.n_tokens):
+            return syms
         out: list[int] = []
-        for symbol in self.merger.merge(symbols):
-            token = self.ids.get(symbol)
-            if token is not None:
-                out.append(token)
+        for sym in syms:
+            if 0 <= sym < self.n_tokens:
+                out.append(sym)
             else:
-                out.extend(t for t in map(self.byte_ids.__getitem__, symbol) if t is not None)
+                text = self.merger.text(sym, unknown)
+                out.extend(t for t in map(self.byte_ids.__getitem__, text) if t is not None)
         return out
 
     def _keep_whole(self, key: bytes) -> bool:
@@ -219,6 +490,30 @@ def decode_byte_level(text: bytes) -> bytes:
         else:
             out += b"[UNK_BYTE_0x" + unicode.encode(ch).hex().encode() + text + b"]"
     return bytes(out)
+
+
+_UTF8 = methodcaller("encode", "utf-8", "surrogatepass")  # unicode.encode, without a Python call
+
+
+class _CodePointTexts(Sequence[bytes]):
+    """`texts[cpt]`: the UTF-8 of code point `cpt` (the unknown symbols of `_char_symbols`)."""
+
+    def __len__(self) -> int:
+        return unicode.MAX_CODEPOINTS
+
+    def __getitem__(self, cpt: int) -> bytes:  # type: ignore[override]  # ints only
+        return chr(cpt).encode()
+
+
+CHAR_TEXTS = _CodePointTexts()
+
+
+def _decoded(pieces: list[bytes]) -> list[str] | None:
+    """The pieces as text, or None when one is not valid UTF-8 (cut by lead byte instead)."""
+    try:
+        return list(map(bytes.decode, pieces))
+    except UnicodeDecodeError:
+        return None
 
 
 # UTF-8-shaped sequences that llama.cpp's lenient decoder reads as code points

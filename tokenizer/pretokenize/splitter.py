@@ -144,6 +144,17 @@ def _pattern_stage(pattern: regex.Pattern, view: str) -> Stage:
             ends = list(accumulate(map(len, findall(s, a, b)), initial=a))
             out.extend(zip(ends, islice(ends, 1, None)))
         return out
+
+    def words(text: Text) -> list[str]:
+        """The pieces of the whole text as strings: `stage` and slicing in one pass."""
+        s = getattr(text, view)
+        found: list[str] = pattern.findall(s)
+        if s is text.cps:  # ASCII, or the view is the text itself
+            return found
+        ends = list(accumulate(map(len, found)))
+        return list(map(text.cps.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+    stage.words = words  # type: ignore[attr-defined]
     return stage
 
 
@@ -326,6 +337,8 @@ class Splitter:
         alone: they are memoised per (stage, piece).
         """
         out: list[str] = []
+        if len(self.stages) == 1 and hasattr(self.stages[0], "words"):
+            return self.stages[0].words(Text(cps)) if cps else out
         if cps:
             self._descend(Text(cps), [(0, len(cps))], 0, out)
         return out
@@ -335,7 +348,7 @@ class Splitter:
         spans = self.stages[k](text, spans)
         k += 1
         if k == len(self.stages):
-            out.extend(cps[a:b] for a, b in spans)
+            out.extend(map(cps.__getitem__, map(slice, *zip(*spans)))) if spans else None
             return
         memo = self._memo
         pending: list[Span] = []  # consecutive long spans, split together in context
