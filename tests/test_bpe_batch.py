@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness import golden as goldens
-from harness.records import FLAGS
-from harness.replay import locate
-from harness.strategies import case_input
+from harness.golden import files as goldens
+from harness.golden.records import FLAGS
+from harness.runs.replay import locate
+from harness.inputs.strategies import case_input
 from tokenizer import Tokenizer
 from tokenizer.engines import bpe
 

@@ -249,8 +249,8 @@ def test_synthetic_variant_matches_oracle(pair_for, variant_pairs, variant):
 def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
     """Either loop alone gives llama.cpp's recorded ids on the whole golden slice
     (expected ids from the golden files, recorded from llama.cpp)."""
-    from harness import golden as goldens
-    from harness.records import field_bytes
+    from harness.golden import files as goldens
+    from harness.golden.records import field_bytes
     from tokenizer.engines import spm
 
     golden = goldens.load_golden(goldens.GOLDEN_DIR / f"ggml-vocab-{name}.json")
