@@ -13,8 +13,8 @@ import pytest
 
 from harness.golden import files as goldens
 from harness.golden.records import FLAGS
-from harness.runs.replay import locate
 from harness.inputs.strategies import case_input
+from harness.runs.replay import locate
 from tokenizer import Tokenizer
 from tokenizer.engines import bpe
 

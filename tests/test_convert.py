@@ -17,8 +17,8 @@ import pytest
 
 from harness import cli
 from harness.models import convert, real_set
-from harness.references import pre_check
 from harness.models.shipped import SetupError
+from harness.references import pre_check
 
 SMAUG = "c136ed14d01c2745d4f60a9596ae66800e2b61fa45643e72436041855ad4089d"
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from harness.models import header_only
-from tokenizer.gguf import reader as gguf, writer as gguf_writer
-from tokenizer.gguf.constants import ValueType
 from tokenizer.errors import GGUFError
+from tokenizer.gguf import reader as gguf
+from tokenizer.gguf import writer as gguf_writer
+from tokenizer.gguf.constants import ValueType
 
 ROOT = Path(__file__).resolve().parent.parent
 TENSORS = [("token_embd.weight", (1024, 256), "F32"), ("output.weight", (1024, 256), "F32")]

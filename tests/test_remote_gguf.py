@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from range_server import RangeServer, sparse_model
 
-from harness.models import remote as remote_gguf
 from harness.errors import SetupError
+from harness.models import remote as remote_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20

@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..models import convert
     from ..errors import SetupError
+    from ..models import convert
 
     if args.real:
         if args.folder is not None or args.out is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", default=None, metavar="hf:PATH|spm:PATH",
                         help="also run the model's original tokenizer and compare three ways: engine, "

@@ -42,10 +42,10 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import fetch
-from ..subjects import llama_release
-from ..files.atomic import write_text_atomic
 from ..errors import SetupError
+from ..files.atomic import write_text_atomic
+from ..subjects import llama_release
+from . import fetch
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizer.gguf import reader as gguf
 from tokenizer.errors import GGUFError
+from tokenizer.gguf import reader as gguf
 
 from ..files.atomic import write_bytes_atomic
 from .shipped import cache_dir

@@ -37,11 +37,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizer.gguf import reader as gguf
 from tokenizer.errors import GGUFError
+from tokenizer.gguf import reader as gguf
 
-from ..files.atomic import write_bytes_atomic, write_text_atomic
 from ..errors import SetupError
+from ..files.atomic import write_bytes_atomic, write_text_atomic
 from .shipped import cache_dir
 
 FIRST_WINDOW = 2 << 20

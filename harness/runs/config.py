@@ -135,7 +135,7 @@ def found_fields(args: argparse.Namespace) -> dict:
 
 
 def reference_fields(args: argparse.Namespace) -> dict:
-    """RunConfig fields for `--reference` / `--reference-arg` (`SetupError` on a bad spec or option, before any work)."""
+    """RunConfig fields for `--reference` and `--reference-arg` (`SetupError` on a bad one, before any work)."""
     from ..references.specs import is_reference
     spec = getattr(args, "reference", None)
     pairs = tuple(parse_engine_args(getattr(args, "reference_arg", None) or []).items())
