@@ -141,7 +141,7 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
     assert at == sorted(at), commands
     gguf = "reports/parity-real/gguf"
-    models = f"--model {gguf}/llama3-early.gguf --model {gguf}/mistral-spm-v1.gguf --model {gguf}/mistral-tekken-240911.gguf"
+    models = " ".join(f"--model {gguf}/{name}.gguf" for name in ("llama3-early", "mistral-spm-v1", "mistral-tekken-240911"))
     for step in at[2:4]:
         assert models in commands[step], commands[step]
     # the live run, one per GGUF, three ways where the original is an hf: or spm: reference (not tekken)
