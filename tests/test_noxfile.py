@@ -141,7 +141,8 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
     assert at == sorted(at), commands
     gguf = "reports/parity-real/gguf"
-    models = " ".join(f"--model {gguf}/{name}.gguf" for name in ("llama3-early", "mistral-spm-v1", "mistral-tekken-240911"))
+    names = ("llama3-early", "mistral-spm-v1", "mistral-tekken-240911")
+    models = " ".join(f"--model {gguf}/{name}.gguf" for name in names)
     for step in at[2:4]:
         assert models in commands[step], commands[step]
     # the live run, one per GGUF, three ways where the original is an hf: or spm: reference (not tekken)
