@@ -85,20 +85,24 @@ class Skips:
         self.allowed[group] = allowed
         self.examples.setdefault(group, []).append(nodeid)
 
+    def ranked(self) -> list[tuple[str, int]]:
+        """Groups by count, largest first, ties by name: the same order however the reports arrived (xdist)."""
+        return sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+
     @property
     def unplanned(self) -> int:
         return sum(n for group, n in self.counts.items() if not self.allowed[group])
 
     def summary(self) -> str:
         """`skipped: 260 nightly, 2 optional peer, 5 UNPLANNED` (allowed groups first)."""
-        parts = [f"{n} {g}" for g, n in self.counts.most_common() if self.allowed[g]]
+        parts = [f"{n} {g}" for g, n in self.ranked() if self.allowed[g]]
         if self.unplanned:
             parts.append(f"{self.unplanned} UNPLANNED")
         return "skipped: " + (", ".join(parts) if parts else "none")
 
     def unplanned_lines(self) -> list[str]:
         lines = []
-        for group, n in self.counts.most_common():
+        for group, n in self.ranked():
             if not self.allowed[group]:
                 first = self.examples[group]
                 more = f" and {len(first) - 2} more" if len(first) > 2 else ""
