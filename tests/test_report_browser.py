@@ -129,4 +129,5 @@ def test_messages_filter_from_url(messages_page, tmp_path, query, visible, token
     assert message_entries(dom) == visible
     assert f"{sum(visible.values())} of 2 shown" in dom
     assert sum(entries(dom).values()) == tokens, "the token cards keep their own filter"
-    assert "hi→there" in dom and "python -m harness chat --target tmpl-A --conversation c1" in dom
+    # one visible() for the whole page: a tab is ⇥ in the messages section as in the token cards
+    assert "hi⇥there" in dom and "python -m harness chat --target tmpl-A --conversation c1" in dom
