@@ -242,8 +242,9 @@ def tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
                 "| vocabulary | peer | peer MB/s | ours MB/s | ours / peer | ids as llama.cpp |",
                 "|---|---|---:|---:|---:|---|"]
         for name, p in peers:
-            out.append(f"| {name} | {p['peer']} | {p['peer_mbs']:.3f} | {p['ours_mbs']:.2f} | "
-                       f"**{p['ours_over_peer']:.1f}x**{mark(p['ours_over_peer'], PEER_TARGET)} | "
+            ratio = p["ours_over_peer"]
+            shown = "not measured" if not p["peer_mbs"] else f"**{ratio:.1f}x**{mark(ratio, PEER_TARGET)}"
+            out.append(f"| {name} | {p['peer']} | {p['peer_mbs']:.3f} | {p['ours_mbs']:.2f} | {shown} | "
                        f"{p['agreement']} |")
     return out
 
