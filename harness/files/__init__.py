@@ -1,4 +1,5 @@
-"""Files: written whole or not at all (atomic), JSON Lines (jsonl), and limits on what is read (input_limits).
+"""Files: written whole or not at all (atomic), JSON Lines (jsonl), limits on what is read
+(input_limits), and protobuf's wire format (protobuf).
 
 Owns the harness's file formats at the byte level. May import: the standard library only.
 """

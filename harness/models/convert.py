@@ -43,10 +43,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import SetupError
+from ..files import protobuf
 from ..files.atomic import write_text_atomic
-from ..subjects import llama_release
 from . import fetch
-from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, venvs_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"
@@ -69,8 +69,7 @@ def sources_dir() -> Path:
 
 
 def venv_dir() -> Path:
-    venvs = os.environ.get("GGUF_PARITY_VENVS", llama_release.cache_root() / "venvs")
-    return Path(venvs) / f"convert-{LLAMA_CPP_PYTHON_VERSION}"
+    return venvs_dir() / f"convert-{LLAMA_CPP_PYTHON_VERSION}"
 
 
 def venv_python() -> Path:
@@ -191,36 +190,10 @@ def vocab_size(folder: Path) -> int:
 
 def sentencepiece_pieces(data: bytes) -> int:
     """How many pieces a SentencePiece ModelProto holds: its top-level field 1, counted from the wire format."""
-    pos, count = 0, 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        wire = key & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos += length
-            count += key >> 3 == 1
-        elif wire in (1, 5):
-            pos += 8 if wire == 1 else 4
-        else:
-            raise SetupError(f"tokenizer.model: not a SentencePiece model (wire type {wire} at byte {pos})")
-    if pos != len(data):
-        raise SetupError("tokenizer.model: not a SentencePiece model (truncated)")
-    return count
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise SetupError("tokenizer.model: not a SentencePiece model (truncated varint)")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
+    try:
+        return sum(number == 1 and wire == 2 for number, wire, _ in protobuf.fields(data))
+    except protobuf.ProtobufError as exc:
+        raise SetupError(f"tokenizer.model: not a SentencePiece model ({exc})") from None
 
 
 def work_folder(source: Path, work: Path, *, architecture: str | None = None) -> list[dict[str, Any]]:

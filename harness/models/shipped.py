@@ -36,6 +36,12 @@ SHIPPED = (
 )
 
 
+def venvs_dir() -> Path:
+    """Where the harness's own venvs live, for every llama-cpp-python version: another release's
+    (`--engine llama.cpp@VERSION`) and llama.cpp's converter (`GGUF_PARITY_VENVS` overrides it)."""
+    return Path(os.environ.get("GGUF_PARITY_VENVS", Path.home() / ".cache" / "gguf-parity" / "venvs"))
+
+
 def cache_dir() -> Path:
     env = os.environ.get("GGUF_PARITY_CACHE")
     if env:  # absolute: oracle workers run in another directory

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from tokenizer.attrs import Attr
 from tokenizer.pretokenize.behaviours import get as get_pretokenizer
 
 from ..errors import SetupError
+from ..files import protobuf
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
 
@@ -211,57 +211,23 @@ def _token_count(vocab: Any, model: dict, added: list[dict]) -> list[Discrepancy
 
 # --- SentencePiece .model ---------------------------------------------------------------------------
 
-def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
-    """A protobuf message's (field, wire type, value) list; length-delimited values as bytes."""
-    out, pos = [], 0
-
-    def varint() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            if pos >= len(buf):
-                raise ValueError("protobuf: truncated varint")
-            byte = buf[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-    while pos < len(buf):
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value: Any = varint()
-        elif wire == 2:
-            size = varint()
-            value, pos = buf[pos:pos + size], pos + size
-        elif wire == 5:
-            value, pos = struct.unpack("<f", buf[pos:pos + 4])[0], pos + 4
-        elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        else:
-            raise ValueError(f"protobuf: wire type {wire} not expected in a SentencePiece model")
-        out.append((number, wire, value))
-    return out
-
-
 def read_spm(buf: bytes) -> dict:
     """The fields of a SentencePiece ModelProto the checks need: pieces, types, normalizer flags."""
     pieces, types = [], []
     normalizer: dict[str, bool] = {"add_dummy_prefix": True, "remove_extra_whitespaces": True}
-    for number, _, value in _fields(buf):
+    for number, _, value in protobuf.fields(buf):
         if number == 1:  # SentencePiece { piece = 1; score = 2; type = 3 (NORMAL 1 default) }
-            inner = {n: v for n, _, v in _fields(value)}
+            inner = {n: v for n, _, v in protobuf.fields(value)}
             pieces.append(inner.get(1, b"").decode("utf-8", "replace"))
             types.append(inner.get(3, 1))
         elif number == 3:  # NormalizerSpec { add_dummy_prefix = 3; remove_extra_whitespaces = 4 }
-            inner = {n: v for n, _, v in _fields(value)}
+            inner = {n: v for n, _, v in protobuf.fields(value)}
             normalizer = {"add_dummy_prefix": bool(inner.get(3, 1)), "remove_extra_whitespaces": bool(inner.get(4, 1))}
     return {"pieces": pieces, "types": types, **normalizer}
 
 
-SPM_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
-GGUF_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
+TOKEN_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
+"""SentencePiece's piece types; llama.cpp's token types number them the same way."""
 
 
 def spm_discrepancies(tok: Tokenizer, model: dict, config: dict) -> list[Discrepancy]:
@@ -284,7 +250,7 @@ def spm_discrepancies(tok: Tokenizer, model: dict, config: dict) -> list[Discrep
     if types is not None:
         bad = [i for i in range(n) if int(types[i]) != model["types"][i]]
         if bad:
-            shown = [f"{i}: {GGUF_TYPES.get(int(types[i]), types[i])} vs {SPM_TYPES.get(model['types'][i])}"
+            shown = [f"{i}: {TOKEN_TYPES.get(int(types[i]), types[i])} vs {TOKEN_TYPES.get(model['types'][i])}"
                      for i in bad[:MAX_SHOWN]]
             out.append(Discrepancy("tokenizer.ggml.token_type", f"{len(bad)} token type(s) differ",
                                    "the model's piece types", "; ".join(shown)))

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SetupError
+from ..models.shipped import venvs_dir
 
 PREFIX = "llama.cpp@"
 ORACLE_ENGINE = "harness.oracle.llama:LlamaOracle.from_gguf"
@@ -63,7 +64,7 @@ def wheel_dir() -> Path:
 
 
 def venv_dir(version: str) -> Path:
-    return Path(os.environ.get("GGUF_PARITY_VENVS", cache_root() / "venvs")) / f"llama-cpp-python-{version}"
+    return venvs_dir() / f"llama-cpp-python-{version}"
 
 
 def venv_python(version: str) -> Path:
