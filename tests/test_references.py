@@ -196,6 +196,110 @@ def test_decode_pairs_the_library_cannot_express_are_not_applicable(bpe, spm_fil
         spm.decode(ids, remove_special=False, unparse_special=True)
 
 
+def test_decode_outcome_one_more_leading_space_either_way_and_with_clean_up():
+    """What the real set shows: sentencepiece's "  " -> " " after a BOS; WordPiece's " i'm here" (llama.cpp)
+    against "i ' m here" (the library; transformers' clean-up gives "i'm here"); bytes that are not UTF-8."""
+    spm = {"raw": " ", "cleaned": " ", "applied": " "}
+    assert classify.decode_outcome(b"  ", spm) == "explained:leading_space"
+    assert classify.decode_outcome(b"   ", spm) == "differ"  # two spaces more is not one
+    wpm = {"raw": "i ' m here", "cleaned": "i'm here", "applied": "i ' m here"}
+    assert classify.decode_outcome(b" i'm here", wpm) == "explained:clean_up_tokenization_spaces+leading_space"
+    assert classify.decode_outcome(b" i ' m here", wpm) == "explained:leading_space"
+    assert classify.decode_outcome(b" i'm there", wpm) == "differ"
+    assert classify.decode_outcome(b"\xe2\x80", {"raw": "\ufffd", "cleaned": "\ufffd", "applied": "\ufffd"}) == (
+        "not_applicable")  # the library returns str: it cannot express llama.cpp's bytes
+
+
+class _Decoder:
+    """A reference engine's decode as the child's Server calls it: unparse on is not expressible."""
+
+    capabilities = ("tokenize",)
+
+    def tokenize(self, text, *, add_special, parse_special):
+        return [1]
+
+    def decode(self, ids, *, remove_special, unparse_special):
+        from harness.references.flags import NotExpressible
+        if unparse_special:
+            raise NotExpressible("unparse_special: never shown")
+        if ids == [666]:
+            raise RuntimeError("the library broke")
+        text = "+".join(map(str, ids))
+        return {"raw": text, "cleaned": text, "applied": text}
+
+
+class _Plain:
+    """An engine under test: no decode."""
+
+    capabilities = ("tokenize",)
+
+    def tokenize(self, text, *, add_special, parse_special):
+        return [1]
+
+
+def test_the_protocol_decode_op_answers_per_id_list_and_pair():
+    import base64
+
+    from harness.subjects.protocol import Server
+    server = Server(lambda path, **_: _Decoder(), "test:decoder")
+    assert server.handle({"op": "hello", "model": "/x.gguf"})["ok"]
+    reply = server.handle({"op": "decode", "ids": [[1, 2], [666]], "flags": [list(f) for f in FLAGS]})
+    assert reply["ok"] and len(reply["results"]) == 2
+    first = reply["results"][0]
+    assert [base64.b64decode(item["applied"]) if "applied" in item else item["error"]["type"] for item in first] == [
+        b"1+2", "NotApplicable", b"1+2", "NotApplicable"]
+    assert reply["results"][1][0]["error"]["type"] == "RuntimeError"
+    plain = Server(lambda path, **_: _Plain(), "test:plain")
+    assert plain.handle({"op": "hello", "model": "/x.gguf"})["ok"]
+    refused = plain.handle({"op": "decode", "ids": [[1]], "flags": [[False, False]]})
+    assert not refused["ok"] and refused["error"]["type"] == "NotOffered"
+
+
+class _Client:
+    """A reference client whose child is a Server in this process; `fail` requests fail first (a crash)."""
+
+    def __init__(self, fail: int = 0) -> None:
+        from harness.subjects.protocol import Server
+        self.server = Server(lambda path, **_: _Decoder(), "test:decoder")
+        self.server.handle({"op": "hello", "model": "/x.gguf"})
+        self.fail, self.sent = fail, []
+
+    def call(self, message):
+        from harness.subjects.client import ChildFailure
+        self.sent.append(message)
+        if self.fail:
+            self.fail -= 1
+            raise ChildFailure("engine process was killed by SIGSEGV mid-request")
+        return self.server.handle(message)
+
+
+def _record(lists, detok=b"1+2"):
+    return {"encode": [{"ids": ids, "detokenize": [{"remove_special": r, "unparse_special": u, "text": detok.decode()}
+                                                   for r, u in FLAGS]} for ids in lists]}
+
+
+def test_decoding_asks_for_llama_cpps_ids_once_each_and_classifies_every_pair():
+    from harness.references import decoding
+    client = _Client()
+    got = decoding.ask(client, _record([[1, 2], [1, 2], [1, 2], [3]]))
+    assert client.sent[0]["ids"] == [[1, 2], [3]]  # distinct id lists, llama.cpp's
+    assert [[d.outcome for d in pair] for pair in got.pairs] == [
+        ["agree", "not_applicable", "agree", "not_applicable"]] * 3 + [
+        ["differ", "not_applicable", "differ", "not_applicable"]]  # "1+2" is not the decode of [3]
+    assert got.pairs[0][1].reason.startswith("unparse_special")
+    assert decoding.ask(client, None) is None  # llama.cpp crashed: nothing to decode
+
+
+def test_a_reference_failing_to_decode_is_an_error_of_the_case():
+    from harness.references import decoding
+    from harness.subjects.records import EngineError
+    broken = decoding.ask(_Client(), _record([[666]] * 4))
+    assert isinstance(broken, EngineError) and broken.capability == "decode" and "the library broke" in broken.error
+    assert not isinstance(decoding.ask(_Client(fail=1), _record([[1, 2]] * 4)), EngineError)  # asked once more
+    twice = decoding.ask(_Client(fail=2), _record([[1, 2]] * 4))
+    assert isinstance(twice, EngineError) and "re-checked in a fresh process" in twice.error
+
+
 # --- classification -------------------------------------------------------------------------------
 
 A, B = [1, 2], [1, 3]

@@ -192,3 +192,137 @@ def test_summary_reference_adds_up_over_models_and_over_merged_reports():
                                               "add_special=True,parse_special=True": 3}
     assert merged["findings"] == {"conversion": 1}
     assert "reference" not in build.build([ModelResult("c", "bpe", cases=1)], meta={})["summary"]
+
+
+# --- decoding: the original decodes llama.cpp's ids (harness/references/decoding.py) --------------
+
+BANG = "Hello, World! It's"
+
+
+def _replace_bang(original: Path) -> None:
+    """A planted decode-only fault: the original's decoder also turns "!" into "?" (its ids are untouched)."""
+    data = json.loads(original.read_text(encoding="utf-8"))
+    data["decoder"] = {"type": "Sequence", "decoders": [
+        data["decoder"], {"type": "Replace", "pattern": {"String": "!"}, "content": "?"}]}
+    original.write_text(json.dumps(data), encoding="utf-8")
+
+
+def llama_record(gguf: Path, text: str) -> dict:
+    with OracleSession(gguf, timeout=60) as oracle:
+        return oracle.evaluate({"id": "x", "text": text})
+
+
+def library_decode(path: Path, ids: list[int], unparse_special: bool) -> str:
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(str(path)).decode(ids, skip_special_tokens=not unparse_special)
+
+
+def run_three_way(tmp_path: Path, original: Path, gguf: Path, texts: list[str], *extra: str):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    report = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
+                           "--jobs", "1", "--report", str(report), "--quiet", *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return done, report
+
+
+def test_a_decode_only_difference_is_a_decode_finding_carded_counted_and_exit_1(tmp_path):
+    """Ids agree three ways; only the original's decode of llama.cpp's ids differs: a decode finding."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json")
+    _replace_bang(original)
+    gguf = rf.bpe_gguf(original, tmp_path / "llama-bpe.gguf")
+    done, report_dir = run_three_way(tmp_path, original, gguf, ["the cat sat", BANG])
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []
+    assert {e["class"] for e in report["reference_findings"]} == {"decode"}  # no ids class differs
+    block = report["summary"]["reference"]
+    assert block["classes"]["conversion"]["differ"] == 0 and block["classes"]["conversion"]["agree"] == 2
+    record = llama_record(gguf, BANG)
+    want_differ = 0
+    for entry in report["reference_findings"]:
+        assert entry["text"] == BANG and entry["category"] == "decode conversion"
+        pair = (entry["add_special"], entry["parse_special"])
+        encoded = record["encode"][FLAGS.index(pair)]
+        assert entry["ids"] == encoded["ids"]  # what is decoded: llama.cpp's ids
+        assert [r["side"] for r in entry["rows"]] == ["engine", "llama.cpp", "original"]
+        detok = {(d["remove_special"], d["unparse_special"]): d["text"] for d in encoded["detokenize"]}
+        for shown in entry["decode"]:
+            flags = (shown["remove_special"], shown["unparse_special"])
+            assert bytes.fromhex(shown["llama_hex"]) == detok[flags].encode()  # byte-exact, from llama.cpp
+            assert shown["original_text"] == library_decode(original, encoded["ids"], flags[1])
+            assert "?" in shown["original_text"] and "!" in shown["llama_text"]
+            want_differ += 1
+    assert len(report["reference_findings"]) == 4  # one per flag pair
+    assert block["decode"]["differ"] == want_differ and block["findings"] == {"decode": 4}
+    assert block["decode"].get("agree", 0) + want_differ + block["decode"].get("not_applicable", 0) == 2 * 16
+    assert f"decode {block['decode']['agree']}/{block['decode']['agree'] + want_differ} agree" in done.stdout
+    page = (report_dir / "report.html").read_text()
+    assert page.count('data-decode="original"') == want_differ and "decode conversion" in page
+
+
+def test_a_clean_up_difference_is_explained_counted_apart_and_exits_0(tmp_path):
+    """llama.cpp's detokenize cleans " ," where the original (no clean_up_tokenization_spaces) does not."""
+    from harness.references import classify
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json")
+    gguf = rf.bpe_gguf(original, tmp_path / "llama-bpe.gguf")
+    text = "Hello , World ! don 't"
+    encoded = llama_record(gguf, text)["encode"][0]
+    llama = next(d["text"] for d in encoded["detokenize"] if not d["remove_special"] and not d["unparse_special"])
+    raw = library_decode(original, encoded["ids"], False)
+    outcome = classify.decode_outcome(llama.encode(), {"raw": raw, "cleaned": classify_clean(raw), "applied": raw})
+    if outcome != "explained:clean_up_tokenization_spaces":
+        pytest.skip(f"llama.cpp's detokenize does not clean spaces here ({llama!r} vs {raw!r})")
+    done, report_dir = run_three_way(tmp_path, original, gguf, [text])
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["reference_findings"] == []  # explained is no finding
+    decode = report["summary"]["reference"]["decode"]
+    assert decode["explained:clean_up_tokenization_spaces"] >= 4  # the same ids under each add_special off pair
+    assert decode.get("differ", 0) == 0 and sum(decode.values()) == 16  # explained is never agree either
+    assert "explained" in done.stdout.split("decode ", 1)[1]
+
+
+def classify_clean(text: str) -> str:
+    from harness.references.flags import clean_up_tokenization
+    return clean_up_tokenization(text)
+
+
+def test_compare_with_a_reference_replays_the_golden_three_ways(tmp_path):
+    """`compare --reference`: the golden is llama.cpp's side; the same summary.reference, cards and exit 1."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=True)
+    _replace_bang(original)
+    gguf = rf.bpe_gguf(original, tmp_path / "smaug-bpe.gguf", pre="smaug-bpe")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    golden = tmp_path / "g"
+    recorded = subprocess.run([sys.executable, "-m", "harness", "record", "--model", str(gguf), "--corpus",
+                               str(corpus), "--out", str(golden), "--jobs", "1"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    live, live_dir = run_three_way(tmp_path, original, gguf, TEXTS)
+    report_dir = tmp_path / "cmp"
+    done = subprocess.run([sys.executable, "-m", "harness", "compare", "--golden", str(golden), "--model", str(gguf),
+                           "--reference", f"hf:{original.parent}", "--report", str(report_dir), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1 == live.returncode, done.stdout + done.stderr
+    replayed = json.loads((report_dir / "report.json").read_text())
+    live_report = json.loads((live_dir / "report.json").read_text())
+    assert replayed["meta"]["reference"] == f"hf:{original.parent}"
+    golden_cases = {c["id"] for c in json.loads(next(golden.glob("*.json")).read_text())["cases"]}
+    block, live_block = replayed["summary"]["reference"], live_report["summary"]["reference"]
+    assert block["cases"] == len(golden_cases)
+    assert {e["class"] for e in replayed["reference_findings"]} == {"conversion", "engine_vs_original", "decode"}
+    conversion = [e for e in replayed["reference_findings"] if e["class"] == "conversion"]
+    assert " zebra" in {e["text"] for e in conversion} and all(e["rows"] for e in conversion)
+    decode = [e for e in replayed["reference_findings"] if e["class"] == "decode"]
+    assert {e["text"] for e in decode} == {BANG}
+    # the cases both runs hold are judged alike: per text, the same findings
+    def by_text(report):
+        return sorted((e["text"], e["class"], e["add_special"], e["parse_special"])
+                      for e in report["reference_findings"] if e["text"] in TEXTS)
+    assert by_text(replayed) == by_text(live_report)
+    assert block["decode"]["differ"] == live_block["decode"]["differ"]
+    assert "reference: parity" in done.stdout and "decode" in done.stdout

@@ -13,6 +13,9 @@ error or recorded oracle crash that is not on the known-crashes list
 without --allow-flakes (see `run`); 2 usage or set-up
 error, or a golden whose model nothing could be compared on (see `run`'s
 --expect-refusal); 130/143 stopped by a signal (partial report written).
+With --reference SPEC the original tokenizer is a third side, exactly as for
+`run --reference` (docs/references.md): the same summary.reference, cards and
+exit status (1 for any class of finding, decode included).
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from ..models.families import FAMILIES
 from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import replay_config
-from . import engine_options
+from . import engine_options, reference_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", type=Path, required=True, metavar="DIR", help="folder of golden files")
     engine_options.add_arguments(parser)
+    reference_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/compare"), metavar="DIR",
                         help="where report.json and report.html go (default reports/compare)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
@@ -58,5 +62,8 @@ def run(args: argparse.Namespace) -> int:
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "golden": str(golden_dir),
             "known_crashes": config.known_crashes.source, "expect_refusal": config.expect_refusal,
-            "allow_flakes": config.allow_flakes, **({"shard": part.meta()} if part else {})}
+            "allow_flakes": config.allow_flakes,
+            **({"reference": config.reference, "reference_args": dict(config.reference_args)}
+               if config.reference else {}),
+            **({"shard": part.meta()} if part else {})}
     return run_and_report(lambda results: compare(golden_dir, config, results, part), config, meta)

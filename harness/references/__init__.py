@@ -8,11 +8,13 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     spm.py        the `sentencepiece` reference engine (runs in the child)
     flags.py      llama.cpp's flags mapped onto each library, and what cannot be expressed
     classify.py   the three-way classification of one case, and the `summary.reference` counts (pure)
+    decoding.py   the original's decode of llama.cpp's ids against llama.cpp's detokenize (the `decode` request)
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
 
 What it may import: the standard library; `tokenizer.gguf.reader` and
 `tokenizer.pretokenize.names` (reading a GGUF's keys, llama.cpp's flags per pre name);
-the engine protocol's client side (`harness.subjects.client`, `harness.models.shipped`).
+the engine protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
+`harness.models.shipped`).
 `tokenizers` and `sentencepiece` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules

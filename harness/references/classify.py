@@ -105,20 +105,42 @@ def decode_outcome(llama: bytes | None, reference: dict[str, str] | None) -> str
     returns), `raw` and `cleaned` (without and with transformers'
     clean_up_tokenization). `agree`; `explained:clean_up_tokenization_spaces`
     when the texts part only by that clean-up; `explained:leading_space` when
-    only by one leading space (SentencePiece strips the space prefix on decode,
-    llama.cpp keeps it after a BOS); `differ`; or `not_applicable`.
+    one has one leading space more than the other (SentencePiece strips the
+    space prefix on decode, llama.cpp keeps it after a BOS; llama.cpp's WordPiece
+    pieces begin with a space); `explained:clean_up_tokenization_spaces+leading_space`
+    when only by both; `differ`; or `not_applicable` (either side has nothing,
+    or llama.cpp's bytes are not UTF-8: the libraries return str, and cannot
+    express them).
+
+        >>> decode_outcome(b"  ", {"raw": " ", "cleaned": " ", "applied": " "})
+        'explained:leading_space'
     """
-    if llama is None or reference is None:
+    if llama is None or reference is None or not _utf8(llama):
         return "not_applicable"
     applied = reference["applied"].encode("utf-8", "surrogatepass")
     if llama == applied:
         return "agree"
-    variants = {reference[k].encode("utf-8", "surrogatepass") for k in ("raw", "cleaned")}
+    variants = {reference[k].encode("utf-8", "surrogatepass") for k in ("raw", "cleaned")} - {applied}
     if llama in variants:
         return "explained:clean_up_tokenization_spaces"
-    if llama.removeprefix(b" ") == applied.removeprefix(b" "):
+    if _one_space_apart(llama, applied):
         return "explained:leading_space"
+    if any(_one_space_apart(llama, v) for v in variants):
+        return "explained:clean_up_tokenization_spaces+leading_space"
     return "differ"
+
+
+def _one_space_apart(a: bytes, b: bytes) -> bool:
+    """One of the two is the other with one more leading space."""
+    return a == b" " + b or b == b" " + a
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # --- counting ------------------------------------------------------------------------------------

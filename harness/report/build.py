@@ -403,12 +403,18 @@ ENTRY_DEFAULTS: dict[str, Any] = {"case_id": None, "text": "", "bytes": None, "c
                   "parse_special": None, "first_diff": None, "expected": None, "got": None,
                   "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
                   "got_piece_hex": "", "token": None, "field": "", "sides": False,
-                  "traceback": "", "capability": None, "rows": None, "gguf_keys": [], "compared": None}
+                  "traceback": "", "capability": None, "rows": None, "gguf_keys": [], "compared": None,
+                  "decode": []}
+
+
+DECODE_SHOWN = ("llama_text", "original_text", "original_raw", "original_cleaned")
 
 
 def _display(entry: dict, *, kind: str, category: str | None) -> dict:
     """An entry with every field the template reads, and its input made visible."""
     out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
+    if out["decode"]:  # a decode finding: both texts with whitespace made visible (report.json keeps them plain)
+        out["decode"] = [{**d, **{f"{k}_visible": visible(d.get(k) or "") for k in DECODE_SHOWN}} for d in out["decode"]]
     if out["bytes"]:
         out["text_visible"] = visible(bytes.fromhex(out["bytes"]))
     else:

@@ -6,10 +6,13 @@ errors and the GGUF key discrepancies). The summary adds the numbers up:
 
     {"cases", "classes": {class: {"checked", "agree", "differ", "not_applicable"}},
      "pairs_not_applicable": {"add_special=...,parse_special=...": n}, "decode": {...}, "errors",
-     "findings": {"conversion": n, "engine_vs_original": n, "reference_error": n}, "models": [...]}
+     "findings": {"conversion": n, "engine_vs_original": n, "decode": n, "reference_error": n}, "models": [...]}
 
 `findings` counts the `reference_findings` entries (one per case, flag pair
-and class); `classes` counts cases. A report without a reference has no block.
+and class); `classes` counts cases; `decode` counts detokenizations (16 per case:
+llama.cpp's four id lists, each under four detokenize pairs, decoded by the
+original too: agree, explained:..., differ, not_applicable). A report without a
+reference has no block.
 """
 
 from __future__ import annotations
@@ -80,5 +83,15 @@ def line(summary: Mapping) -> str:
         row = block["classes"].get(cls) or dict.fromkeys(NUMBERS, 0)
         parts.append(f"{cls.replace('_', ' ')} {row['agree']}/{row['checked']} agree "
                      f"({row['differ']} differ, {row['not_applicable']} not applicable)")
+    parts.append(decode_line(block.get("decode") or {}))
     errors = f", {block['errors']} reference errors" if block.get("errors") else ""
     return "; reference: " + ", ".join(parts) + errors
+
+
+def decode_line(decode: Mapping) -> str:
+    """"decode 14/16 agree (1 explained, 1 differ, 4 not applicable)": the original's decode of llama.cpp's ids
+    against llama.cpp's detokenize, counted per detokenization; explained is neither agree nor a finding."""
+    explained = sum(int(n) for key, n in decode.items() if str(key).startswith("explained:"))
+    agree, differ = int(decode.get("agree", 0)), int(decode.get("differ", 0))
+    return (f"decode {agree}/{agree + explained + differ} agree ({explained} explained, {differ} differ, "
+            f"{int(decode.get('not_applicable', 0))} not applicable)")

@@ -82,8 +82,9 @@ def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, res
                 bar: Progress, reference: ReferenceSide | None = None) -> None:
     """Every case judged: the expected side asked first, then the engine batched, then each case in order.
 
-    With a `reference` (the original tokenizer, `run --reference`), it is asked too, and each
-    case is judged three ways (`harness.runs.reference`).
+    With a `reference` (the original tokenizer, `run` / `compare --reference`), it is asked too,
+    each case is judged three ways, and the original decodes llama.cpp's ids beside llama.cpp's
+    detokenize (`harness.runs.reference`).
     """
     answers = expected.ask(cases)
     asked = [case for case in cases if expected.engine_needed(case)]
@@ -95,8 +96,9 @@ def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, res
         result.cases += 1
         found = findings(subject, case, record, got, crash=crash)
         if reference is not None:
-            reference.count(record, got, ours)
-            found = reference.findings(subject, case, record, got, ours, found)
+            decoded = reference.decoded(record)  # the original decodes llama.cpp's ids
+            reference.count(record, got, ours, decoded)
+            found = reference.findings(subject, case, record, got, ours, found, decoded)
         for kind, entry in found:
             result.add(kind, entry)
         capmod.tally_case(result, subject.engine.caps, case, record, got)

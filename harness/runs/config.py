@@ -103,7 +103,7 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
     return RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
                      known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
-                     shard=sharding.from_text(args.shard), **engine_fields(args))
+                     shard=sharding.from_text(args.shard), **engine_fields(args), **reference_fields(args))
 
 
 def engine_fields(args: argparse.Namespace) -> dict:

@@ -267,7 +267,7 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
     engine bugs); the input is noted in `known_seen` (entry id -> case ids). Each
     judged (case, expected, got) goes to `judged`, in order, for the capability tally. With
     `third` (the original tokenizer) its findings count too, so a conversion finding is shrunk
-    like a parity one; its outcome is kept in `third.seen` for the count.
+    like a parity one (a decode one too); its outcome and decode are kept in `third.seen` for the count.
     """
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
@@ -283,9 +283,9 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
             judged.append((case, expected, got))
         found = findings(subject, case, expected, got, crash=crash)
         if third is not None:
-            ours = third.outcome(case)
-            third.seen[case["id"]] = ours
-            found = third.findings(subject, case, expected, got, ours, found)
+            ours, decoded = third.outcome(case), third.decoded(expected)
+            third.seen[case["id"]] = (ours, decoded)
+            found = third.findings(subject, case, expected, got, ours, found, decoded)
         for kind, entry in found:
             if kind == "known_oracle_crashes":
                 known_seen.setdefault(entry["known_crash"], set()).add(case["id"])
@@ -318,7 +318,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
             for case, expected, got in judged[:outcome.generated]:  # the generated ones, not shrink steps
                 capmod.tally_case(result, subject.engine.caps, case, expected, got)
                 if third is not None and case["id"] in third.seen:
-                    third.count(expected, got, third.seen[case["id"]])
+                    third.count(expected, got, *third.seen[case["id"]])
             budget -= outcome.generated
             if outcome.case is None:
                 return

@@ -13,7 +13,12 @@ beside the other two, and for each case:
   `harness.references.gguf_keys` finds) and `engine_vs_original`; a reference
   that fails on a case (an error, a crash, a hang) is a `reference_error` entry;
 - gives every finding card of the case (today's parity mismatches too) the three
-  rows of tokens (`rows`).
+  rows of tokens (`rows`);
+- asks the original to decode llama.cpp's ids (`harness.references.decoding`) and
+  holds each of the case's 16 decodes against llama.cpp's detokenize: counted
+  under `decode` (agree, explained:..., differ, not applicable, apart), and a
+  `differ` is a `decode` finding (one per flag pair, the differing detokenize
+  pairs in it, both texts byte-exact).
 
 Today's parity findings (engine != llama.cpp) stay `mismatches`, as without a
 reference. Not applicable is never a pass: a model on which the original could
@@ -33,13 +38,13 @@ from ..compare.diff import TokenTable, first_diff, visible
 from ..compare.findings import EngineError, Subject, case_fields
 from ..compare.result import ModelResult
 from ..errors import SetupError
-from ..references import classify, gguf_keys, specs
+from ..references import classify, decoding, gguf_keys, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
 
 KIND = "reference_findings"
 CATEGORIES = {"conversion": "conversion", "engine_vs_original": "engine vs original",
-              "reference_error": "reference error"}
+              "decode": "decode conversion", "reference_error": "reference error"}
 SIDE_NAMES = {"engine": "engine", "llama": "llama.cpp", "reference": "original"}
 
 
@@ -82,7 +87,7 @@ class ReferenceSide:
         self.keys = keys  # gguf_keys discrepancy lines, named by every conversion finding
         self.counts = classify.Counts()
         self.errors = 0
-        self.seen: dict[str, Any] = {}  # fuzz: case id -> (llama record, engine outcome, reference outcome)
+        self.seen: dict[str, Any] = {}  # fuzz: case id -> (reference outcome, its decode of llama.cpp's ids)
 
     @classmethod
     def open(cls, config: RunConfig, path: Path) -> ReferenceSide:
@@ -101,15 +106,26 @@ class ReferenceSide:
     def outcome(self, case: dict) -> Any:
         return self.engine.evaluate_one(case)
 
-    def count(self, record: dict | None, got: Any, ours: Any) -> None:
-        """Count one case (`classify.Counts`), and a reference that failed on it."""
-        if isinstance(ours, EngineError):
+    def decoded(self, record: dict | None) -> decoding.CaseDecode | EngineError | None:
+        """The original's decode of llama.cpp's ids in `record` (None when llama.cpp has none: it crashed)."""
+        return decoding.ask(self.engine, record)
+
+    def count(self, record: dict | None, got: Any, ours: Any, decoded: Any = None) -> None:
+        """Count one case (`classify.Counts`), its decodes, and a reference that failed on it."""
+        if isinstance(ours, EngineError) or isinstance(decoded, EngineError):
             self.errors += 1
         self.counts.add_case(classify.outcome_ids(got), classify.outcome_ids(record), classify.outcome_ids(ours))
+        if isinstance(decoded, decoding.CaseDecode):
+            for outcome in decoded.outcomes():
+                self.counts.add_decode(outcome)
 
     def findings(self, subject: Subject, case: dict, record: dict | None, got: Any, ours: Any,
-                 found: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
-        """`found` (the case's parity findings) with three rows each, plus the reference's own findings."""
+                 found: list[tuple[str, dict]], decoded: Any = None) -> list[tuple[str, dict]]:
+        """`found` (the case's parity findings) with three rows each, plus the reference's own findings.
+
+        `decoded` is `decoded(record)`: its differing decodes are `decode` findings, and a reference that
+        failed decoding a `reference_error` (capability decode).
+        """
         sides = {"engine": _per_pair(got), "llama": _per_pair(record), "reference": _per_pair(ours)}
         tables = {"engine": subject.engine_table, "llama": subject.table, "reference": subject.table}
         out = []
@@ -118,6 +134,7 @@ class ReferenceSide:
             if pair is not None:
                 entry = {**entry, "rows": _rows(sides, tables, pair)}
             out.append((kind, entry))
+        out += self._decode_findings(subject, case, sides, tables, decoded)
         if isinstance(ours, EngineError):
             out.append((KIND, {**case_fields(case, subject), "class": "reference_error",
                                "category": CATEGORIES["reference_error"], "error": ours.error}))
@@ -137,6 +154,28 @@ class ReferenceSide:
                 if cls == "conversion":
                     entry["gguf_keys"] = list(self.keys)
                 out.append((KIND, entry))
+        return out
+
+    def _decode_findings(self, subject: Subject, case: dict, sides: dict[str, list], tables: dict[str, TokenTable],
+                         decoded: Any) -> list[tuple[str, dict]]:
+        """A `decode` finding per flag pair whose ids the original decodes otherwise than llama.cpp."""
+        if isinstance(decoded, EngineError):
+            return [(KIND, {**case_fields(case, subject), "class": "reference_error", "capability": "decode",
+                            "category": CATEGORIES["reference_error"], "error": decoded.error})]
+        if not isinstance(decoded, decoding.CaseDecode):
+            return []
+        out = []
+        for pair, ((add_special, parse_special), detoks) in enumerate(zip(classify.FLAG_PAIRS, decoded.pairs,
+                                                                           strict=True)):
+            differ = [decoding.shown(d) for d in detoks if d.outcome == "differ"]
+            if not differ:
+                continue
+            ids = sides["llama"][pair]
+            out.append((KIND, {**case_fields(case, subject), "class": "decode", "category": CATEGORIES["decode"],
+                               "add_special": add_special, "parse_special": parse_special,
+                               "compared": [SIDE_NAMES["llama"], SIDE_NAMES["reference"]],
+                               "ids": ids, "decode": differ, "rows": _rows(sides, tables, pair),
+                               "gguf_keys": list(self.keys)}))
         return out
 
     def conclude(self, result: ModelResult) -> None:

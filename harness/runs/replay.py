@@ -7,6 +7,10 @@ or the synthetic folder, checked by sha256), then judged case by case exactly
 as `run` judges it live (`harness.compare.findings.findings`). A case on which llama.cpp
 crashed while recording stays an oracle crash in the report, or a known crash
 when it matches the known-crashes list (`RunConfig.known_crashes`).
+
+With `--reference SPEC` the model's original tokenizer is the third side, as in
+`run --reference` (`harness.runs.reference`): the golden's llama.cpp records are
+the middle truth, and the original is asked live beside the engine.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
 from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine
-from . import check
+from . import check, reference
 from .config import RunConfig
 from .outcomes import (
     both_refuse,
@@ -148,14 +152,21 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         result.failing.update(c["id"] for c in golden["cases"])
         capmod.tally_unloaded(result, len(golden["cases"]))
         return result
+    third = None
     try:
         subject = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
                                 vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
                                 config=config, result=result)
+        if config.reference:  # the original tokenizer as a third side, as `run --reference` (harness.runs.reference)
+            third = reference.ReferenceSide.open(config, path)
+            subject = reference.three_way(subject, config)
         with Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
-            check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar)
+            check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third)
     finally:
         close_engine(engine, result)
+        if third is not None:
+            third.close()
+            third.conclude(result)
     return check.conclude(result, golden["cases"], config)
 
 
@@ -211,6 +222,7 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
 
     With `part` (from `plan`) only that shard's share: goldens it holds nothing of are skipped.
     """
+    reference.check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = [] if results is None else results
     for golden_file, given in chosen_goldens(golden_dir, config):

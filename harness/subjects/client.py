@@ -301,6 +301,20 @@ class RemoteEngine:
             encode.append(entry)
         return {"id": case["id"], **output_field(data), "encode": encode}
 
+    def call(self, message: dict) -> dict:
+        """The reply to one request of another op (a reference's `decode`), under `--engine-timeout`.
+
+        A child that fails it (hangs, exits, breaks the protocol) is restarted and `ChildFailure`
+        raised; the caller decides what the failure costs (`harness.references.decoding`).
+        """
+        if self.dead:
+            raise ChildFailure(self.dead)
+        try:
+            return self.child.request(message, self.timeout)
+        except ChildFailure as failure:
+            self._restart(str(failure))
+            raise
+
     # --- vocabulary ----------------------------------------------------------------------------
 
     def vocab(self) -> dict | EngineError:

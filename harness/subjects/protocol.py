@@ -37,6 +37,7 @@ PROTOCOL = 1
 TOKENIZE_BATCH = 64
 VOCAB_SLICE = 32768
 BYTE_FIELDS = ("text", "piece", "piece_special")
+DECODE_TEXTS = ("raw", "cleaned", "applied")  # a reference's decode (harness.references.classify.decode_outcome)
 
 
 def b64(data: bytes) -> str:
@@ -57,7 +58,7 @@ def error_object(exc: BaseException) -> dict:
 
 
 class Server:
-    """One engine, loaded on `hello`, answering `tokenize`, `vocab` and `shutdown`."""
+    """One engine, loaded on `hello`, answering `tokenize`, `vocab`, `shutdown` (and a reference's `decode`)."""
 
     def __init__(self, factory: Callable[..., object], source: str) -> None:
         self.factory, self.source = factory, source
@@ -67,11 +68,11 @@ class Server:
 
     def handle(self, request: dict) -> dict:
         op = request.get("op")
-        method = {"hello": self.hello, "tokenize": self.tokenize, "vocab": self.vocab,
+        method = {"hello": self.hello, "tokenize": self.tokenize, "vocab": self.vocab, "decode": self.decode,
                   "shutdown": self.shutdown}.get(op)  # type: ignore[arg-type]
         if method is None:
             return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}", "traceback": ""}}
-        if op in ("tokenize", "vocab") and self.engine is None:
+        if op in ("tokenize", "vocab", "decode") and self.engine is None:
             return {"ok": False, "error": {"type": "NotLoaded", "message": "no hello yet", "traceback": ""}}
         try:
             return {"ok": True, **method(request)}
@@ -120,6 +121,28 @@ class Server:
             except BaseException as exc:  # noqa: BLE001
                 out.append({"error": error_object(exc)})
         return out
+
+    def decode(self, request: dict) -> dict:
+        """A reference's own decode of given ids (docs/engine-protocol.md, `decode`): three texts per flag pair.
+
+        Only an engine with a `decode(ids, remove_special=, unparse_special=)` method answers it
+        (the reference engines, `harness.references`); a pair it cannot express comes back as an
+        error of type `NotApplicable`, like any error, per id list and pair.
+        """
+        decode = getattr(self.engine, "decode", None)
+        if not callable(decode):
+            raise NamedError("NotOffered", "this engine has no decode (only reference engines answer it)")
+        pairs = [tuple(pair) for pair in request["flags"]]
+        return {"results": [[self._decode_one(decode, plain_ids(ids), rs, us) for rs, us in pairs]
+                            for ids in request["ids"]]}
+
+    @staticmethod
+    def _decode_one(decode: Callable[..., Any], ids: list[int], remove_special: bool, unparse_special: bool) -> dict:
+        try:
+            texts = decode(ids, remove_special=bool(remove_special), unparse_special=bool(unparse_special))
+            return {name: b64(output_bytes(texts[name], "decode")) for name in DECODE_TEXTS}
+        except BaseException as exc:  # noqa: BLE001
+            return {"error": error_object(exc)}
 
     def vocab(self, request: dict) -> dict:
         fields = [f for f in request["fields"] if f in offered_fields(self.caps)]
