@@ -414,7 +414,8 @@ def _display(entry: dict, *, kind: str, category: str | None) -> dict:
     """An entry with every field the template reads, and its input made visible."""
     out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
     if out["decode"]:  # a decode finding: both texts with whitespace made visible (report.json keeps them plain)
-        out["decode"] = [{**d, **{f"{k}_visible": visible(d.get(k) or "") for k in DECODE_SHOWN}} for d in out["decode"]]
+        out["decode"] = [{**d, **{f"{k}_visible": visible(d.get(k) or "") for k in DECODE_SHOWN}}
+                         for d in out["decode"]]
     if out["bytes"]:
         out["text_visible"] = visible(bytes.fromhex(out["bytes"]))
     else:
