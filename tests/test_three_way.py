@@ -326,3 +326,25 @@ def test_compare_with_a_reference_replays_the_golden_three_ways(tmp_path):
     assert by_text(replayed) == by_text(live_report)
     assert block["decode"]["differ"] == live_block["decode"]["differ"]
     assert "reference: parity" in done.stdout and "decode" in done.stdout
+
+
+def test_a_fuzzed_decode_finding_is_shrunk_and_saved(tmp_path):
+    """The original's decoder also turns " " into "_": any input with a space differs in decode alone."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json")
+    data = json.loads(original.read_text(encoding="utf-8"))
+    data["decoder"] = {"type": "Sequence", "decoders": [
+        data["decoder"], {"type": "Replace", "pattern": {"String": " "}, "content": "_"}]}
+    original.write_text(json.dumps(data), encoding="utf-8")
+    gguf = rf.bpe_gguf(original, tmp_path / "llama-bpe.gguf")
+    done, report_dir = run_three_way(tmp_path, original, gguf, [], "--fuzz", "30", "--seed", "1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    fuzzed = [e for e in report["reference_findings"] if e.get("fuzz")]
+    assert fuzzed and {e["class"] for e in fuzzed} == {"decode"}, report["summary"]
+    [text] = {e["text"] for e in fuzzed}
+    assert text == " ", text  # minimised: one space is the least that decodes differently
+    shown = fuzzed[0]["decode"][0]
+    assert bytes.fromhex(shown["llama_hex"]) == b" " and shown["original_text"] == "_"
+    [name] = report["summary"]["per_model"]
+    saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
+    assert [c.get("text") for c in saved] == [" "]

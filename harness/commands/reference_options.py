@@ -1,4 +1,4 @@
-"""`run --reference SPEC` and `--reference-arg KEY=VALUE`: the model's original tokenizer as a third side.
+"""`run` / `compare --reference SPEC` and `--reference-arg KEY=VALUE`: the model's original tokenizer as a third side.
 
 SPEC is `hf:PATH` (a folder holding tokenizer.json, or the file) or `spm:PATH`
 (a SentencePiece .model, or a folder holding tokenizer.model); docs/references.md.
@@ -16,7 +16,8 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", default=None, metavar="hf:PATH|spm:PATH",
                         help="also run the model's original tokenizer and compare three ways: engine, "
-                             "llama.cpp, original (docs/references.md); exit 0 only when all three agree")
+                             "llama.cpp, original, and the original's decode of llama.cpp's ids "
+                             "(docs/references.md); exit 0 only when all three agree")
     parser.add_argument("--reference-arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an option for the reference (spm: add_bos=true|false, add_eos=...; repeatable)")
 

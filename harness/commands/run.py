@@ -17,8 +17,10 @@ default corpora/known_crashes.json) is shown in the report but does not make
 the exit status 1. With --reference SPEC (the original tokenizer, a third side:
 docs/references.md) exit 0 means engine, llama.cpp and the original agreed on
 everything checked; any class of finding (parity, conversion, engine vs
-original) or a reference error gives 1, and a model on which the original
-could be compared on no case is not checked (2).
+original, decode: the original decoding llama.cpp's ids otherwise than
+llama.cpp, where no documented difference explains it) or a reference error
+gives 1, and a model on which the original could be compared on no case is
+not checked (2).
 """
 
 from __future__ import annotations
