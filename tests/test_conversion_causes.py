@@ -50,7 +50,8 @@ def wpm_pair(tmp: Path) -> tuple[Path, Path]:
                                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
                                           {"Sequence": {"id": "A", "type_id": 0}},
                                           {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-                               "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                               "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                                        {"Sequence": {"id": "B", "type_id": 1}}],
                                "special_tokens": {t: {"id": t, "ids": [SPECIALS.index(t)], "tokens": [t]}
                                                   for t in ("[CLS]", "[SEP]")}},
             "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",

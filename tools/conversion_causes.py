@@ -18,7 +18,7 @@ for it. A fix changes one of three things:
 
     python tools/conversion_causes.py REPORT_DIR GGUF ORIGINAL_DIR       # every finding of the report
     python tools/conversion_causes.py --sweep GGUF ORIGINAL_DIR          # WPM: every code point, alone and after 'a'
-    python tools/conversion_causes.py --text 'a\\x0bb' [--fix NAME] GGUF ORIGINAL_DIR  # three rows for one input (after a fix)
+    python tools/conversion_causes.py --text 'a\\x0bb' [--fix NAME] GGUF ORIGINAL_DIR  # three rows (after a fix)
 
 Runs with llama-cpp-python, `tokenizers` and this checkout (the `.nox/tests`
 venv has all three). The original is asked through `harness.references.hf`,
@@ -47,9 +47,9 @@ from tokenizer import unicode as uni  # noqa: E402
 
 PAIRS = [(a, p) for a in (False, True) for p in (False, True)]
 HANGUL = range(0xAC00, 0xD7A4)
-KEEP = "\t\n\r"
+KEEP = "\t\n\r"  # HF's clean_text counts these as whitespace, not control
 CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-       (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # is_chinese_char, both sides  # HF's clean_text counts these as whitespace, not control
+       (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # is_chinese_char, both sides
 
 
 # --- the code-point classes of the WPM causes (llama.cpp's tables: tokenizer.unicode) ------
@@ -134,10 +134,12 @@ def wpm_fixes(hf_class: Callable[[int], str]) -> list[Fix]:
     return [
         Fix("word-length", "the original's max_input_chars_per_word raised from 100 to 10**9",
             original=raise_word_limit),
-        Fix("control-whitespace", "U+000B, U+000C, U+0085 written as a space", text=per_cpt(control_whitespace, lambda c: " ")),
+        Fix("control-whitespace", "U+000B, U+000C, U+0085 written as a space",
+            text=per_cpt(control_whitespace, lambda c: " ")),
         Fix("hangul-nfd", "Hangul syllables written as their jamo (full NFD)",
             text=per_cpt(hangul, lambda c: unicodedata.normalize("NFD", c))),
-        Fix("spacing-marks", "delete the marks llama.cpp strips and HF keeps (Mc, Me)", text=per_cpt(spacing_mark, lambda c: "")),
+        Fix("spacing-marks", "delete the marks llama.cpp strips and HF keeps (Mc, Me)",
+            text=per_cpt(spacing_mark, lambda c: "")),
         unicode_tables_fix(hf_class),
         Fix("phantom-space", "delete U+2581, the converter's word-start marker, from the input",
             text=lambda text: text.replace("\u2581", "")),
@@ -226,7 +228,8 @@ class Sides:
         return original, llama
 
 
-def minimal_fix_sets(sides: Sides, text: str, pairs: list[tuple[bool, bool]], fixes: list[Fix]) -> list[tuple[str, ...]]:
+def minimal_fix_sets(sides: Sides, text: str, pairs: list[tuple[bool, bool]],
+                     fixes: list[Fix]) -> list[tuple[str, ...]]:
     """Every smallest set of fixes after which llama.cpp and the original agree on all `pairs`."""
     found: list[tuple[str, ...]] = []
     for size in range(len(fixes) + 1):
@@ -338,7 +341,8 @@ def three_rows(sides: Sides, text: str, fix_names: list[str]) -> int:
     for pair in PAIRS:
         original, llama = sides.rows(text, pair, tuple(f for f in fixes if not f.text))
         engine = ours.tokenize(text, add_special=pair[0], parse_special=pair[1])
-        print(f"add_special={pair[0]} parse_special={pair[1]}\n  original  {original}\n  llama.cpp {llama}\n  ours      {engine}")
+        print(f"add_special={pair[0]} parse_special={pair[1]}\n"
+              f"  original  {original}\n  llama.cpp {llama}\n  ours      {engine}")
     return 0
 
 
@@ -352,8 +356,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fix", action="append", default=[], help="with --text: apply this fix (repeatable)")
     args = parser.parse_args(argv)
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    gguf, original = Path(args.gguf).expanduser(), Path(args.original).expanduser()
+    folder = original if original.is_dir() else original.parent
+    for path, what in ((gguf, "GGUF"), (folder / "tokenizer.json", "tokenizer.json"),
+                       (Path(args.report or ".") / "report.json", "report.json")):
+        if (what != "report.json" or args.report) and not path.is_file():
+            print(f"error: no {what} at {path}", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory() as tmp:
-        sides = Sides(Path(args.gguf).expanduser(), Path(args.original).expanduser(), Path(tmp))
+        sides = Sides(gguf, original, Path(tmp))
         if args.text is not None:
             # backslash escapes (\x0b, \u0085, \U00011b00) read as Python's, other characters kept
             return three_rows(sides, args.text.encode("latin-1", "backslashreplace").decode("unicode_escape"), args.fix)
