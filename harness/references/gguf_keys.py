@@ -159,9 +159,9 @@ def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepan
 def _bert_normalizer(vocab: Any, normalizer: Any) -> list[Discrepancy]:
     """A BertNormalizer against llm_tokenizer_wpm_session::preprocess (docs/conversion-findings.md).
 
-    The two flags are GGUF keys (`tokenizer.ggml.normalizer.lowercase`, `.strip_accents`: llama.cpp
-    defaults both to on, and the converter writes neither); how each side strips accents and
-    cleans text is not: there llama.cpp differs whatever the GGUF says.
+    The two flags are GGUF keys (`tokenizer.ggml.normalizer.lowercase`, `.strip_accents`; absent,
+    llama.cpp reads both as on; the converter copies them through gguf-py's SpecialVocab); how
+    each side strips accents and cleans text is not: there llama.cpp differs whatever the GGUF says.
     """
     if not isinstance(normalizer, dict) or normalizer.get("type") != "BertNormalizer":
         return []
