@@ -383,6 +383,27 @@ def test_gguf_keys_name_the_wordpiece_word_limit(require_vocab):
     assert gguf_keys.hf_discrepancies(tok, data, {}) == []
 
 
+def test_gguf_keys_name_the_bert_normalizer_differences(require_vocab):
+    """all-MiniLM's BertNormalizer: strip_accents and clean_text differ in kind (docs/conversion-findings.md);
+    a cased original (lowercase off) against a GGUF that llama.cpp reads as lowercasing is a key."""
+    from tokenizer import Tokenizer
+    tok = Tokenizer.from_gguf(require_vocab("bert-bge"))
+    assert tok.vocab.normalizer_lowercase and tok.vocab.normalizer_strip_accents  # llama.cpp's defaults
+    normalizer = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                  "strip_accents": None, "lowercase": True}
+    cls, sep = tok.vocab.special["bos"], tok.vocab.special["sep"]
+    data = {"model": {"type": "WordPiece", "vocab": {}}, "normalizer": normalizer,
+            "post_processor": {"type": "BertProcessing", "cls": ["[CLS]", cls], "sep": ["[SEP]", sep]}}
+    found = gguf_keys.hf_discrepancies(tok, data, {})
+    assert [d.key for d in found] == ["tokenizer.ggml.model"] * 2
+    assert "Mn only" in found[0].original and "U+000B" in found[1].gguf
+    normalizer.update(lowercase=False, clean_text=False)  # a cased model: strip_accents follows lowercase
+    found = gguf_keys.hf_discrepancies(tok, data, {})
+    assert [d.key for d in found] == ["tokenizer.ggml.normalizer.lowercase", "tokenizer.ggml.normalizer.strip_accents"]
+    assert found[0].line() == ("tokenizer.ggml.normalizer.lowercase: GGUF lowercase yes (llama.cpp's reading); "
+                               "original BertNormalizer lowercase no")
+
+
 def test_llama_form_spells_out_case_insensitive_groups():
     assert gguf_keys.llama_form("(?i:'s|'t)|\\p{L}+") == "(?:'[sS]|'[tT])|\\p{L}+"
 

@@ -16,6 +16,9 @@ the harness's process without the reference's library:
     tokenizer.ggml.tokens                the count, and each token's text (BPE)
     tokenizer.ggml.merges                the count (merges dropped by a converter)
     tokenizer.ggml.model                 WordPiece's `max_input_chars_per_word`, which llama.cpp's WPM lacks
+    tokenizer.ggml.normalizer.*          a BertNormalizer's lowercase / strip_accents against llama.cpp's for the GGUF
+    tokenizer.ggml.model                 a BertNormalizer's strip_accents (Mn only) and clean_text, which llama.cpp's
+                                         WPM does otherwise (every mark; U+000B, U+000C, U+0085 as word breaks)
     tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
     tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
 
@@ -146,8 +149,39 @@ def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepan
                                f"WordPiece max_input_chars_per_word {model['max_input_chars_per_word']}",
                                "a longer word is one [UNK] in the original, word pieces in llama.cpp "
                                "(llm_tokenizer_wpm_session::tokenize); no GGUF key carries the limit"))
+    if model.get("type") == "WordPiece" and vocab.vocab_type == "wpm":
+        out += _bert_normalizer(vocab, data.get("normalizer"))
     out += _added_tokens(tok, data.get("added_tokens") or [])
     out += _token_count(vocab, model, data.get("added_tokens") or [])
+    return out
+
+
+def _bert_normalizer(vocab: Any, normalizer: Any) -> list[Discrepancy]:
+    """A BertNormalizer against llm_tokenizer_wpm_session::preprocess (docs/conversion-findings.md).
+
+    The two flags are GGUF keys (`tokenizer.ggml.normalizer.lowercase`, `.strip_accents`; absent,
+    llama.cpp reads both as on; the converter copies them through gguf-py's SpecialVocab); how
+    each side strips accents and cleans text is not: there llama.cpp differs whatever the GGUF says.
+    """
+    if not isinstance(normalizer, dict) or normalizer.get("type") != "BertNormalizer":
+        return []
+    lower = bool(normalizer.get("lowercase", True))
+    strip = lower if normalizer.get("strip_accents") is None else bool(normalizer["strip_accents"])
+    out = []
+    for key, ours, theirs in (("lowercase", vocab.normalizer_lowercase, lower),
+                              ("strip_accents", vocab.normalizer_strip_accents, strip)):
+        if bool(ours) != theirs:
+            out.append(Discrepancy(f"tokenizer.ggml.normalizer.{key}", f"{key} {_yes(ours)} (llama.cpp's reading)",
+                                   f"BertNormalizer {key} {_yes(theirs)}"))
+    if strip and vocab.normalizer_strip_accents:
+        out.append(Discrepancy("tokenizer.ggml.model", "'bert': llama.cpp's WPM strips every mark (Mn, Mc, Me) "
+                               "after a one-to-one NFD", "BertNormalizer strip_accents: Mn only, after a full NFD",
+                               "spacing and enclosing marks (Indic vowel signs, U+20E3) stay in the original; a "
+                               "Hangul syllable keeps only its first jamo in llama.cpp; no GGUF key carries it"))
+    if normalizer.get("clean_text", True):
+        out.append(Discrepancy("tokenizer.ggml.model", "'bert': llama.cpp's WPM takes U+000B, U+000C, U+0085 "
+                               "as word breaks", "BertNormalizer clean_text deletes them (control characters)",
+                               "the words on each side join in the original; no GGUF key carries it"))
     return out
 
 
