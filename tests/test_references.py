@@ -166,6 +166,60 @@ def test_spm_model_fields_read_without_sentencepiece(spm_files):
 
 # --- decode ---------------------------------------------------------------------------------------
 
+# --- tekken: -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tekken(tmp_path_factory) -> Path:
+    return rf.tekken_json(tmp_path_factory.mktemp("tekken") / "tekken.json")
+
+
+def tekken_ids(path: Path, text: str, bos: bool) -> list[int]:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    return Tekkenizer.from_file(path).encode(text, bos=bos, eos=False)
+
+
+def test_tekken_reference_gives_the_librarys_ids_and_cannot_parse_special_text(tekken):
+    engine = load_engine(f"tekken:{tekken.parent}")(tekken)
+    try:
+        plain, control = engine.evaluate_many([case(0, "the cat sat " + rf.KI), case(1, "hello [INST] world")])
+        vocab = engine.vocab()
+        texts = [engine.token_text(i) for i in range(vocab["n_tokens"])]
+    finally:
+        engine.close()
+    assert engine.caps == frozenset({"tokenize", "token_text"})
+    assert [e["ids"] for e in plain["encode"]] == [tekken_ids(tekken, "the cat sat " + rf.KI, a) for a, _ in FLAGS]
+    assert isinstance(control, NotApplicable) and "[INST]" in control.reason
+    pairs = specs.reference_ids(control)  # parse_special off: answered; on: tekken cannot match [INST]
+    assert pairs is not None and pairs[1] is None and pairs[3] is None
+    assert pairs[0] == tekken_ids(tekken, "hello [INST] world", False)
+    assert pairs[2] == tekken_ids(tekken, "hello [INST] world", True)
+    from gguf.vocab import MistralVocab  # the converter's own spelling of each token (gguf-py)
+    assert texts == [text for text, _, _ in MistralVocab(tekken.parent).all_tokens()]
+
+
+def test_tekken_add_special_is_the_bos_unless_stated(tekken):
+    engine = load_engine(f"tekken:{tekken}", args={"add_bos": "false", "add_eos": "true"})(tekken)
+    try:
+        [got] = engine.evaluate_many([case(0, "the cat")])
+    finally:
+        engine.close()
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    want = Tekkenizer.from_file(tekken).encode("the cat", bos=False, eos=True)
+    assert [e["ids"] for e in got["encode"]][2:] == [want, want]
+    with pytest.raises(EngineLoadError, match="add_bos=, add_eos= only"):
+        load_engine(f"tekken:{tekken}", args={"lower": "1"})(tekken)
+
+
+def test_tekken_decode_keeps_or_drops_the_special_tokens(tekken):
+    from harness.references.tekken import TekkenReference
+    ref = TekkenReference(tekken)
+    ids = ref.tokenize("the cat", add_special=True, parse_special=False)
+    assert ref.decode(ids, remove_special=False, unparse_special=True)["applied"] == "<s>the cat"
+    assert ref.decode(ids, remove_special=False, unparse_special=False)["applied"] == "the cat"
+    with pytest.raises(Exception, match="remove_special"):
+        ref.decode(ids, remove_special=True, unparse_special=True)
+
+
 def test_decode_clean_up_difference_is_explained(bpe):
     from harness.references.hf import HFReference
     ref = HFReference(bpe)
