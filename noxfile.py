@@ -209,9 +209,10 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     is a result, kept in its .convert.json, so exit 1 does not stop the session); `record`
     writes each GGUF's golden from llama.cpp; then our engine is replayed against those
     goldens and run live against llama.cpp (corpora, the boundary slice, fuzz), three ways
-    (`--reference`, the original tokenizer as the third side: hf:, spm: or tekken:). Returns True when the merged report holds no mismatch, engine error or
-    oracle crash; conversion findings (llama.cpp against the original) are counted and shown
-    in each part's report, and do not fail the session.
+    (`--reference`, the original tokenizer as the third side: hf:, spm: or tekken:). Returns True
+    when the merged report holds no mismatch, engine error or oracle crash; conversion findings
+    (llama.cpp against the original) are counted and shown in each part's report, and do not
+    fail the session.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     gguf_dir = out / "gguf"

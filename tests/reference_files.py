@@ -41,15 +41,17 @@ def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True) -> Pat
     return path
 
 
-def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True) -> Path:
-    """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given."""
+def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True,
+             retype: dict[str, int] | None = None) -> Path:
+    """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given
+    (and `retype`: an added token's text -> the GGUF token type to write instead, a planted fault)."""
     from tokenizer.gguf import writer as gguf_writer
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = dict(data["model"]["vocab"])
     types = {}
     for token in data["added_tokens"]:
         vocab[token["content"]] = token["id"]
-        types[token["id"]] = 3 if token["special"] else 4
+        types[token["id"]] = (retype or {}).get(token["content"], 3 if token["special"] else 4)
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     merges = [" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]]
     bos = next(t["id"] for t in data["added_tokens"] if t["content"] == BOS)

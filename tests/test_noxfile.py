@@ -153,7 +153,8 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
         f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
         "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
         f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
-        "--reference tekken:/cache/real/mistral-tekken-240911 --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-tekken-240911",
+        "--reference tekken:/cache/real/mistral-tekken-240911 --fuzz 20 --seed 0 --jobs 2 "
+        "--report reports/parity-real/live/mistral-tekken-240911",
     ], runs
     merge = commands[at[5]]
     assert all(f"reports/parity-real/live/{name}" in merge for name in ("llama3-early", "mistral-spm-v1"))

@@ -393,3 +393,36 @@ def test_real_early_llama3_converted_to_smaug_bpe_loses_ignore_merges(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert {(tuple(m["expected"]), tuple(m["got"])) for m in report["mismatches"]} == {((503, 2701, 78), (101503,))}
+
+
+# --- the original's own special and added tokens, for boundary cases (harness/references/added.py) ----
+
+def test_added_texts_are_the_originals_own_lists(bpe, spm_files, tekken):
+    from harness.references import added
+    assert added.texts(f"hf:{bpe}") == [(rf.BOS, True), (rf.TOOL, False)]
+    import sentencepiece
+    _, llama = spm_files
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(llama))
+    want = [(sp.id_to_piece(i), bool(sp.is_control(i) or sp.is_unknown(i))) for i in range(sp.get_piece_size())
+            if sp.is_control(i) or sp.is_unknown(i) or sp.id_to_piece(i) == rf.TOOL]
+    assert added.texts(f"spm:{llama}") == want and (rf.TOOL, False) in want
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    tk = Tekkenizer.from_file(tekken)
+    assert added.texts(f"tekken:{tekken}") == [(tk.id_to_piece(i), True) for i in range(tk.num_special_tokens)]
+
+
+@pytest.mark.parametrize(("retype", "expected"), [
+    ({}, set()),                          # the GGUF holds both as the original has them
+    ({rf.TOOL: 1}, {rf.TOOL}),            # the plain added token written NORMAL (Mistral v3's [REFERENCE_DOC_1])
+    ({rf.TOOL: 3}, {rf.TOOL}),            # written CONTROL (DeepSeek's <｜User｜>)
+    ({rf.BOS: 4}, {rf.BOS}),              # a special one written USER_DEFINED
+])
+def test_reference_probes_hold_what_the_gguf_does_not_hold_the_same_way(bpe, tmp_path, retype, expected):
+    from harness.inputs import boundaries
+    from harness.references import added
+    gguf = rf.bpe_gguf(bpe, tmp_path / "t.gguf", retype=retype)
+    probes = boundaries.reference_probes(gguf, added.texts(f"hf:{bpe}"))
+    assert {t for t in (rf.BOS, rf.TOOL) if any(t in p for p in probes)} == expected
+    cases = boundaries.reference_cases(gguf, added.texts(f"hf:{bpe}"))
+    assert [c["id"] for c in cases] == [f"bnd-ref-{i:04d}" for i in range(len(cases))]
+    assert bool(cases) == bool(expected)

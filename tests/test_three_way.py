@@ -232,3 +232,29 @@ def test_tekken_three_ways_finds_llama_cpps_tekken_regex_dropping_marks(tmp_path
     # "[INST]" in text: llama.cpp parses it, tekken never does: those two pairs are not applicable
     assert block["pairs_not_applicable"] == {"add_special=False,parse_special=True": 1,
                                              "add_special=True,parse_special=True": 1}
+
+
+def test_the_originals_own_added_tokens_become_boundary_cases(tmp_path):
+    """The GGUF writes the original's plain added token <tool> NORMAL (as the converter did to Mistral v3's
+    user-defined pieces): the GGUF's special lists no longer name it; the original's list does (`bnd-ref-`
+    cases, with the default corpora), and llama.cpp splits what the original matches whole."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=True)
+    gguf = rf.bpe_gguf(original, tmp_path / "retyped.gguf", retype={rf.TOOL: 1})
+    report_dir = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--fuzz", "0", "--jobs", "1", "--report", str(report_dir),
+                           "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    # (the tiny file's ByteLevel split is not llama-bpe's: digit runs and long words differ as well, and
+    # <tool>, now NORMAL, is among the longest tokens the GGUF's own slice spells, which a real file's is not)
+    with_tool = {e["case_id"] for e in conversion if rf.TOOL in e["text"]}
+    assert {f"bnd-ref-{i:04d}" for i in range(5)} <= with_tool, with_tool
+    entry = next(e for e in conversion if e["case_id"] == "bnd-ref-0000")
+    from tokenizers import Tokenizer
+    tool = Tokenizer.from_file(str(original)).token_to_id(rf.TOOL)
+    assert tool in entry["got"] and tool not in entry["expected"]  # whole in the original, split by llama.cpp
+    assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index((entry["add_special"],
+                                                                             entry["parse_special"]))]

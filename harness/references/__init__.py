@@ -3,9 +3,11 @@
 This package owns everything about a *reference*: the original `tokenizer.json`
 or SentencePiece model a GGUF was converted from, run by its own library.
 
-    specs.py      `hf:PATH`, `spm:PATH`: parsed, checked, started as a contained child
+    specs.py      `hf:PATH`, `spm:PATH`, `tekken:PATH`: parsed, checked, started as a contained child
     hf.py         the `tokenizers` reference engine (runs in the child)
     spm.py        the `sentencepiece` reference engine (runs in the child)
+    tekken.py     the `mistral-common` tekken reference engine (runs in the child)
+    added.py      the original's own special and added token texts (boundary cases with --reference)
     flags.py      llama.cpp's flags mapped onto each library, and what cannot be expressed
     classify.py   the three-way classification of one case, and the `summary.reference` counts (pure)
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
@@ -13,7 +15,7 @@ or SentencePiece model a GGUF was converted from, run by its own library.
 What it may import: the standard library; `tokenizer.gguf.reader` and
 `tokenizer.pretokenize.names` (reading a GGUF's keys, llama.cpp's flags per pre name);
 the engine protocol's client side (`harness.subjects.client`, `harness.models.shipped`).
-`tokenizers` and `sentencepiece` (the `[reference]` extra) are
+`tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules
 (`live_run`, `replay`, `report`): the per-model check wires it in, not the

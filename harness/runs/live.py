@@ -67,7 +67,7 @@ def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
     cases: list[dict] = []
     try:
         if config.default_corpora:
-            cases += default_corpora(path)
+            cases += default_corpora(path) + reference.boundary_cases(config, path)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
         found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
