@@ -210,6 +210,13 @@ def test_tekken_add_special_is_the_bos_unless_stated(tekken):
         load_engine(f"tekken:{tekken}", args={"lower": "1"})(tekken)
 
 
+def test_gguf_keys_name_llama_cpps_tekken_regex_and_a_missing_bos(tekken, tmp_path):
+    found = gguf_keys.discrepancies(rf.tekken_gguf(tekken, tmp_path / "t.gguf"), f"tekken:{tekken}")
+    assert keys_of(found) == ["tokenizer.ggml.pre"] and "leaves out \\p{M}" in found[0].line()
+    found = gguf_keys.discrepancies(rf.tekken_gguf(tekken, tmp_path / "nobos.gguf", add_bos=False), f"tekken:{tekken}")
+    assert keys_of(found) == ["tokenizer.ggml.add_bos_token", "tokenizer.ggml.pre"]
+
+
 def test_tekken_decode_keeps_or_drops_the_special_tokens(tekken):
     from harness.references.tekken import TekkenReference
     ref = TekkenReference(tekken)

@@ -226,6 +226,7 @@ def test_tekken_three_ways_finds_llama_cpps_tekken_regex_dropping_marks(tmp_path
         assert entry["expected"] == llama[FLAGS.index(pair)]
         assert entry["got"] == tekken_ids(original, rf.KI, pair[0])
         assert entry["command"].endswith(f"tekken:{original.parent}")
+        assert any(line.startswith("tokenizer.ggml.pre:") and "\\p{M}" in line for line in entry["gguf_keys"])
     assert len(conversion[0]["got"]) < len(conversion[0]["expected"])  # one token in tekken, two in llama.cpp
     block = report["summary"]["reference"]
     assert block["classes"]["conversion"] == {"checked": 4, "agree": 3, "differ": 1, "not_applicable": 0}
