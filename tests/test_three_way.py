@@ -259,3 +259,26 @@ def test_the_originals_own_added_tokens_become_boundary_cases(tmp_path):
     assert tool in entry["got"] and tool not in entry["expected"]  # whole in the original, split by llama.cpp
     assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index((entry["add_special"],
                                                                              entry["parse_special"]))]
+
+
+def test_the_fuzzer_draws_the_originals_own_added_tokens_too(tmp_path):
+    """<tool> written NORMAL is in neither of the GGUF's special lists the fuzzer draws from; with
+    --reference the original's own list is added to them, so the hunt finds and shrinks it (with the GGUF's
+    lists alone, seeds 1 to 3 found nothing in 100 inputs each)."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=False)
+    gguf = rf.bpe_gguf(original, tmp_path / "retyped.gguf", pre="gpt-2", retype={rf.TOOL: 1})
+    report_dir = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--fuzz", "60", "--seed", "1",
+                           "--jobs", "1", "--report", str(report_dir), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    fuzzed = [e for e in report["reference_findings"] if e.get("fuzz") and e["class"] == "conversion"]
+    assert fuzzed and all(rf.TOOL in e["text"] for e in fuzzed)
+    for entry in fuzzed:
+        assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index((entry["add_special"],
+                                                                                 entry["parse_special"]))]
+    [name] = report["summary"]["per_model"]
+    saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
+    assert [c["text"] for c in saved] == [fuzzed[0]["text"]]

@@ -278,12 +278,12 @@ def special_probes(special: list[str]) -> list[str]:
             "".join(f"{t}  z\n\n" for t in special)]
 
 
-def reference_probes(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+def reference_specials(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
     """The original tokenizer's own special and added tokens (`tokens`: (text, special), from
     `harness.references.added`) that the GGUF does not hold the same way: not at all or as a NORMAL
     token (the conversion dropped it, or wrote it NORMAL), or special the other way (a special one
-    not CONTROL or UNKNOWN, a plain added one not USER_DEFINED). `vocab_probes` (the GGUF's own
-    list, spread over at most `max_special`) cannot be relied on to reach those."""
+    not CONTROL or UNKNOWN, a plain added one not USER_DEFINED); spread over at most `max_special`.
+    `vocab_probes` (the GGUF's own list) cannot be relied on to reach those."""
     found = _token_lists(path) if path is not None else None
     held: dict[str, bool] = {}
     if found is not None:
@@ -291,7 +291,12 @@ def reference_probes(path: Path | None, tokens: list[tuple[str, bool]], *, max_s
             if kind in (UNKNOWN, CONTROL, USER_DEFINED):
                 held.setdefault(text.decode("utf-8", "replace"), kind != USER_DEFINED)
     odd = [t for t, special in tokens if t and held.get(t) is not special and len(t.encode("utf-8")) <= 64]
-    picked = [odd[i] for i in spread(list(range(len(odd))), max_special)]
+    return [odd[i] for i in spread(list(range(len(odd))), max_special)]
+
+
+def reference_probes(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+    """`reference_specials` as probes: the GGUF's special forms (`special_probes`) and `see TOKEN here`."""
+    picked = reference_specials(path, tokens, max_special=max_special)
     return special_probes(picked) + ["".join(f"see {t} here\n" for t in picked)] if picked else []
 
 

@@ -29,6 +29,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,19 @@ CHILD_TIMEOUT = 120.0
 
 
 def texts(spec: str | ReferenceSpec) -> list[tuple[str, bool]]:
-    """The reference's special and added tokens as (text, special); `SetupError` when its file cannot be read."""
-    ref = parse(spec) if isinstance(spec, str) else spec
+    """The reference's special and added tokens as (text, special); `SetupError` when its file cannot be read.
+
+    Read once per spec and process (a tekken file's list costs a child loading the library).
+    """
+    return list(_texts(parse(spec) if isinstance(spec, str) else spec))
+
+
+@lru_cache(maxsize=8)
+def _texts(ref: ReferenceSpec) -> tuple[tuple[str, bool], ...]:
+    return tuple(_read(ref))
+
+
+def _read(ref: ReferenceSpec) -> list[tuple[str, bool]]:
     try:
         if ref.kind == "hf":
             return hf_texts(json.loads(ref.path.read_text(encoding="utf-8")), config_beside(ref.path))

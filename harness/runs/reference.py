@@ -191,7 +191,14 @@ def _text(table: TokenTable, token: int) -> str:
 
 def boundary_cases(config: RunConfig, path: Path) -> list[dict]:
     """With `--reference` and the default corpora: boundary cases from the original's own special and added
-    texts that the GGUF does not hold as special (`boundaries.reference_cases`, ids `bnd-ref-...`)."""
+    tokens that the GGUF does not hold the same way (`boundaries.reference_cases`, ids `bnd-ref-...`)."""
     if not config.reference or not config.default_corpora:
         return []
     return boundaries.reference_cases(path, added.texts(config.reference), boundaries.level())
+
+
+def fuzz_specials(config: RunConfig, path: Path) -> tuple[str, ...]:
+    """With `--reference`: the same tokens for the fuzzer's special-token strategy, beside the GGUF's own."""
+    if not config.reference:
+        return ()
+    return tuple(boundaries.reference_specials(path, added.texts(config.reference)))
