@@ -209,10 +209,10 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     is a result, kept in its .convert.json, so exit 1 does not stop the session); `record`
     writes each GGUF's golden from llama.cpp; then our engine is replayed against those
     goldens and run live against llama.cpp (corpora, the boundary slice, fuzz), three ways
-    (`--reference`, the original tokenizer as the third side) where the original is an hf: or
-    spm: reference. Returns True when the merged report holds no mismatch, engine error or
-    oracle crash; conversion findings (llama.cpp against the original) are counted and shown
-    in each part's report, and do not fail the session.
+    (`--reference`, the original tokenizer as the third side: hf:, spm: or tekken:). Returns True
+    when the merged report holds no mismatch, engine error or oracle crash; conversion findings
+    (llama.cpp against the original) are counted and shown in each part's report, and do not
+    fail the session.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     gguf_dir = out / "gguf"
@@ -239,8 +239,8 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
 
 
 def real_reference(gguf: Path) -> str | None:
-    """`hf:FOLDER` or `spm:FOLDER` for a converted GGUF of the real set (its .convert.json names the
-    original's folder; the manifest its kind), or None where the original is no reference yet (tekken)."""
+    """`hf:FOLDER`, `spm:FOLDER` or `tekken:FOLDER` for a converted GGUF of the real set (its .convert.json
+    names the original's folder; the manifest its kind), or None where it has no such record."""
     import json
     import tomllib
     record = gguf.with_suffix(".convert.json")
@@ -250,7 +250,7 @@ def real_reference(gguf: Path) -> str | None:
     manifest = tomllib.loads((Path(__file__).parent / "harness/data/real_tokenizers.toml").read_text(encoding="utf-8"))
     kinds = {entry["name"]: entry["kind"] for entry in manifest["tokenizer"]}
     kind = kinds.get(gguf.stem)
-    return f"{kind}:{source}" if source and kind in ("hf", "spm") else None
+    return f"{kind}:{source}" if source and kind in ("hf", "spm", "tekken") else None
 
 
 def three_way_line(report_dir: Path) -> str:

@@ -41,15 +41,17 @@ def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True) -> Pat
     return path
 
 
-def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True) -> Path:
-    """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given."""
+def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True,
+             retype: dict[str, int] | None = None) -> Path:
+    """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given
+    (and `retype`: an added token's text -> the GGUF token type to write instead, a planted fault)."""
     from tokenizer.gguf import writer as gguf_writer
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = dict(data["model"]["vocab"])
     types = {}
     for token in data["added_tokens"]:
         vocab[token["content"]] = token["id"]
-        types[token["id"]] = 3 if token["special"] else 4
+        types[token["id"]] = (retype or {}).get(token["content"], 3 if token["special"] else 4)
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     merges = [" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]]
     bos = next(t["id"] for t in data["added_tokens"] if t["content"] == BOS)
@@ -75,4 +77,69 @@ def spm_model(path: Path, *, config: dict | None = None) -> Path:
     path.write_bytes(out.getvalue())
     if config is not None:
         (path.parent / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+# --- tekken (Mistral's tiktoken-style JSON, run by mistral-common) ----------------------------------
+
+TEKKEN_PATTERN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+                  r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")  # tekken_240911.json's
+# the 20 a v3 file gets by default (mistral-common's instruct tokenizer asks for them by name)
+TEKKEN_SPECIALS = ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                   "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
+                   "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+                   "[TOOL_CONTENT]")
+TEKKEN_NUM_SPECIAL = 24  # mistral-common fills ids 20..23 with <SPECIAL_20> ...
+# multi-byte tokens by rank after the 256 bytes; each is two earlier tokens joined (the converter
+# derives merges from them and refuses a token it cannot split). "कि" (KA + the vowel sign I, a
+# combining mark) is one piece of tekken's regex and one token.
+KI = "\u0915\u093f"
+TEKKEN_WORDS = tuple(w.encode("utf-8") if isinstance(w, str) else w for w in (
+    "th", "the", " t", " the", "at", " c", " cat", " s", " sat", "he", "ll", "hell", "hello",
+    " w", "or", " wor", "ld", " world", "é", "ée", " é", " éc", "co", "le", "ole", " école",
+    b"\xe0\xa4", "\u0915", "\u093f", KI))
+
+
+def tekken_json(path: Path, *, special_tokens: bool = True) -> Path:
+    """A tiny tekken.json (version v3): the 256 bytes, TEKKEN_WORDS, and TEKKEN_SPECIALS listed
+    (or, `special_tokens=False`, left to mistral-common's defaults)."""
+    import base64
+    pieces = [bytes([b]) for b in range(256)] + list(TEKKEN_WORDS)
+    vocab = [{"rank": i, "token_bytes": base64.b64encode(p).decode(), "token_str": p.decode("utf-8", "replace")}
+             for i, p in enumerate(pieces)]
+    data: dict = {"config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": len(vocab),
+                             "default_vocab_size": len(vocab) + TEKKEN_NUM_SPECIAL,
+                             "default_num_special_tokens": TEKKEN_NUM_SPECIAL, "version": "v3"},
+                  "vocab": vocab}
+    if special_tokens:
+        data["special_tokens"] = [{"rank": i, "token_str": t, "is_control": True}
+                                  for i, t in enumerate(TEKKEN_SPECIALS)]
+    else:
+        data["config"]["default_num_special_tokens"] = 1000  # the library's 20 defaults, then fillers
+        data["config"]["default_vocab_size"] = len(vocab) + 1000
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def tekken_gguf(tekken: Path, path: Path, *, pre: str = "tekken", add_bos: bool = True) -> Path:
+    """A vocab-only GGUF of a tekken.json laid out by llama.cpp's converter's own code: gguf-py's
+    `MistralVocab` (the special tokens CONTROL, then each token's bytes through bytes_to_unicode; the
+    merges from `extract_vocab_merges_from_model`), with `pre` and add_bos given."""
+    from gguf.vocab import MistralVocab
+
+    from tokenizer.gguf import writer as gguf_writer
+    vocab = MistralVocab(tekken.parent)
+    rows = list(vocab.all_tokens())
+    gguf_writer.write(path, {
+        "general.architecture": "llama", "general.name": "tiny-tekken",
+        "tokenizer.ggml.model": vocab.gguf_tokenizer_model, "tokenizer.ggml.pre": pre,
+        "tokenizer.ggml.tokens": [text.decode("utf-8") for text, _, _ in rows],
+        "tokenizer.ggml.token_type": [int(kind) for _, _, kind in rows],
+        "tokenizer.ggml.merges": list(vocab.extract_vocab_merges_from_model()),
+        "tokenizer.ggml.bos_token_id": vocab.bos_id, "tokenizer.ggml.eos_token_id": vocab.eos_id,
+        "tokenizer.ggml.unknown_token_id": vocab.unk_id,
+        "tokenizer.ggml.add_bos_token": add_bos, "tokenizer.ggml.add_eos_token": False,
+    })
     return path

@@ -145,7 +145,7 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     models = " ".join(f"--model {gguf}/{name}.gguf" for name in names)
     for step in at[2:4]:
         assert models in commands[step], commands[step]
-    # the live run, one per GGUF, three ways where the original is an hf: or spm: reference (not tekken)
+    # the live run, one per GGUF, three ways: the original as an hf:, spm: or tekken: reference
     runs = [c.replace(f"--jobs {noxfile.JOBS}", "--jobs 2") for c in commands if c.startswith("python -m harness run")]
     assert runs == [
         f"python -m harness run --model {gguf}/llama3-early.gguf --reference hf:/cache/real/llama3-early "
@@ -153,7 +153,8 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
         f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
         "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
         f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
-        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-tekken-240911",
+        "--reference tekken:/cache/real/mistral-tekken-240911 --fuzz 20 --seed 0 --jobs 2 "
+        "--report reports/parity-real/live/mistral-tekken-240911",
     ], runs
     merge = commands[at[5]]
     assert all(f"reports/parity-real/live/{name}" in merge for name in ("llama3-early", "mistral-spm-v1"))

@@ -190,3 +190,84 @@ def test_a_load_error_with_llama_cpp_log_shows_the_line_naming_the_error(tmp_pat
             engine_errors=[{"case_id": "<load>", "error": log}])
     cell = peers.read_cell("llama.cpp@0.3.16", "gemma-4", tmp_path, exit_code=1)
     assert cell.reason == "llama_model_load: error loading model: unknown model architecture: 'gemma4'"
+
+
+# --- --reference: the original tokenizer as every pair's third side --------------------------------
+
+def _reference_block(conversion: tuple[int, int], versus: tuple[int, int], spec: str = "hf:/o/tokenizer.json"):
+    def row(agree: int, checked: int) -> dict:
+        return {"checked": checked, "agree": agree, "differ": checked - agree, "not_applicable": 1}
+    return {"spec": spec, "classes": {"parity": row(*versus), "conversion": row(*conversion),
+                                      "engine_vs_original": row(*versus)}}
+
+
+def test_a_pair_with_an_original_runs_three_ways_and_its_cell_shows_the_original(tmp_path):
+    options = peers.Options(references=(("a.gguf", "hf:/o/tokenizer.json"),), reference_args=("add_bos=true",))
+    argv = peers.run_argv("ours", "a.gguf", tmp_path, options)
+    at = argv.index("--reference")
+    assert argv[at:at + 4] == ["--reference", "hf:/o/tokenizer.json", "--reference-arg", "add_bos=true"]
+    assert "--reference" not in peers.run_argv("ours", "b.gguf", tmp_path, options)  # a row without one
+    _report(tmp_path, capabilities=_tally({"tokenize"}, ids=(3, 3)))
+    report = json.loads((tmp_path / "report.json").read_text())
+    report["summary"]["per_model"]["llama-spm"]["reference"] = _reference_block((2, 3), (1, 3))
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    cell = peers.read_cell("transformers", "llama-spm", tmp_path, exit_code=1)
+    assert ("bad", "original 1/3 +1 n/a") in peers.cell_lines(peers.asdict(cell))
+    assert ("ok", "ids 3/3") in peers.cell_lines(peers.asdict(cell))
+
+
+def test_the_row_names_the_original_and_llama_cpp_against_it_and_totals_add_up(tmp_path):
+    cells = [peers.Cell("ours", "m", "ran", checks=_tally({"tokenize"}, ids=(3, 3)),
+                        reference=_reference_block((2, 3), (2, 3))),
+             peers.Cell("transformers", "m", "ran", checks=_tally({"tokenize"}, ids=(1, 3)),
+                        reference=_reference_block((2, 3), (3, 3))),
+             peers.Cell("ours", "plain", "ran", checks=_tally({"tokenize"}, ids=(3, 3)))]
+    matrix = peers.build(cells, ["ours", "transformers"], ["m", "plain"], peers.Options())
+    assert matrix["originals"] == {"m": {"spec": "hf:/o/tokenizer.json", "from": "ours",
+                                         "conversion": {"checked": 3, "agree": 2, "differ": 1, "not_applicable": 1}}}
+    assert matrix["totals"]["ours"]["original"] == {"checked": 3, "agree": 2, "differ": 1, "not_applicable": 1}
+    assert matrix["totals"]["transformers"]["original"]["agree"] == 3
+    line = peers.one_line(matrix)
+    assert "ours: 2/2 loaded, 2 agree on every check made, ids 6/6, vs original 2/3" in line  # (with llama.cpp)
+    assert line.endswith("m: llama.cpp vs original 2/3")
+    html = peers.write(matrix, tmp_path)[1].read_text(encoding="utf-8")
+    assert 'data-spec="hf:/o/tokenizer.json"' in html and "llama.cpp vs original 2/3 +1 n/a" in html
+    assert html.count("original 3/3") == 2  # the transformers cell and its total
+
+
+def test_reference_values_name_their_vocabulary_when_there_are_several(tmp_path):
+    from harness.commands.peers import reference_pairs
+    original = tmp_path / "tokenizer.json"
+    original.write_text("{}")
+    assert reference_pairs([f"hf:{tmp_path}"], ["a.gguf"]) == (("a.gguf", f"hf:{original}"),)
+    assert reference_pairs([f"b.gguf=hf:{original}"], ["a.gguf", "b.gguf"]) == (("b.gguf", f"hf:{original}"),)
+    with pytest.raises(SetupError, match="say which"):
+        reference_pairs([f"hf:{original}"], ["a.gguf", "b.gguf"])
+    with pytest.raises(SetupError, match="expected hf:PATH"):
+        reference_pairs(["a.gguf=tok:x"], ["a.gguf"])
+    with pytest.raises(SetupError, match="no such file"):
+        reference_pairs([f"hf:{tmp_path / 'none'}"], ["a.gguf"])
+
+
+@pytest.mark.oracle
+def test_matrix_with_an_original_end_to_end(tmp_path):
+    """A GGUF whose pre name drops ignore_merges (smaug-bpe): ours agrees with llama.cpp, both differ
+    from the original on " zebra"; the row says so, the cell too, and the exit status is still 0."""
+    from tests import reference_files as rf
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=True)
+    gguf = rf.bpe_gguf(original, tmp_path / "smaug.gguf", pre="smaug-bpe")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "the cat"}\n{"id": "b", "text": " zebra"}\n', encoding="utf-8")
+    out = tmp_path / "matrix"
+    done = subprocess.run([sys.executable, "-m", "harness", "peers", "--engine", "ours", "--model", str(gguf),
+                           "--reference", f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus),
+                           "--report", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    matrix = json.loads((out / "peers.json").read_text())
+    [model] = matrix["models"]
+    assert matrix["originals"][model]["conversion"] == {"checked": 2, "agree": 1, "differ": 1, "not_applicable": 0}
+    cell = matrix["rows"][model]["ours"]
+    assert cell["checks"]["ids"]["agree"] == cell["checks"]["ids"]["checked"] == 2
+    assert cell["reference"]["classes"]["engine_vs_original"]["differ"] == 1
+    assert "--reference" in cell["command"]
+    assert f"{model}: llama.cpp vs original 1/2" in done.stdout

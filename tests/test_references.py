@@ -166,6 +166,67 @@ def test_spm_model_fields_read_without_sentencepiece(spm_files):
 
 # --- decode ---------------------------------------------------------------------------------------
 
+# --- tekken: -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tekken(tmp_path_factory) -> Path:
+    return rf.tekken_json(tmp_path_factory.mktemp("tekken") / "tekken.json")
+
+
+def tekken_ids(path: Path, text: str, bos: bool) -> list[int]:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    return Tekkenizer.from_file(path).encode(text, bos=bos, eos=False)
+
+
+def test_tekken_reference_gives_the_librarys_ids_and_cannot_parse_special_text(tekken):
+    engine = load_engine(f"tekken:{tekken.parent}")(tekken)
+    try:
+        plain, control = engine.evaluate_many([case(0, "the cat sat " + rf.KI), case(1, "hello [INST] world")])
+        vocab = engine.vocab()
+        texts = [engine.token_text(i) for i in range(vocab["n_tokens"])]
+    finally:
+        engine.close()
+    assert engine.caps == frozenset({"tokenize", "token_text"})
+    assert [e["ids"] for e in plain["encode"]] == [tekken_ids(tekken, "the cat sat " + rf.KI, a) for a, _ in FLAGS]
+    assert isinstance(control, NotApplicable) and "[INST]" in control.reason
+    pairs = specs.reference_ids(control)  # parse_special off: answered; on: tekken cannot match [INST]
+    assert pairs is not None and pairs[1] is None and pairs[3] is None
+    assert pairs[0] == tekken_ids(tekken, "hello [INST] world", False)
+    assert pairs[2] == tekken_ids(tekken, "hello [INST] world", True)
+    from gguf.vocab import MistralVocab  # the converter's own spelling of each token (gguf-py)
+    assert texts == [text for text, _, _ in MistralVocab(tekken.parent).all_tokens()]
+
+
+def test_tekken_add_special_is_the_bos_unless_stated(tekken):
+    engine = load_engine(f"tekken:{tekken}", args={"add_bos": "false", "add_eos": "true"})(tekken)
+    try:
+        [got] = engine.evaluate_many([case(0, "the cat")])
+    finally:
+        engine.close()
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    want = Tekkenizer.from_file(tekken).encode("the cat", bos=False, eos=True)
+    assert [e["ids"] for e in got["encode"]][2:] == [want, want]
+    with pytest.raises(EngineLoadError, match="add_bos=, add_eos= only"):
+        load_engine(f"tekken:{tekken}", args={"lower": "1"})(tekken)
+
+
+def test_gguf_keys_name_llama_cpps_tekken_regex_and_a_missing_bos(tekken, tmp_path):
+    found = gguf_keys.discrepancies(rf.tekken_gguf(tekken, tmp_path / "t.gguf"), f"tekken:{tekken}")
+    assert keys_of(found) == ["tokenizer.ggml.pre"] and "leaves out \\p{M}" in found[0].line()
+    found = gguf_keys.discrepancies(rf.tekken_gguf(tekken, tmp_path / "nobos.gguf", add_bos=False), f"tekken:{tekken}")
+    assert keys_of(found) == ["tokenizer.ggml.add_bos_token", "tokenizer.ggml.pre"]
+
+
+def test_tekken_decode_keeps_or_drops_the_special_tokens(tekken):
+    from harness.references.tekken import TekkenReference
+    ref = TekkenReference(tekken)
+    ids = ref.tokenize("the cat", add_special=True, parse_special=False)
+    assert ref.decode(ids, remove_special=False, unparse_special=True)["applied"] == "<s>the cat"
+    assert ref.decode(ids, remove_special=False, unparse_special=False)["applied"] == "the cat"
+    with pytest.raises(Exception, match="remove_special"):
+        ref.decode(ids, remove_special=True, unparse_special=True)
+
+
 def test_decode_clean_up_difference_is_explained(bpe):
     from harness.references.hf import HFReference
     ref = HFReference(bpe)
@@ -464,3 +525,36 @@ def test_real_early_llama3_converted_to_smaug_bpe_loses_ignore_merges(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert {(tuple(m["expected"]), tuple(m["got"])) for m in report["mismatches"]} == {((503, 2701, 78), (101503,))}
+
+
+# --- the original's own special and added tokens, for boundary cases (harness/references/added.py) ----
+
+def test_added_texts_are_the_originals_own_lists(bpe, spm_files, tekken):
+    from harness.references import added
+    assert added.texts(f"hf:{bpe}") == [(rf.BOS, True), (rf.TOOL, False)]
+    import sentencepiece
+    _, llama = spm_files
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(llama))
+    want = [(sp.id_to_piece(i), bool(sp.is_control(i) or sp.is_unknown(i))) for i in range(sp.get_piece_size())
+            if sp.is_control(i) or sp.is_unknown(i) or sp.id_to_piece(i) == rf.TOOL]
+    assert added.texts(f"spm:{llama}") == want and (rf.TOOL, False) in want
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    tk = Tekkenizer.from_file(tekken)
+    assert added.texts(f"tekken:{tekken}") == [(tk.id_to_piece(i), True) for i in range(tk.num_special_tokens)]
+
+
+@pytest.mark.parametrize(("retype", "expected"), [
+    ({}, set()),                          # the GGUF holds both as the original has them
+    ({rf.TOOL: 1}, {rf.TOOL}),            # the plain added token written NORMAL (Mistral v3's [REFERENCE_DOC_1])
+    ({rf.TOOL: 3}, {rf.TOOL}),            # written CONTROL (DeepSeek's <｜User｜>)
+    ({rf.BOS: 4}, {rf.BOS}),              # a special one written USER_DEFINED
+])
+def test_reference_probes_hold_what_the_gguf_does_not_hold_the_same_way(bpe, tmp_path, retype, expected):
+    from harness.inputs import boundaries
+    from harness.references import added
+    gguf = rf.bpe_gguf(bpe, tmp_path / "t.gguf", retype=retype)
+    probes = boundaries.reference_probes(gguf, added.texts(f"hf:{bpe}"))
+    assert {t for t in (rf.BOS, rf.TOOL) if any(t in p for p in probes)} == expected
+    cases = boundaries.reference_cases(gguf, added.texts(f"hf:{bpe}"))
+    assert [c["id"] for c in cases] == [f"bnd-ref-{i:04d}" for i in range(len(cases))]
+    assert bool(cases) == bool(expected)

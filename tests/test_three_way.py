@@ -156,7 +156,7 @@ def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_pa
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--reference", "hf:/nonexistent/folder"], "error: reference 'hf:/nonexistent/folder': no such file"),
-    (["--reference", "tok:/x"], "error: --reference 'tok:/x': expected hf:PATH or spm:PATH"),
+    (["--reference", "tok:/x"], "error: --reference 'tok:/x': expected hf:PATH, spm:PATH or tekken:PATH"),
     (["--reference-arg", "add_bos=true"], "error: --reference-arg needs --reference"),
 ])
 def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, args, message):
@@ -348,3 +348,93 @@ def test_a_fuzzed_decode_finding_is_shrunk_and_saved(tmp_path):
     [name] = report["summary"]["per_model"]
     saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
     assert [c.get("text") for c in saved] == [" "]
+
+
+# --- tekken: a Mistral tekken.json through mistral-common -------------------------------------------
+
+def tekken_ids(path: Path, text: str, add_special: bool) -> list[int]:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    return Tekkenizer.from_file(path).encode(text, bos=add_special, eos=False)
+
+
+def test_tekken_three_ways_finds_llama_cpps_tekken_regex_dropping_marks(tmp_path):
+    """llama.cpp's tekken regex (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_TEKKEN) spells the letter classes
+    as "a letter that is not a-z / A-Z" and so leaves out \\p{M}: KA + the vowel sign I, one piece and one
+    token for tekken, is split before the mark. The GGUF is laid out by the converter's own MistralVocab."""
+    original = rf.tekken_json(tmp_path / "o" / "tekken.json")
+    gguf = rf.tekken_gguf(original, tmp_path / "tekken.gguf")
+    texts = ["the cat sat", rf.KI, "hello [INST] world", " école"]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    report_dir = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"tekken:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz",
+                           "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    assert {e["text"] for e in conversion} == {rf.KI} and len(conversion) == 4
+    llama = llama_ids(gguf, rf.KI)
+    for entry in conversion:
+        pair = (entry["add_special"], entry["parse_special"])
+        assert entry["expected"] == llama[FLAGS.index(pair)]
+        assert entry["got"] == tekken_ids(original, rf.KI, pair[0])
+        assert entry["command"].endswith(f"tekken:{original.parent}")
+        assert any(line.startswith("tokenizer.ggml.pre:") and "\\p{M}" in line for line in entry["gguf_keys"])
+    assert len(conversion[0]["got"]) < len(conversion[0]["expected"])  # one token in tekken, two in llama.cpp
+    block = report["summary"]["reference"]
+    assert block["classes"]["conversion"] == {"checked": 4, "agree": 3, "differ": 1, "not_applicable": 0}
+    # "[INST]" in text: llama.cpp parses it, tekken never does: those two pairs are not applicable
+    assert block["pairs_not_applicable"] == {"add_special=False,parse_special=True": 1,
+                                             "add_special=True,parse_special=True": 1}
+
+
+def test_the_originals_own_added_tokens_become_boundary_cases(tmp_path):
+    """The GGUF writes the original's plain added token <tool> NORMAL (as the converter did to Mistral v3's
+    user-defined pieces): the GGUF's special lists no longer name it; the original's list does (`bnd-ref-`
+    cases, with the default corpora), and llama.cpp splits what the original matches whole."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=True)
+    gguf = rf.bpe_gguf(original, tmp_path / "retyped.gguf", retype={rf.TOOL: 1})
+    report_dir = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--fuzz", "0", "--jobs", "1", "--report", str(report_dir),
+                           "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mismatches"] == []
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    # (the tiny file's ByteLevel split is not llama-bpe's: digit runs and long words differ as well, and
+    # <tool>, now NORMAL, is among the longest tokens the GGUF's own slice spells, which a real file's is not)
+    with_tool = {e["case_id"] for e in conversion if rf.TOOL in e["text"]}
+    assert {f"bnd-ref-{i:04d}" for i in range(5)} <= with_tool, with_tool
+    entry = next(e for e in conversion if e["case_id"] == "bnd-ref-0000")
+    from tokenizers import Tokenizer
+    tool = Tokenizer.from_file(str(original)).token_to_id(rf.TOOL)
+    assert tool in entry["got"] and tool not in entry["expected"]  # whole in the original, split by llama.cpp
+    assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index((entry["add_special"],
+                                                                             entry["parse_special"]))]
+
+
+def test_the_fuzzer_draws_the_originals_own_added_tokens_too(tmp_path):
+    """<tool> written NORMAL is in neither of the GGUF's special lists the fuzzer draws from; with
+    --reference the original's own list is added to them, so the hunt finds and shrinks it (with the GGUF's
+    lists alone, seeds 1 to 3 found nothing in 100 inputs each)."""
+    original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=False)
+    gguf = rf.bpe_gguf(original, tmp_path / "retyped.gguf", pre="gpt-2", retype={rf.TOOL: 1})
+    report_dir = tmp_path / "r"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--no-default-corpora", "--fuzz", "60", "--seed", "1",
+                           "--jobs", "1", "--report", str(report_dir), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    fuzzed = [e for e in report["reference_findings"] if e.get("fuzz") and e["class"] == "conversion"]
+    assert fuzzed and all(rf.TOOL in e["text"] for e in fuzzed)
+    for entry in fuzzed:
+        assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index((entry["add_special"],
+                                                                                 entry["parse_special"]))]
+    [name] = report["summary"]["per_model"]
+    saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
+    assert [c["text"] for c in saved] == [fuzzed[0]["text"]]

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default=None, metavar="MODULE:CALLABLE|cmd:COMMAND",
                         help=f"the engine under test (default {DEFAULT_ENGINE}, in-process); MODULE:CALLABLE "
                              "runs a Python factory in a contained child, cmd:\"COMMAND LINE\" any program "
-                             "speaking docs/engine-protocol.md; hf:PATH / spm:PATH the model's original "
+                             "speaking docs/engine-protocol.md; hf:PATH / spm:PATH / tekken:PATH the model's original "
                              "tokenizer (docs/references.md)")
     parser.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an option for the engine's factory or child (repeatable)")

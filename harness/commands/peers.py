@@ -3,12 +3,19 @@
     python -m harness peers                                   # ours and transformers, 19 shipped vocabularies
     python -m harness peers --engine ours --engine llama.cpp@0.3.16 --family spm
     python -m harness peers --engine transformers --engine mypkg:load --model llama-bpe
+    python -m harness peers --model real.gguf --reference hf:ORIGINAL_FOLDER    # three ways: + the original
+    python -m harness peers --model a.gguf --reference a.gguf=hf:A --model b.gguf --reference b.gguf=spm:B
 
 Each pair is a full `python -m harness run` into REPORT/<implementation>/<vocabulary>/;
 REPORT/peers.html and peers.json show one cell per pair (each check's agreeing/checked
 units, or why the implementation could not load the vocabulary), linked to its report.
 Implementations: `ours` (the default engine), `transformers`, `llama.cpp@VERSION` (built
 once into its own venv, about 5 minutes) and any --engine value run accepts.
+
+`--reference [VOCABULARY=]SPEC` gives a vocabulary its original tokenizer (hf:, spm:,
+tekken:, as `run --reference`): every pair of that row runs three ways, the row shows
+llama.cpp against the original and each cell the implementation against it (docs/peers.md).
+A bare SPEC needs exactly one --model; `--reference-arg KEY=VALUE` goes to every reference.
 
 Exit status: 0 when the matrix was written (differences between peers are its content,
 not a failure), 2 on a usage or set-up error of the matrix itself.
@@ -37,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(repeatable; default {' and '.join(DEFAULT_IMPLEMENTATIONS)})")
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
                         help="a row: a shipped vocabulary name or a .gguf path (repeatable)")
+    parser.add_argument("--reference", action="append", default=[], metavar="[VOCABULARY=]SPEC",
+                        help="the original tokenizer of a row (hf:PATH, spm:PATH, tekken:PATH): its pairs run "
+                             "three ways; VOCABULARY= as given to --model, needed with more than one (repeatable)")
+    parser.add_argument("--reference-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option for every reference, as run --reference-arg (repeatable)")
     parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
                         help="every model of a family as rows (default: the 19 shipped vocabularies)")
     parser.add_argument("--report", type=Path, default=Path("reports/peers"), metavar="DIR",
@@ -82,8 +94,12 @@ def run(args: argparse.Namespace) -> int:
             raise SetupError(f"no such corpus file: {corpus}")
     extra = [arg for corpus in args.corpus for arg in ("--corpus", str(corpus.resolve()))]
     extra += [] if args.default_corpora else ["--no-default-corpora"]
+    references = reference_pairs(args.reference, models)
+    if args.reference_arg and not references:
+        raise SetupError("--reference-arg needs --reference")
     options = peers.Options(fuzz=args.fuzz, seed=args.seed, jobs=args.jobs, engine_timeout=args.engine_timeout,
-                            timeout=args.timeout, reuse=args.reuse, extra=tuple(extra))
+                            timeout=args.timeout, reuse=args.reuse, extra=tuple(extra), references=references,
+                            reference_args=tuple(args.reference_arg))
     total = len(names) * len(models)
     done = [0]
 
@@ -99,6 +115,27 @@ def run(args: argparse.Namespace) -> int:
     print(peers.one_line(matrix))
     print(f"matrix: {html_path}")
     return 0
+
+
+def reference_pairs(values: list[str], models: list[str]) -> tuple[tuple[str, str], ...]:
+    """(vocabulary, spec) for each `--reference [VOCABULARY=]SPEC`; `SetupError` (exit 2) for a bad one."""
+    from ..references import specs
+    pairs: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if sep and name in models:
+            model, spec = name, rest
+        elif len(models) == 1:
+            model, spec = models[0], value
+        else:
+            raise SetupError(f"--reference {value!r}: with {len(models)} vocabularies, say which: "
+                             f"--reference VOCABULARY=SPEC (VOCABULARY as given to --model)")
+        if not specs.is_reference(spec):
+            raise SetupError(f"--reference {value!r}: expected hf:PATH, spm:PATH or tekken:PATH")
+        if model in pairs:
+            raise SetupError(f"--reference: {model!r} has two originals")
+        pairs[model] = specs.parse(spec).spec  # its file checked (and made absolute) before any pair runs
+    return tuple(pairs.items())
 
 
 def asdict_cell(cell: peers.Cell) -> dict[str, Any]:

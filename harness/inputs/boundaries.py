@@ -259,10 +259,7 @@ def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> li
     ids = [i for i, (t, k) in enumerate(zip(texts, kinds, strict=False))
            if k in (UNKNOWN, CONTROL, USER_DEFINED) and 0 < len(t) <= 64]
     special = [texts[i].decode("utf-8", "replace") for i in spread(ids, max_special)]
-    out: list[str] = []
-    if special:
-        out += ["".join(special), " ".join(special), "".join(f"x \t{t}\n y" for t in special),
-                "".join(f"{t}  z\n\n" for t in special)]
+    out = special_probes(special)
     normal = sorted((t for t, k in zip(texts, kinds, strict=False) if k == NORMAL and len(t) <= 64),
                     key=len, reverse=True)
     edged = [t for t in normal if t.startswith(_EDGE_MARKS) or t.endswith(_EDGE_MARKS)]
@@ -270,6 +267,47 @@ def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> li
     out += [spelled(t) for t in normal[:longest]]
     out += numeric_tokens(texts, kinds, most=longest)
     return [t for t in out if t]
+
+
+def special_probes(special: list[str]) -> list[str]:
+    """Special texts run together, spaced, inside words between tabs and newlines (lstrip, rstrip), and
+    before spaces."""
+    if not special:
+        return []
+    return ["".join(special), " ".join(special), "".join(f"x \t{t}\n y" for t in special),
+            "".join(f"{t}  z\n\n" for t in special)]
+
+
+def reference_specials(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+    """The original tokenizer's own special and added tokens (`tokens`: (text, special), from
+    `harness.references.added`) that the GGUF does not hold the same way: not at all or as a NORMAL
+    token (the conversion dropped it, or wrote it NORMAL), or special the other way (a special one
+    not CONTROL or UNKNOWN, a plain added one not USER_DEFINED); spread over at most `max_special`.
+    `vocab_probes` (the GGUF's own list) cannot be relied on to reach those."""
+    found = _token_lists(path) if path is not None else None
+    held: dict[str, bool] = {}
+    if found is not None:
+        for text, kind in zip(*found, strict=False):
+            if kind in (UNKNOWN, CONTROL, USER_DEFINED):
+                held.setdefault(text.decode("utf-8", "replace"), kind != USER_DEFINED)
+    odd = [t for t, special in tokens if t and held.get(t) is not special and len(t.encode("utf-8")) <= 64]
+    return [odd[i] for i in spread(list(range(len(odd))), max_special)]
+
+
+def reference_probes(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+    """`reference_specials` as probes: the GGUF's special forms (`special_probes`) and `see TOKEN here`."""
+    picked = reference_specials(path, tokens, max_special=max_special)
+    return special_probes(picked) + ["".join(f"see {t} here\n" for t in picked)] if picked else []
+
+
+def reference_cases(path: Path | None, tokens: list[tuple[str, bool]],
+                    level_name: str = "slice") -> list[dict[str, Any]]:
+    """Boundary cases (ids `bnd-ref-...`) from the original's special and added tokens (`reference_probes`)."""
+    if level_name == "off":
+        return []
+    full = level_name == "full"
+    probes = reference_probes(path, tokens, max_special=100_000 if full else 128)
+    return [make_case(f"bnd-ref-{i:04d}", data) for i, data in enumerate(pack(probes, size=1, sep="\n"))]
 
 
 def numeric_tokens(texts: list[bytes], kinds: list[int], *, most: int) -> list[str]:

@@ -3,9 +3,11 @@
 This package owns everything about a *reference*: the original `tokenizer.json`
 or SentencePiece model a GGUF was converted from, run by its own library.
 
-    specs.py      `hf:PATH`, `spm:PATH`: parsed, checked, started as a contained child
+    specs.py      `hf:PATH`, `spm:PATH`, `tekken:PATH`: parsed, checked, started as a contained child
     hf.py         the `tokenizers` reference engine (runs in the child)
     spm.py        the `sentencepiece` reference engine (runs in the child)
+    tekken.py     the `mistral-common` tekken reference engine (runs in the child)
+    added.py      the original's own special and added token texts (boundary cases with --reference)
     flags.py      llama.cpp's flags mapped onto each library, and what cannot be expressed
     classify.py   the three-way classification of one case, and the `summary.reference` counts (pure)
     decoding.py   the original's decode of llama.cpp's ids against llama.cpp's detokenize (the `decode` request)
@@ -15,7 +17,7 @@ What it may import: the standard library; `tokenizer.gguf.reader` and
 `tokenizer.pretokenize.names` (reading a GGUF's keys, llama.cpp's flags per pre name);
 the engine protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
 `harness.models.shipped`).
-`tokenizers` and `sentencepiece` (the `[reference]` extra) are
+`tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules
 (`live_run`, `replay`, `report`): the per-model check wires it in, not the

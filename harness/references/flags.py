@@ -5,17 +5,18 @@ llama.cpp's `tokenize(text, add_special, parse_special)` and
 (docs/references.md has the table and the reasons):
 
 - add_special: hf `encode(add_special_tokens=...)` (the post-processor); spm `add_bos`/`add_eos`
-  from the tokenizer_config.json beside the model, not applicable without one.
+  from the tokenizer_config.json beside the model, not applicable without one; tekken
+  `encode(bos=True, eos=False)`, as mistral-common starts every request (or as stated).
 - parse_special off: hf `encode_special_tokens = True` (special added tokens split as text,
-  non-special ones still matched, as llama.cpp still matches USER_DEFINED tokens); spm the
-  library's only behaviour (it never matches a control piece in text).
-- parse_special on: hf the library default (added tokens matched); spm not applicable when the
-  text holds a control or unknown piece's text, otherwise the same call.
+  non-special ones still matched, as llama.cpp still matches USER_DEFINED tokens); spm and
+  tekken the library's only behaviour (neither ever matches a control piece / special token in text).
+- parse_special on: hf the library default (added tokens matched); spm (tekken) not applicable when
+  the text holds a control or unknown piece's (a special token's) text, otherwise the same call.
 - unparse_special: hf `decode(skip_special_tokens=not unparse_special)`; spm never shows control
-  pieces, so not applicable with unparse on.
-- remove_special: hf has no counterpart: not applicable with unparse on when the ids begin or
+  pieces, so not applicable with unparse on; tekken `SpecialTokenPolicy.KEEP` / `IGNORE`.
+- remove_special: hf and tekken have no counterpart: not applicable with unparse on when the ids begin or
   end with a special token (with unparse off the special tokens are dropped either way).
-- bytes input that is not UTF-8: not applicable (both libraries take str).
+- bytes input that is not UTF-8: not applicable (every library takes str).
 
 A flag pair that cannot be expressed raises `NotExpressible`; the protocol
 carries it as an error of type `NotApplicable`, and the case is then "not

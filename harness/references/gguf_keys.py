@@ -21,14 +21,19 @@ the harness's process without the reference's library:
                                          WPM does otherwise (every mark; U+000B, U+000C, U+0085 as word breaks)
     tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
     tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
+    (tekken)                             the count (`default_vocab_size`), each non-special token's bytes,
+                                         `config.pattern` against llama.cpp's regex for the pre name,
+                                         add_bos (mistral-common starts every request with the BOS)
 
     python -m harness.references.gguf_keys FILE.gguf hf:PATH     # one line per discrepancy; exit 1 if any
+                                                                 # (spm:PATH, tekken:PATH the same)
 
 A discrepancy is a lead, not a verdict: the cases decide (docs/references.md).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import sys
@@ -44,6 +49,7 @@ from ..errors import SetupError
 from ..files import protobuf
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
+from .tekken import byte_encoder
 
 MAX_SHOWN = 5  # token ids named per discrepancy
 
@@ -70,6 +76,8 @@ def discrepancies(gguf_path: str | Path, spec: str | ReferenceSpec) -> list[Disc
         return hf_discrepancies(tok, json.loads(ref.path.read_text(encoding="utf-8")), config_beside(ref.path))
     if ref.kind == "spm":
         return spm_discrepancies(tok, read_spm(ref.path.read_bytes()), config_beside(ref.path))
+    if ref.kind == "tekken":
+        return tekken_discrepancies(tok, json.loads(ref.path.read_text(encoding="utf-8")))
     return []
 
 
@@ -291,10 +299,37 @@ def spm_discrepancies(tok: Tokenizer, model: dict, config: dict) -> list[Discrep
     return out
 
 
+# --- tekken.json ---------------------------------------------------------------------------------
+
+def tekken_discrepancies(tok: Tokenizer, data: dict) -> list[Discrepancy]:
+    """A tekken file (plain JSON) against the GGUF: count, the non-special tokens' bytes, the split, add_bos."""
+    vocab, config, out = tok.vocab, data.get("config") or {}, []
+    size, n_special = int(config.get("default_vocab_size", 0)), int(config.get("default_num_special_tokens", 0))
+    if size != vocab.n_tokens:
+        out.append(Discrepancy("tokenizer.ggml.tokens", f"{vocab.n_tokens} tokens", f"default_vocab_size {size}"))
+    table = byte_encoder()
+    inner = (data.get("vocab") or [])[:max(size - n_special, 0)]
+    wrong = [n_special + i for i, t in enumerate(inner) if n_special + i < vocab.n_tokens
+             and vocab.texts[n_special + i] != "".join(table[b] for b in base64.b64decode(t["token_bytes"])).encode()]
+    if wrong:
+        out.append(Discrepancy("tokenizer.ggml.tokens", f"{len(wrong)} token text(s) differ",
+                               "the file's token_bytes, byte-level", f"ids {wrong[:MAX_SHOWN]}"))
+    pattern = config.get("pattern")
+    ours = get_pretokenizer(vocab.pre_type).patterns
+    if pattern and [llama_form(pattern)] != list(ours):
+        note = ("llama.cpp spells the letter classes as (?=[\\p{L}])([^a-z]) / ([^A-Z]) and leaves out \\p{M}"
+                if "\\p{M}" in pattern and not any("\\p{M}" in p for p in ours) else "compare the texts")
+        out.append(Discrepancy("tokenizer.ggml.pre", f"{vocab.pre!r} splits with llama.cpp's own regex",
+                               "config.pattern, not the same text", note))
+    if not vocab.add_bos:
+        out.append(Discrepancy("tokenizer.ggml.add_bos_token", "no", "mistral-common starts each request with <s>"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m harness.references.gguf_keys FILE.gguf hf:PATH|spm:PATH", file=sys.stderr)
+        print("usage: python -m harness.references.gguf_keys FILE.gguf hf:PATH|spm:PATH|tekken:PATH", file=sys.stderr)
         return 2
     try:
         found = discrepancies(args[0], args[1])

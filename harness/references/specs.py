@@ -1,9 +1,11 @@
-"""Reference specs `hf:PATH` and `spm:PATH`: checked once, then run as a contained child.
+"""Reference specs `hf:PATH`, `spm:PATH` and `tekken:PATH`: checked once, then run as a contained child.
 
     hf:DIR            DIR/tokenizer.json (+ DIR/tokenizer_config.json when present), HF `tokenizers`
     hf:FILE.json      that tokenizer.json (+ a tokenizer_config.json beside it)
     spm:FILE.model    a SentencePiece model (+ a tokenizer_config.json beside it), `sentencepiece`
     spm:DIR           DIR/tokenizer.model
+    tekken:FILE.json  a Mistral tekken file, `mistral_common`'s Tekkenizer (tiktoken underneath)
+    tekken:DIR        DIR/tekken.json
 
 The reference's library is imported only in the Python reference child
 (`harness.children.python_child`), the one every `--engine MODULE:CALLABLE`
@@ -32,6 +34,7 @@ EXTRA = "pip install 'gguf-parity[reference]'"
 KINDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "hf": ("harness.references.hf:load", ("tokenizers",), "tokenizer.json"),
     "spm": ("harness.references.spm:load", ("sentencepiece",), "tokenizer.model"),
+    "tekken": ("harness.references.tekken:load", ("mistral_common", "tiktoken"), "tekken.json"),
 }
 NOT_APPLICABLE_TYPE = "NotApplicable"
 
@@ -49,7 +52,7 @@ class ReferenceSpec:
 
 
 def is_reference(spec: str | None) -> bool:
-    """True for `hf:...` and `spm:...` (these prefixes are reserved, like `cmd:`)."""
+    """True for `hf:...`, `spm:...` and `tekken:...` (these prefixes are reserved, like `cmd:`)."""
     return bool(spec) and str(spec).partition(":")[0] in KINDS and ":" in str(spec)
 
 

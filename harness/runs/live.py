@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from queue import Queue
 
@@ -67,7 +68,7 @@ def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
     cases: list[dict] = []
     try:
         if config.default_corpora:
-            cases += default_corpora(path)
+            cases += default_corpora(path) + reference.boundary_cases(config, path)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
         found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
@@ -302,6 +303,9 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
+    extra = reference.fuzz_specials(config, subject.path) if third is not None else ()
+    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.reference)
+        view = replace(view, specials=view.specials + extra)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
     try:

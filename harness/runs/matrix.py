@@ -11,6 +11,13 @@ capability the implementation lacks reads "not offered".
 A pair runs in a subprocess of its own: a set-up error for one peer
 (transformers not installed) or a harness failure costs that column, not the
 matrix.
+
+With an original tokenizer for a vocabulary (`peers --reference`), each of its
+pairs runs three ways (`run --reference`): the cell gains `original a/b`, the
+implementation against the original (`engine_vs_original`), and the row gains
+the original's spec and `llama.cpp vs original a/b` (`conversion`, the same for
+every column: it does not involve the implementation; read from the first
+column whose pair compared anything).
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ class Options:
     timeout: float | None = None  # llama.cpp's per-call limit (run --timeout); big vocabularies on a busy machine
     reuse: bool = False  # read a pair's earlier result (pair.json) instead of running it again
     extra: tuple[str, ...] = ()  # more `run` arguments, e.g. --no-default-corpora --corpus F
+    references: tuple[tuple[str, str], ...] = ()  # (vocabulary as given to --model, reference spec)
+    reference_args: tuple[str, ...] = ()  # KEY=VALUE for every reference (run --reference-arg)
 
 
 @dataclass
@@ -64,6 +73,7 @@ class Cell:
     command: str = ""
     exit_code: int | None = None
     seconds: float = 0.0
+    reference: dict[str, Any] = field(default_factory=dict)  # the pair's summary.reference block (three ways)
 
 
 def spec_of(name: str) -> str | None:
@@ -92,6 +102,11 @@ def run_argv(name: str, model: str, out: Path, options: Options) -> list[str]:
         argv += ["--engine", spec]
         if options.engine_timeout is not None:
             argv += ["--engine-timeout", f"{options.engine_timeout:g}"]
+    reference = dict(options.references).get(model)
+    if reference is not None:
+        argv += ["--reference", reference]
+        for pair in options.reference_args:
+            argv += ["--reference-arg", pair]
     return argv + list(options.extra)
 
 
@@ -131,7 +146,7 @@ def read_cell(label: str, model: str, out: Path, *, exit_code: int, stderr: str 
     name = next(iter(per_model), model)
     counts = per_model.get(name, {})
     cell = Cell(label, name, "ran", checks=counts.get("capabilities") or {}, cases=int(counts.get("cases", 0)),
-                exit_code=exit_code)
+                exit_code=exit_code, reference=counts.get("reference") or {})
     load_errors = [e for e in report.get("engine_errors", []) if e.get("case_id") == "<load>"]
     notes = counts.get("notes", [])
     if load_errors:
@@ -178,8 +193,25 @@ def build(cells: list[Cell], implementations: list[str], models: list[str], opti
     for cell in cells:
         rows.setdefault(cell.model, {})[cell.implementation] = asdict(cell)
     return {"version": MATRIX_VERSION, "implementations": implementations,
-            "models": list(rows), "rows": rows, "totals": totals(cells, implementations),
+            "models": list(rows), "rows": rows, "originals": originals(cells, implementations),
+            "totals": totals(cells, implementations),
             "meta": {"options": asdict(options), "seconds": round(seconds, 1), **reporting.versions()}}
+
+
+def originals(cells: list[Cell], implementations: list[str]) -> dict[str, dict[str, Any]]:
+    """Per vocabulary run three ways: the original's spec and llama.cpp against it (`conversion`), from the
+    first column (in `implementations` order) whose pair compared anything with the original."""
+    out: dict[str, dict[str, Any]] = {}
+    order = {label: i for i, label in enumerate(implementations)}
+    for cell in sorted(cells, key=lambda c: order.get(c.implementation, len(order))):
+        block = cell.reference
+        if cell.model in out or not block:
+            continue
+        conversion = (block.get("classes") or {}).get("conversion") or {}
+        if conversion.get("checked"):
+            out[cell.model] = {"spec": block.get("spec", ""), "conversion": conversion,
+                               "from": cell.implementation}
+    return out
 
 
 def totals(cells: list[Cell], implementations: list[str]) -> dict[str, dict[str, Any]]:
@@ -192,7 +224,17 @@ def totals(cells: list[Cell], implementations: list[str]) -> dict[str, dict[str,
         out[label] = {"vocabularies": len(mine), "loaded": len(ran), "all_checked_agree": len(agree),
                       "not_loaded": [c.model for c in mine if c.status != "ran"],
                       "checks": _sum_checks(c.checks for c in ran)}
+        against = [_versus_original(c) for c in ran if _versus_original(c)]
+        if against:
+            out[label]["original"] = {key: sum(row[key] for row in against)
+                                      for key in ("checked", "agree", "differ", "not_applicable")}
     return out
+
+
+def _versus_original(cell: Cell | dict[str, Any]) -> dict[str, int]:
+    """The cell's engine_vs_original counts, or {} when its pair ran without a reference."""
+    block = cell.reference if isinstance(cell, Cell) else cell.get("reference") or {}
+    return dict((block.get("classes") or {}).get("engine_vs_original") or {})
 
 
 def _all_agree(checks: dict[str, Any]) -> bool:
@@ -223,6 +265,12 @@ def cell_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
         if row.get("not_applicable"):
             text += f" +{row['not_applicable']} n/a"
         lines.append(("ok" if row["agree"] == row["checked"] else "bad", text))
+    versus = _versus_original(cell)
+    if versus:
+        text = f"original {versus['agree']}/{versus['checked']}"
+        if versus.get("not_applicable"):
+            text += f" +{versus['not_applicable']} n/a"
+        lines.append(("ok" if versus["checked"] and versus["agree"] == versus["checked"] else "bad", text))
     if missing:
         lines.append(("why", "not checked: " + ", ".join(missing)))
     return lines
@@ -246,6 +294,11 @@ def one_line(matrix: dict[str, Any]) -> str:
     for label, total in matrix["totals"].items():
         ids = total["checks"].get("ids", {})
         figure = f"ids {ids.get('agree', 0)}/{ids.get('checked', 0)}" if ids.get("status") == "checked" else "ids -"
+        if "original" in total:
+            figure += f", vs original {total['original']['agree']}/{total['original']['checked']}"
         parts.append(f"{label}: {total['loaded']}/{total['vocabularies']} loaded, "
                      f"{total['all_checked_agree']} agree on every check made, {figure}")
+    for model, row in matrix.get("originals", {}).items():
+        conversion = row["conversion"]
+        parts.append(f"{model}: llama.cpp vs original {conversion['agree']}/{conversion['checked']}")
     return "; ".join(parts)

@@ -38,7 +38,8 @@ from ..compare.diff import TokenTable, first_diff, visible
 from ..compare.findings import EngineError, Subject, case_fields
 from ..compare.result import ModelResult
 from ..errors import SetupError
-from ..references import classify, decoding, gguf_keys, specs
+from ..inputs import boundaries
+from ..references import added, classify, decoding, gguf_keys, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
 
@@ -225,3 +226,18 @@ def _text(table: TokenTable, token: int) -> str:
         return visible(table.text(token))
     except Exception:  # noqa: BLE001 - display only: an id the GGUF's table lacks
         return "?"
+
+
+def boundary_cases(config: RunConfig, path: Path) -> list[dict]:
+    """With `--reference` and the default corpora: boundary cases from the original's own special and added
+    tokens that the GGUF does not hold the same way (`boundaries.reference_cases`, ids `bnd-ref-...`)."""
+    if not config.reference or not config.default_corpora:
+        return []
+    return boundaries.reference_cases(path, added.texts(config.reference), boundaries.level())
+
+
+def fuzz_specials(config: RunConfig, path: Path) -> tuple[str, ...]:
+    """With `--reference`: the same tokens for the fuzzer's special-token strategy, beside the GGUF's own."""
+    if not config.reference:
+        return ()
+    return tuple(boundaries.reference_specials(path, added.texts(config.reference)))

@@ -4,7 +4,8 @@
     --engine MODULE:CALLABLE      CALLABLE(gguf_path, **engine_args), in a contained child process
     --engine cmd:"COMMAND LINE"   any program speaking docs/engine-protocol.md
     --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release
-    --engine hf:PATH | spm:PATH   the model's original tokenizer as the "engine": llama.cpp against
+    --engine hf:PATH | spm:PATH | tekken:PATH
+                                  the model's original tokenizer as the "engine": llama.cpp against
                                   the original (docs/references.md; harness.references)
 
 `load_engine` checks the spec once (a bad one is a `SetupError`, exit 2) and
