@@ -229,40 +229,51 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     for model in models:  # the live run, three ways where the original can be a reference
         reference = real_reference(model)
         part = out / "live" / model.stem
-        harness(session, "run", "--model", str(model), *(["--reference", reference] if reference else []),
+        harness(session, "run", "--model", str(model), *reference,
                 "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS, "--report", str(part))
         parts.append(part)
         if reference:
-            session.log(f"{model.stem} three ways ({reference}): {three_way_line(part)}")
+            session.log(f"{model.stem} three ways ({' '.join(reference[1:])}): {three_way_line(part)}")
     harness(session, "merge-reports", *map(str, parts), "--out", str(out))
     return found_nothing(out)
 
 
-def real_reference(gguf: Path) -> str | None:
-    """`hf:FOLDER`, `spm:FOLDER` or `tekken:FOLDER` for a converted GGUF of the real set (its .convert.json
-    names the original's folder; the manifest its kind), or None where it has no such record."""
+def real_reference(gguf: Path) -> list[str]:
+    """`--reference hf:|spm:|tekken:FOLDER` (and the entry's `--reference-arg`s) for a converted GGUF of the
+    real set (its .convert.json names the original's folder; the manifest its kind), or [] where it has no
+    such record."""
     import json
     import tomllib
     record = gguf.with_suffix(".convert.json")
     if not record.is_file():
-        return None
+        return []
     source = json.loads(record.read_text(encoding="utf-8")).get("source")
     manifest = tomllib.loads((Path(__file__).parent / "harness/data/real_tokenizers.toml").read_text(encoding="utf-8"))
-    kinds = {entry["name"]: entry["kind"] for entry in manifest["tokenizer"]}
-    kind = kinds.get(gguf.stem)
-    return f"{kind}:{source}" if source and kind in ("hf", "spm", "tekken") else None
+    entry = next((e for e in manifest["tokenizer"] if e["name"] == gguf.stem), None)
+    if not source or entry is None or entry["kind"] not in ("hf", "spm", "tekken"):
+        return []
+    return ["--reference", f"{entry['kind']}:{source}",
+            *(arg for value in entry.get("reference_args", []) for arg in ("--reference-arg", value))]
 
 
 def three_way_line(report_dir: Path) -> str:
-    """Per class, agree/checked of a `run --reference` report (conversion findings do not fail the session:
-    they are about the model's GGUF, not our engine)."""
+    """Per class, agree/checked of a `run --reference` report, then the decode counts (conversion and decode
+    findings do not fail the session: they are about the model's GGUF, not our engine)."""
     import json
     if not (report_dir / "report.json").is_file():
         return "no report written"
     summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
-    classes = (summary.get("reference") or {}).get("classes") or {}
-    return ", ".join(f"{name} {row['agree']}/{row['checked']} agree ({row['not_applicable']} not applicable)"
-                     for name, row in classes.items()) or "no reference counts"
+    block = summary.get("reference") or {}
+    classes = block.get("classes") or {}
+    parts = [f"{name} {row['agree']}/{row['checked']} agree ({row['not_applicable']} not applicable)"
+             for name, row in classes.items()]
+    decode = block.get("decode") or {}
+    if decode:
+        explained = sum(n for key, n in decode.items() if key.startswith("explained"))
+        compared = decode.get("agree", 0) + explained + decode.get("differ", 0)
+        parts.append(f"decode {decode.get('agree', 0)}/{compared} agree ({explained} explained, "
+                     f"{decode.get('differ', 0)} differ, {decode.get('not_applicable', 0)} not applicable)")
+    return ", ".join(parts) or "no reference counts"
 
 
 @nox.session(name="parity-real")

@@ -151,7 +151,7 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
         f"python -m harness run --model {gguf}/llama3-early.gguf --reference hf:/cache/real/llama3-early "
         "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
         f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
-        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
+        "--reference-arg add_bos=true --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
         f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
         "--reference tekken:/cache/real/mistral-tekken-240911 --fuzz 20 --seed 0 --jobs 2 "
         "--report reports/parity-real/live/mistral-tekken-240911",
@@ -187,3 +187,15 @@ def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written
         noxfile.tests.func(session)
         [pytest_call] = [args for args, _ in session.calls if args[:3] == ("python", "-m", "pytest")]
         assert pytest_call[3:] == expected
+
+
+def test_the_three_way_line_gives_the_decode_counts_apart(tmp_path):
+    """parity-real's log line per entry: each id class, then decode with explained and differ apart."""
+    noxfile = _noxfile()
+    summary = {"reference": {"classes": {"conversion": {"checked": 4, "agree": 3, "differ": 1, "not_applicable": 2}},
+                             "decode": {"agree": 10, "explained:leading_space": 3,
+                                        "explained:clean_up_tokenization_spaces": 2, "differ": 1,
+                                        "not_applicable": 4}}}
+    (tmp_path / "report.json").write_text(json.dumps({"summary": summary}))
+    assert noxfile.three_way_line(tmp_path) == ("conversion 3/4 agree (2 not applicable), "
+                                                "decode 10/16 agree (5 explained, 1 differ, 4 not applicable)")

@@ -76,6 +76,16 @@ def test_an_incomplete_entry_is_refused_naming_it(tmp_path, line, message):
     assert "(fake)" in str(err.value)
 
 
+def test_reference_args_are_read_and_a_malformed_one_is_refused(tmp_path):
+    by_name = {e.name: e for e in real_set.load_manifest()}
+    assert by_name["mistral-spm-v3"].reference_args == ("add_bos=true",)  # a bare .model cannot say it
+    assert by_name["llama3-early"].reference_args == ()
+    path = manifest(tmp_path / "m.toml", "0" * 64)
+    path.write_text(path.read_text().replace('kind = "hf"', 'kind = "hf"\nreference_args = ["add_bos"]'))
+    with pytest.raises(SetupError, match="reference_args must be a list of KEY=VALUE"):
+        real_set.load_manifest(path)
+
+
 def test_a_short_sha256_is_refused(tmp_path):
     with pytest.raises(SetupError, match="64-hex-digit sha256"):
         real_set.load_manifest(manifest(tmp_path / "m.toml", "abc"))

@@ -51,6 +51,7 @@ class RealTokenizer:
     architecture: str
     files: tuple[RealFile, ...]
     note: str = ""
+    reference_args: tuple[str, ...] = ()  # `--reference-arg`s of its three-way run
 
     @property
     def project(self) -> str:
@@ -99,8 +100,12 @@ def _entry(raw: dict, index: int, path: Path) -> RealTokenizer:
     if package.count("==") != 1 or not all(package.split("==")):
         raise SetupError(f"{where}: package must be pinned as name==version, not {package!r}")
     files = tuple(_file(f, where) for f in raw["files"])
+    args = raw.get("reference_args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) and "=" in a for a in args):
+        raise SetupError(f"{where}: reference_args must be a list of KEY=VALUE strings, not {args!r}")
     return RealTokenizer(name=raw["name"], package=package, kind=raw["kind"], type=raw["type"],
-                         architecture=raw["architecture"], files=files, note=raw.get("note", ""))
+                         architecture=raw["architecture"], files=files, note=raw.get("note", ""),
+                         reference_args=tuple(args))
 
 
 def _file(raw: dict, where: str) -> RealFile:
