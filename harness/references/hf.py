@@ -89,7 +89,8 @@ class HFReference:
 def load(path: str | os.PathLike[str], *, reference: str = "", **engine_args: str) -> HFReference:
     """The factory `--engine hf:PATH` runs in the child; `path` (the GGUF) is not read."""
     if engine_args:
-        raise TypeError(f"an hf: reference takes no --engine-arg or --reference-arg (got {', '.join(sorted(engine_args))})")
+        given = ", ".join(sorted(engine_args))
+        raise TypeError(f"an hf: reference takes no --engine-arg or --reference-arg (got {given})")
     if not reference:
         raise TypeError("an hf: reference needs its tokenizer.json (the 'reference' argument)")
     return HFReference(reference)
