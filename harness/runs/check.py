@@ -105,6 +105,14 @@ def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, res
         bar.advance(note=f"{len(result.failing)} failing")
 
 
+def engine_unloaded(result: ModelResult, cases: Sequence[dict]) -> ModelResult:
+    """The engine did not load: nothing to compare, so every case counts as failed, not as passed."""
+    result.cases = len(cases)
+    result.failing.update(c["id"] for c in cases)
+    capmod.tally_unloaded(result, len(cases))
+    return result
+
+
 def conclude(result: ModelResult, cases: list[dict], config: RunConfig) -> ModelResult:
     """The failing cases saved for their reproduce commands; not checked when nothing was compared."""
     save_failing(result, cases, config)

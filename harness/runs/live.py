@@ -167,21 +167,15 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
         if config.expect_refusal:
             refusal_expected_but_loaded(result)
             return result
-        third = None
         try:
-            subject = _prepare(path, name, arg, loaded, config, result)
-            if config.reference:  # the original tokenizer as a third side (harness.runs.reference)
-                third = reference.ReferenceSide.open(config, path)
-                subject = reference.three_way(subject, config)
-            with Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
+            prepared = _prepare(path, name, arg, loaded, config, result)
+            with reference.third_side(config, path, prepared, result) as (subject, third), \
+                    Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 check.judge_cases(subject, cases, LiveExpected(pool), result, bar, reference=third)
                 if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar, third)
         finally:
             _close(loaded[0], result)
-            if third is not None:
-                third.close()
-                third.conclude(result)
     finally:
         pool.close()
         for fault in pool.faults():
@@ -223,11 +217,9 @@ def _load_both(pool: OraclePool, factory, path: Path, result: ModelResult, cases
         return None
     if before is not None:
         check_same(path, before, seen, "llama.cpp")
-    if engine is None:  # nothing to compare: every case counts as failed, not as passed
+    if engine is None:
         engine_load_error(result, engine_error)
-        capmod.tally_unloaded(result, len(cases))
-        result.cases = len(cases)
-        result.failing.update(c["id"] for c in cases)
+        check.engine_unloaded(result, cases)
         return None
     return engine, got, vocab, pieces
 

@@ -29,7 +29,8 @@ be compared on no case at all is not checked (exit 2). The fuzzer's judge calls
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,22 @@ def three_way(subject: Subject, config: RunConfig) -> Subject:
     tail = shlex.join(reference_args_line(config))
     command = subject.command
     return replace(subject, command=lambda case_id: f"{command(case_id)} {tail}")
+
+
+@contextmanager
+def third_side(config: RunConfig, path: Path, subject: Subject,
+               result: ModelResult) -> Iterator[tuple[Subject, ReferenceSide | None]]:
+    """(subject, the original's side) for one model's check: with `--reference`, the subject made three-way
+    and the original opened, then closed and its counts concluded into `result`; without, (subject, None)."""
+    if not config.reference:
+        yield subject, None
+        return
+    third = ReferenceSide.open(config, path)
+    try:
+        yield three_way(subject, config), third
+    finally:
+        third.close()
+        third.conclude(result)
 
 
 class ReferenceSide:

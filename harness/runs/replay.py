@@ -26,7 +26,6 @@ from ..golden.identity import mismatch
 from ..models.families import family_of
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
-from ..subjects import capabilities as capmod
 from ..subjects.spec import load_engine
 from . import check, reference
 from .config import RunConfig
@@ -147,26 +146,17 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
     engine = load_engine_for(factory, path, result)
-    if engine is None:  # nothing to compare: every case counts as failed, not as passed
-        result.cases = len(golden["cases"])
-        result.failing.update(c["id"] for c in golden["cases"])
-        capmod.tally_unloaded(result, len(golden["cases"]))
-        return result
-    third = None
+    if engine is None:
+        return check.engine_unloaded(result, golden["cases"])
     try:
-        subject = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
-                                vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
-                                config=config, result=result)
-        if config.reference:  # the original tokenizer as a third side, as `run --reference` (harness.runs.reference)
-            third = reference.ReferenceSide.open(config, path)
-            subject = reference.three_way(subject, config)
-        with Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
+        prepared = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
+                                 vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
+                                 config=config, result=result)
+        with reference.third_side(config, path, prepared, result) as (subject, third), \
+                Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
             check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third)
     finally:
         close_engine(engine, result)
-        if third is not None:
-            third.close()
-            third.conclude(result)
     return check.conclude(result, golden["cases"], config)
 
 
