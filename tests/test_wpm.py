@@ -45,7 +45,7 @@ from tokenizer.attrs import TokenType
 from tokenizer.gguf import reader as gguf
 from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
-from tokenizer.unicode import UnencodableCodepoint
+from tokenizer.unicode import UnencodableCodepoint, decode_lenient
 
 VECTORS = models_dir()
 SEP = b"\n__ggml_vocab_test__\n"
@@ -284,20 +284,35 @@ def split_valid(texts: list[bytes]) -> list[bytes]:
     return [b"\n".join(t for t in texts if is_utf8(t)), b"\n".join(t for t in texts if not is_utf8(t))]
 
 
+def slow_words(tok: Tokenizer, text: bytes) -> list[bytes]:
+    """The slow path's words, as the engine did them one chunk at a time: dropped
+    characters removed from the whole text first, each word translated on its
+    own; empty words skipped (llama.cpp skips them too)."""
+    splitter = tok.engine.words
+    decoded = decode_lenient(text)
+    if splitter.skip is not None:
+        decoded = splitter.skip.sub("", decoded)
+    return ["\u2581".encode() + splitter.normalize(w).encode("utf-8", "surrogatepass")
+            for w in splitter.words(decoded)]
+
+
 @pytest.mark.parametrize("name", ["bert-bge", "byte-offset-tokens"])
 def test_fast_paths_give_the_literal_greedy_ids(variants, shortcut_inputs, name):
-    """The whole-text split and normalisation, the whole-word lookup and the
-    candidate-length tables give the ids of llama.cpp's literal loop, word by word."""
+    """The whole-text split with dropped characters removed per distinct word,
+    the whole-word lookup and the candidate-length tables give the ids of the
+    slow path: words as split before, llama.cpp's literal loop on each."""
     tok = Tokenizer.from_gguf(_bge() if name == "bert-bge" else variants[name])
-    engine = tok.engine
     words = [t.replace("\u2581".encode(), b" ") for t in tok.vocab.texts]
     spelled = []
     # the bad bytes apart: a text with one takes decode_lenient's slow path all through
-    for text in split_valid(shortcut_inputs + words + [w[:-1] for w in words]):
-        found = ["\u2581".encode() + w.encode("utf-8", "surrogatepass")
-                 for w in engine.words.normalize_all(engine.words.split(text))]
+    for text in split_valid(shortcut_inputs + words + [w[:-1] for w in words] + [MARKS]):
+        found = slow_words(tok, text)
         expected = [i for data in found for i in literal_match(tok, data)]
         assert tok.tokenize(text, add_special=False, parse_special=False) == expected
         spelled += found
-    distinct = sorted(set(spelled))
-    assert [engine.match(d) for d in distinct] == [literal_match(tok, d) for d in distinct]
+    distinct = sorted(d for d in set(spelled) if d not in tok.vocab.token_to_id)  # match's domain
+    assert [tok.engine.match(d) for d in distinct] == [literal_match(tok, d) for d in distinct]
+
+
+# dropped characters alone, between one-character words, inside and around words; NUL too
+MARKS = "\u0301 .\u0301, \u0301\u0301 a\u0301b \u0301x \x00 a\x00b .\x00. \u200b\u200b é\u0301".encode()

@@ -33,9 +33,10 @@ tests/test_wpm.py checks all of it against llama.cpp's literal loop.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -97,18 +98,21 @@ class WpmEngine(Engine):
             if cached.make_room(len(missing)):
                 missing = list(distinct)
             normalized = splitter.normalize_all(missing)
-            unique = list(dict.fromkeys(normalized))
+            distinct_words = dict.fromkeys(normalized)
+            distinct_words.pop("", None)  # dropped characters only
+            unique = list(distinct_words)
             spelled = _encode_all(unique)
             match = self.match
             found = [match(data) if tid is None else [tid]
                      for data, tid in zip(spelled, map(self.to_id.get, spelled))]
             ids_of = dict(zip(unique, found))
-            cached.update(zip(missing, map(ids_of.__getitem__, normalized)))
-        out.extend(chain.from_iterable(map(cached.__getitem__, words)))
+            ids_of[""] = []
+            cached.update(zip(missing, _values(ids_of, normalized)))
+        out.extend(chain.from_iterable(_values(cached, words)))
 
     def match(self, data: bytes) -> list[int]:
-        """Greedy longest-first match of `data` (`▁word` as bytes); [UNK] if any
-        position has no token.
+        """Greedy longest-first match of `data` (`▁word` as bytes, not itself a
+        token: `encode_into` looks that up first); [UNK] if any position has no token.
 
         llama.cpp tries every length from the longest token's down. Only the
         lengths of tokens that share the next bytes can match: at the start
@@ -121,6 +125,8 @@ class WpmEngine(Engine):
         get, pairs = to_id.get, self.pairs
         ids = []
         for length in self.starts.get(data[:FIRST], _FIRST_SHORT):
+            if length >= n:
+                continue  # the whole word, looked up before `match` (see encode_into)
             tid = get(data[:length])
             if tid is not None:
                 ids.append(tid)
@@ -145,6 +151,13 @@ _FIRST_SHORT = tuple(range(FIRST - 1, 0, -1))  # the lengths below FIRST, longes
 _ONE = (1,)
 
 
+def _values(table: dict[str, list[int]], keys: list[str]) -> Iterable[list[int]]:
+    """`table[k]` for each of `keys` (`itemgetter`: faster than mapping `__getitem__`)."""
+    if len(keys) == 1:
+        return [table[keys[0]]]  # itemgetter of one key returns the value itself
+    return itemgetter(*keys)(table) if keys else ()
+
+
 def _encode_all(words: list[str]) -> list[bytes]:
     """`▁word` as bytes for each word, in one `encode` (a NUL is never in a word)."""
     joined = "\0".join(words).encode("utf-8", "surrogatepass")  # uni.encode, all at once
@@ -164,27 +177,33 @@ def candidate_lengths(to_id: Mapping[bytes, int]) -> tuple[dict[bytes, tuple[int
     """
     texts = list(to_id)
     sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    joined = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    joined = np.frombuffer(b"".join(texts) + bytes(FIRST), dtype=np.uint8)  # padded: reads past the end
     offsets = np.cumsum(sizes) - sizes
-    space = np.frombuffer(ESCAPED_SPACE, dtype=np.uint8)
-    long = np.flatnonzero(sizes >= FIRST)
-    spaced = long[(joined[offsets[long, None] + np.arange(len(space))] == space).all(axis=1)]
-    return (_grouped(joined, offsets, sizes, spaced, FIRST, _FIRST_SHORT),
-            _grouped(joined, offsets, sizes, np.flatnonzero(sizes >= 2), 2, _ONE))
+    spaced = sizes >= FIRST
+    for k, byte in enumerate(ESCAPED_SPACE):
+        spaced &= joined[offsets + k] == byte
+    return (_grouped(joined, offsets[spaced], sizes[spaced], FIRST, _FIRST_SHORT),
+            _grouped(joined, offsets[sizes >= 2], sizes[sizes >= 2], 2, _ONE))
 
 
-def _grouped(joined: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, rows: np.ndarray,
-             head: int, tail: tuple[int, ...]) -> dict[bytes, tuple[int, ...]]:
-    """{first `head` bytes of the tokens `rows`: their lengths, longest first, then `tail`}."""
-    if not len(rows):
+def _grouped(joined: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, head: int,
+             tail: tuple[int, ...]) -> dict[bytes, tuple[int, ...]]:
+    """{first `head` bytes of the tokens at `offsets`: their lengths, longest first, then `tail`}."""
+    if not len(sizes):
         return {}
-    heads = joined[offsets[rows, None] + np.arange(head)].astype(np.int64)
-    key = (heads << (np.arange(head - 1, -1, -1, dtype=np.int64) * 8)).sum(axis=1)
-    size = sizes[rows]
-    order = np.lexsort((-size, key))
-    key, size = key[order], size[order]
-    keep = np.r_[True, (key[1:] != key[:-1]) | (size[1:] != size[:-1])]
-    key, size = key[keep], size[keep]
+    key = np.zeros(len(sizes), dtype=np.int64)
+    for k in range(head):
+        key = (key << 8) | joined[offsets + k]
+    span = int(sizes.max()) + 1
+    if span < 1 << (62 - 8 * head):
+        # one sort: by key, then by length, longest first; duplicates dropped
+        both = np.unique(key * span + (span - 1 - sizes))
+        key, size = both // span, span - 1 - both % span
+    else:  # tokens too long to pack with their key
+        order = np.lexsort((-sizes, key))
+        key, size = key[order], sizes[order]
+        keep = np.r_[True, (key[1:] != key[:-1]) | (size[1:] != size[:-1])]
+        key, size = key[keep], size[keep]
     firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     bounds = firsts.tolist() + [len(key)]
     lengths = size.tolist()
@@ -198,6 +217,8 @@ class WordSplitter:
     def __init__(self, *, lowercase: bool, strip_accents: bool) -> None:
         table, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
         self.skip = re.compile(_in_class(skip)) if skip.any() else None
+        # one plain class (fast in `re`) for words known to hold no astral code point
+        self.skip_bmp = re.compile(f"[{_ranges(skip[:_BMP])}]") if skip[:_BMP].any() else None
         if ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)] or not skip[0]:
             raise AssertionError("tables break the splitting assumptions (see words/normalize_all)")
         # the stand-ins (private use, so never left in the text) play astral characters
@@ -205,22 +226,38 @@ class WordSplitter:
         single_bmp[ord(_STAND_IN_SINGLE)] = True
         self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges(ws[:_BMP] | single_bmp)}]+")
         self.single, self.ws = single, ws
-        if 0 in table or 0 in table.values():
-            raise AssertionError("the translation touches NUL (see normalize_all)")
-        self.table = table
+        if 0x20 in table or 0x20 in table.values() or not ws[0x20]:
+            raise AssertionError("the translation touches the space (see normalize_all)")
+        self.table = _lookup_string(table)
 
     def split(self, text: bytes) -> list[str]:
-        """The raw words of `text`: decoded, dropped characters removed, then
-        one-character words and the runs between whitespace and them, in one
-        regex pass (astral code points as in `words`)."""
+        """The raw words of `text`: one-character words and the runs between
+        whitespace and them, in one regex pass (astral code points as in `words`).
+
+        A dropped character is neither whitespace nor a one-character word, so
+        it sits inside a run (or is one): dropping it before the split or from
+        each word after it (`normalize_all`) gives the same words, except that
+        a word of dropped characters alone becomes empty. Without astral code
+        points they stay in until `normalize_all` (over distinct words only).
+        """
         decoded = uni.decode_lenient(text)
+        if not _ASTRAL_RE.search(decoded):
+            return self.word.findall(decoded)
         if self.skip is not None:
-            decoded = self.skip.sub("", decoded)
+            decoded = self.skip.sub("", decoded)  # before the (private use) stand-ins go in
         return self.words(decoded)
 
     def normalize_all(self, words: list[str]) -> list[str]:
-        """`normalize` of each word, in one `str.translate` (NUL, dropped, never in a word)."""
-        return "\0".join(words).translate(self.table).split("\0")
+        """Each word of `split` with its dropped characters removed and translated,
+        in one regex pass and one `str.translate` (a space is never in a word).
+
+        Words holding astral code points had theirs removed already in `split`,
+        so the BMP ones are all that can be left.
+        """
+        joined = " ".join(words)
+        if self.skip_bmp is not None:
+            joined = self.skip_bmp.sub("", joined)
+        return joined.translate(self.table).split(" ")
 
     def words(self, text: str) -> list[str]:
         """The raw words of decoded `text` (dropped characters already removed).
@@ -277,6 +314,18 @@ def _classes(*, lowercase: bool,
     single = ((f & uni.PUNCTUATION) != 0) | (ascii_base & ((f & uni.SYMBOL) != 0)) | cjk
     single &= ~ws & ~skip
     return _translation(src, dst, lowercase=lowercase), ws, skip, single
+
+
+def _lookup_string(table: dict[int, int]) -> str:
+    """`table` as a string for `str.translate`: the output character at each
+    code point up to the last one changed (past it, the character itself).
+
+    Same output as the dict; faster, since a dict table raises and clears a
+    KeyError inside `translate` for every character it leaves alone.
+    """
+    out = np.arange(max(table, default=-1) + 1, dtype=np.uint32)
+    out[list(table)] = list(table.values())
+    return out.tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def _nfd_pairs() -> tuple[np.ndarray, np.ndarray]:
