@@ -44,7 +44,7 @@ import numpy as np
 from .. import unicode as uni
 from ..cache import BoundedCache
 from ..pieces import ESCAPED_SPACE, spm_piece
-from .base import Engine
+from .base import Engine, collector_paused
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -88,6 +88,10 @@ class WpmEngine(Engine):
         `str.translate`, one `encode`), and each distinct `▁word` is looked up
         whole (the longest match from its start, when it is a token), else matched.
         """
+        with collector_paused():
+            self.encode_words(fragment, out)
+
+    def encode_words(self, fragment: bytes, out: list[int]) -> None:
         splitter = self.words
         words = splitter.split(fragment)
         cached = self.cache
