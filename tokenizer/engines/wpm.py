@@ -150,6 +150,7 @@ class WpmEngine(Engine):
         return ids
 
 
+_SPACE = ESCAPED_SPACE.decode()
 FIRST = len(ESCAPED_SPACE) + 2  # bytes: the key of `starts` (the space symbol and two more)
 _FIRST_SHORT = tuple(range(FIRST - 1, 0, -1))  # the lengths below FIRST, longest first
 _ONE = (1,)
@@ -164,8 +165,10 @@ def _values(table: dict[str, list[int]], keys: list[str]) -> Iterable[list[int]]
 
 def _encode_all(words: list[str]) -> list[bytes]:
     """`▁word` as bytes for each word, in one `encode` (a NUL is never in a word)."""
-    joined = "\0".join(words).encode("utf-8", "surrogatepass")  # uni.encode, all at once
-    return [ESCAPED_SPACE + w for w in joined.split(b"\0")]
+    if not words:
+        return []
+    # uni.encode, all at once, the space symbol put before each word by the join
+    return (_SPACE + ("\0" + _SPACE).join(words)).encode("utf-8", "surrogatepass").split(b"\0")
 
 
 def candidate_lengths(to_id: Mapping[bytes, int]) -> tuple[dict[bytes, tuple[int, ...]],
