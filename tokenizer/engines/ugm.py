@@ -193,7 +193,7 @@ class Lattice:
         symbol, with each word's best path cached (keyed by the word alone)."""
         cache = self.cache
         # not set.difference(cache): with a dict subclass it walks the whole cache
-        missing = {w for w in words if w not in cache}
+        missing = {w for w in words if w not in cache} if cache else set(words)
         if missing:
             if cache.make_room(len(missing)):
                 missing = set(words)

@@ -97,7 +97,7 @@ class WpmEngine(Engine):
         cached = self.cache
         distinct = set(words)
         # not set.difference(cached): with a dict subclass it walks the whole cache
-        missing = [w for w in distinct if w not in cached]
+        missing = [w for w in distinct if w not in cached] if cached else list(distinct)
         if missing:
             if cached.make_room(len(missing)):
                 missing = list(distinct)
