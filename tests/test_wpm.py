@@ -45,7 +45,7 @@ from tokenizer.attrs import TokenType
 from tokenizer.gguf import reader as gguf
 from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
-from tokenizer.unicode import UnencodableCodepoint
+from tokenizer.unicode import UnencodableCodepoint, decode_lenient
 
 VECTORS = models_dir()
 SEP = b"\n__ggml_vocab_test__\n"
@@ -239,3 +239,80 @@ def test_missing_sep_with_add_special_is_refused(tmp_path):
         assert_same_tokens(ours, llama, [b"hi x"], add_special=False, parse_special=False)
     with pytest.raises(UnsupportedVocab, match="SEP"):
         ours.tokenize(b"hi", add_special=True, parse_special=False)
+
+
+# --- the fast paths against the literal greedy match (no oracle) ----------------------------
+
+def literal_match(tok: Tokenizer, data: bytes) -> list[int]:
+    """llama.cpp's loop as written: from each byte offset, every length from the
+    longest token's down; [UNK] for the whole word if an offset has no token."""
+    to_id, longest, ids, i, n = tok.vocab.token_to_id, tok.vocab.max_token_len, [], 0, len(data)
+    while i < n:
+        for j in range(min(n, i + longest + 1), i, -1):
+            if data[i:j] in to_id:
+                ids.append(to_id[data[i:j]])
+                i = j
+                break
+        else:
+            return [tok.vocab.special["unk"]]
+    return ids
+
+
+@pytest.fixture(scope="module")
+def shortcut_inputs(bge) -> list[bytes]:
+    """The boundary slice, every token's text as a word (and cut one byte short),
+    and the first lines of the diverse corpus."""
+    from harness.inputs.boundaries import cases
+    from harness.models.shipped import project_root
+
+    probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
+              for c in cases(_bge())]
+    diverse = (project_root() / "corpora" / "diverse.txt").read_bytes()[:20_000]
+    return probes + [diverse]
+
+
+def is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def split_valid(texts: list[bytes]) -> list[bytes]:
+    """`texts` joined by newlines: the valid UTF-8 ones, then the others."""
+    return [b"\n".join(t for t in texts if is_utf8(t)), b"\n".join(t for t in texts if not is_utf8(t))]
+
+
+def slow_words(tok: Tokenizer, text: bytes) -> list[bytes]:
+    """The slow path's words, as the engine did them one chunk at a time: dropped
+    characters removed from the whole text first, each word translated on its
+    own; empty words skipped (llama.cpp skips them too)."""
+    splitter = tok.engine.words
+    decoded = decode_lenient(text)
+    if splitter.skip is not None:
+        decoded = splitter.skip.sub("", decoded)
+    return ["\u2581".encode() + splitter.normalize(w).encode("utf-8", "surrogatepass")
+            for w in splitter.words(decoded)]
+
+
+@pytest.mark.parametrize("name", ["bert-bge", "byte-offset-tokens"])
+def test_fast_paths_give_the_literal_greedy_ids(variants, shortcut_inputs, name):
+    """The whole-text split with dropped characters removed per distinct word,
+    the whole-word lookup and the candidate-length tables give the ids of the
+    slow path: words as split before, llama.cpp's literal loop on each."""
+    tok = Tokenizer.from_gguf(_bge() if name == "bert-bge" else variants[name])
+    words = [t.replace("\u2581".encode(), b" ") for t in tok.vocab.texts]
+    spelled = []
+    # the bad bytes apart: a text with one takes decode_lenient's slow path all through
+    for text in split_valid(shortcut_inputs + words + [w[:-1] for w in words] + [MARKS]):
+        found = slow_words(tok, text)
+        expected = [i for data in found for i in literal_match(tok, data)]
+        assert tok.tokenize(text, add_special=False, parse_special=False) == expected
+        spelled += found
+    distinct = sorted(d for d in set(spelled) if d not in tok.vocab.token_to_id)  # match's domain
+    assert [tok.engine.match(d) for d in distinct] == [literal_match(tok, d) for d in distinct]
+
+
+# dropped characters alone, between one-character words, inside and around words; NUL too
+MARKS = "\u0301 .\u0301, \u0301\u0301 a\u0301b \u0301x \x00 a\x00b .\x00. \u200b\u200b é\u0301".encode()

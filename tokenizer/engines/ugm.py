@@ -40,7 +40,7 @@ from ..gguf.constants import Keys
 from ..normalize.charsmap import lead_table, parse
 from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
-from .base import BosEosEngine
+from .base import BosEosEngine, collector_paused
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -92,7 +92,11 @@ class UgmEngine(BosEosEngine):
     # -- one raw fragment ----------------------------------------------------------
 
     def encode_into(self, fragment: bytes, out: list[int]) -> None:
-        """Append the ids of one raw fragment to `out`."""
+        """Append the ids of one raw fragment to `out` (the cyclic collector paused)."""
+        with collector_paused():
+            self.encode_text(fragment, out)
+
+    def encode_text(self, fragment: bytes, out: list[int]) -> None:
         data, trusted = self.prefix_normalizer(fragment)
         vocab, lattice = self.vocab, self.lattice
         if (trusted and lattice.can_split and vocab.remove_extra_whitespaces
@@ -189,7 +193,7 @@ class Lattice:
         symbol, with each word's best path cached (keyed by the word alone)."""
         cache = self.cache
         # not set.difference(cache): with a dict subclass it walks the whole cache
-        missing = {w for w in words if w not in cache}
+        missing = {w for w in words if w not in cache} if cache else set(words)
         if missing:
             if cache.make_room(len(missing)):
                 missing = set(words)

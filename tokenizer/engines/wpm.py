@@ -21,14 +21,22 @@ the single UNK id. With `add_special`, BOS goes first and SEP last, whatever
 
 A code point above U+10FFFF (lead bytes F4 90..F7) aborts llama.cpp when it is
 re-encoded; `tokenizer.unicode.decode_lenient` raises `UnencodableCodepoint`.
+
+Speed without changing the answer: the whole fragment is cut into words by one
+regex pass, each distinct word is normalised and matched once (cached per raw
+word), a `▁word` that is itself a token is found by one lookup (it is the
+longest match from the start), and the longest-first match tries only the
+lengths of tokens sharing the next bytes (`candidate_lengths`).
+tests/test_wpm.py checks all of it against llama.cpp's literal loop.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +44,7 @@ import numpy as np
 from .. import unicode as uni
 from ..cache import BoundedCache
 from ..pieces import ESCAPED_SPACE, spm_piece
-from .base import Engine
+from .base import Engine, collector_paused
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -59,9 +67,9 @@ class WpmEngine(Engine):
         self.words = word_splitter(lowercase=vocab.normalizer_lowercase,
                                    strip_accents=vocab.normalizer_strip_accents)
         self.to_id = vocab.token_to_id
-        self.lengths = lengths_by_prefix(vocab.token_to_id)
         self.unk = vocab.special["unk"]
         self.cache: BoundedCache[str, list[int]] = BoundedCache()
+        self.starts, self.pairs = candidate_lengths(vocab.token_to_id)
 
     def before(self, out: list[int]) -> None:
         out.append(self.required("bos"))  # WPM: whatever add_bos says
@@ -73,38 +81,66 @@ class WpmEngine(Engine):
         return spm_piece(self.vocab, token)
 
     def encode_into(self, fragment: bytes, out: list[int]) -> None:
-        """Append the ids of one raw fragment to `out` (cached per whitespace-free chunk)."""
-        chunks = self.words.chunks(fragment)
+        """Append the ids of one raw fragment to `out` (cached per raw word).
+
+        The whole fragment is cut into words by one regex pass; the distinct
+        words not cached yet are normalised and encoded together (one
+        `str.translate`, one `encode`), and each distinct `▁word` is looked up
+        whole (the longest match from its start, when it is a token), else matched.
+        """
+        with collector_paused():
+            self.encode_words(fragment, out)
+
+    def encode_words(self, fragment: bytes, out: list[int]) -> None:
+        splitter = self.words
+        words = splitter.split(fragment)
         cached = self.cache
+        distinct = set(words)
         # not set.difference(cached): with a dict subclass it walks the whole cache
-        missing = {c for c in chunks if c not in cached}
+        missing = [w for w in distinct if w not in cached] if cached else list(distinct)
         if missing:
             if cached.make_room(len(missing)):
-                missing = set(chunks)
-            words, normalize, match = self.words.words, self.words.normalize, self.match
-            for chunk in missing:
-                cached[chunk] = [t for w in words(chunk) for t in match(normalize(w))]
-        out.extend(chain.from_iterable(map(cached.__getitem__, chunks)))
+                missing = list(distinct)
+            normalized = splitter.normalize_all(missing)
+            distinct_words = dict.fromkeys(normalized)
+            distinct_words.pop("", None)  # dropped characters only
+            unique = list(distinct_words)
+            spelled = _encode_all(unique)
+            match = self.match
+            found = [match(data) if tid is None else [tid]
+                     for data, tid in zip(spelled, map(self.to_id.get, spelled))]
+            ids_of = dict(zip(unique, found))
+            ids_of[""] = []
+            cached.update(zip(missing, _values(ids_of, normalized)))
+        out.extend(chain.from_iterable(_values(cached, words)))
 
-    def match(self, word: str) -> list[int]:
-        """Greedy longest-first match of `▁word`; [UNK] if any position has no token.
+    def match(self, data: bytes) -> list[int]:
+        """Greedy longest-first match of `data` (`▁word` as bytes, not itself a
+        token: `encode_into` looks that up first); [UNK] if any position has no token.
 
-        llama.cpp tries every length from the longest token's down; only the
-        lengths of tokens that share the next `PREFIX` bytes can match, so only
-        those are tried (then the lengths below `PREFIX`).
+        llama.cpp tries every length from the longest token's down. Only the
+        lengths of tokens that share the next bytes can match: at the start
+        (the space symbol) those sharing the next `FIRST` bytes, then the
+        shorter lengths; elsewhere those sharing the next two bytes, then one
+        byte. A slice cut short by the word's end is the rest of the word,
+        the longest candidate left, so lengths past the end need no check.
         """
-        if not word:
-            return []
-        data = ESCAPED_SPACE + uni.encode(word)
-        to_id, lengths, n = self.to_id, self.lengths, len(data)
+        to_id, n = self.to_id, len(data)
+        get, pairs = to_id.get, self.pairs
         ids = []
-        i = 0
+        for length in self.starts.get(data[:FIRST], _FIRST_SHORT):
+            if length >= n:
+                continue  # the whole word, looked up before `match` (see encode_into)
+            tid = get(data[:length])
+            if tid is not None:
+                ids.append(tid)
+                i = length
+                break
+        else:
+            return [self.unk]
         while i < n:
-            left = n - i
-            for length in lengths.get(data[i:i + PREFIX], SHORT):
-                if length > left:
-                    continue
-                tid = to_id.get(data[i:i + length])
+            for length in pairs.get(data[i:i + 2], _ONE):
+                tid = get(data[i:i + length])
                 if tid is not None:
                     ids.append(tid)
                     i += length
@@ -114,18 +150,72 @@ class WpmEngine(Engine):
         return ids
 
 
-PREFIX = 4  # bytes: a token this long or longer is looked up through its first PREFIX bytes
-SHORT = tuple(range(PREFIX - 1, 0, -1))  # the lengths tried at every position, longest first
+_SPACE = ESCAPED_SPACE.decode()
+FIRST = len(ESCAPED_SPACE) + 2  # bytes: the key of `starts` (the space symbol and two more)
+_FIRST_SHORT = tuple(range(FIRST - 1, 0, -1))  # the lengths below FIRST, longest first
+_ONE = (1,)
 
 
-def lengths_by_prefix(texts: Iterable[bytes]) -> dict[bytes, tuple[int, ...]]:
-    """{first PREFIX bytes: the lengths of the tokens that start with them, longest
-    first, then SHORT}: the lengths worth trying where the text goes on with those bytes."""
-    found: dict[bytes, set[int]] = {}
-    for text in texts:
-        if len(text) >= PREFIX:
-            found.setdefault(text[:PREFIX], set()).add(len(text))
-    return {head: tuple(sorted(lens, reverse=True)) + SHORT for head, lens in found.items()}
+def _values(table: dict[str, list[int]], keys: list[str]) -> Iterable[list[int]]:
+    """`table[k]` for each of `keys` (`itemgetter`: faster than mapping `__getitem__`)."""
+    if len(keys) == 1:
+        return [table[keys[0]]]  # itemgetter of one key returns the value itself
+    return itemgetter(*keys)(table) if keys else ()
+
+
+def _encode_all(words: list[str]) -> list[bytes]:
+    """`▁word` as bytes for each word, in one `encode` (a NUL is never in a word)."""
+    if not words:
+        return []
+    # uni.encode, all at once, the space symbol put before each word by the join
+    return (_SPACE + ("\0" + _SPACE).join(words)).encode("utf-8", "surrogatepass").split(b"\0")
+
+
+def candidate_lengths(to_id: Mapping[bytes, int]) -> tuple[dict[bytes, tuple[int, ...]],
+                                                            dict[bytes, tuple[int, ...]]]:
+    """The lengths worth trying where the text goes on with given bytes, longest first:
+
+    - `starts`, {first FIRST bytes of a token that long or longer that begins
+      with the space symbol: its lengths, then the lengths below FIRST};
+    - `pairs`, {first two bytes of a token that long or longer: its lengths,
+      then 1}.
+
+    Grouped in numpy over the tokens' joined bytes (there are many tokens).
+    """
+    texts = list(to_id)
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    joined = np.frombuffer(b"".join(texts) + bytes(FIRST), dtype=np.uint8)  # padded: reads past the end
+    offsets = np.cumsum(sizes) - sizes
+    spaced = sizes >= FIRST
+    for k, byte in enumerate(ESCAPED_SPACE):
+        spaced &= joined[offsets + k] == byte
+    return (_grouped(joined, offsets[spaced], sizes[spaced], FIRST, _FIRST_SHORT),
+            _grouped(joined, offsets[sizes >= 2], sizes[sizes >= 2], 2, _ONE))
+
+
+def _grouped(joined: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, head: int,
+             tail: tuple[int, ...]) -> dict[bytes, tuple[int, ...]]:
+    """{first `head` bytes of the tokens at `offsets`: their lengths, longest first, then `tail`}."""
+    if not len(sizes):
+        return {}
+    key = np.zeros(len(sizes), dtype=np.int64)
+    for k in range(head):
+        key = (key << 8) | joined[offsets + k]
+    span = int(sizes.max()) + 1
+    if span < 1 << (62 - 8 * head):
+        # one sort: by key, then by length, longest first; duplicates dropped
+        both = np.unique(key * span + (span - 1 - sizes))
+        key, size = both // span, span - 1 - both % span
+    else:  # tokens too long to pack with their key
+        order = np.lexsort((-sizes, key))
+        key, size = key[order], sizes[order]
+        keep = np.r_[True, (key[1:] != key[:-1]) | (size[1:] != size[:-1])]
+        key, size = key[keep], size[keep]
+    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    bounds = firsts.tolist() + [len(key)]
+    lengths = size.tolist()
+    return {k.to_bytes(head, "big"): tuple(lengths[lo:hi]) + tail
+            for k, lo, hi in zip(key[firsts].tolist(), bounds, bounds[1:])}
 
 
 class WordSplitter:
@@ -134,41 +224,61 @@ class WordSplitter:
     def __init__(self, *, lowercase: bool, strip_accents: bool) -> None:
         table, ws, skip, single = _classes(lowercase=lowercase, strip_accents=strip_accents)
         self.skip = re.compile(_in_class(skip)) if skip.any() else None
-        if (ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)]
-                or not (skip[0x1C:0x20].all() and skip[0]) or not ws[list(_PY_SPACE)].all()
-                or not all(chr(c).isspace() for c in np.flatnonzero(ws).tolist())):
-            raise AssertionError("tables break the chunking assumptions (see chunks/words)")
+        # one plain class (fast in `re`) for words known to hold no astral code point
+        self.skip_bmp = re.compile(f"[{_ranges(skip[:_BMP])}]") if skip[:_BMP].any() else None
+        if ws[_BMP:].any() or not skip[ord(_STAND_IN_SINGLE)] or not skip[ord(_STAND_IN_OTHER)] or not skip[0]:
+            raise AssertionError("tables break the splitting assumptions (see words/normalize_all)")
         # the stand-ins (private use, so never left in the text) play astral characters
         single_bmp = single[:_BMP].copy()
         single_bmp[ord(_STAND_IN_SINGLE)] = True
         self.word = re.compile(f"[{_ranges(single_bmp)}]|[^{_ranges(ws[:_BMP] | single_bmp)}]+")
         self.single, self.ws = single, ws
-        self.table = table
+        if 0x20 in table or 0x20 in table.values() or not ws[0x20]:
+            raise AssertionError("the translation touches the space (see normalize_all)")
+        self.table = _lookup_string(table)
 
-    def chunks(self, text: bytes) -> list[str]:
-        """`text` decoded, dropped characters removed, cut at whitespace.
+    def split(self, text: bytes) -> list[str]:
+        """The raw words of `text`: one-character words and the runs between
+        whitespace and them, in one regex pass (astral code points as in `words`).
 
-        Python's `str.split()` whitespace is llama.cpp's plus U+001C..U+001F,
-        which are controls and so already gone.
+        A dropped character is neither whitespace nor a one-character word, so
+        it sits inside a run (or is one): dropping it before the split or from
+        each word after it (`normalize_all`) gives the same words, except that
+        a word of dropped characters alone becomes empty. Without astral code
+        points they stay in until `normalize_all` (over distinct words only).
         """
         decoded = uni.decode_lenient(text)
+        if not _ASTRAL_RE.search(decoded):
+            return self.word.findall(decoded)
         if self.skip is not None:
-            decoded = self.skip.sub("", decoded)
-        return decoded.split()
+            decoded = self.skip.sub("", decoded)  # before the (private use) stand-ins go in
+        return self.words(decoded)
 
-    def words(self, chunk: str) -> list[str]:
-        """The raw words of a whitespace-free chunk: one-character words split out.
+    def normalize_all(self, words: list[str]) -> list[str]:
+        """Each word of `split` with its dropped characters removed and translated,
+        in one regex pass and one `str.translate` (a space is never in a word).
+
+        Words holding astral code points had theirs removed already in `split`,
+        so the BMP ones are all that can be left.
+        """
+        joined = " ".join(words)
+        if self.skip_bmp is not None:
+            joined = self.skip_bmp.sub("", joined)
+        return joined.translate(self.table).split(" ")
+
+    def words(self, text: str) -> list[str]:
+        """The raw words of decoded `text` (dropped characters already removed).
 
         The word regex knows only the BMP (fast in `re`); an astral code point
         is matched through a private-use stand-in of its class (private use
         characters are dropped before, so a stand-in is never ambiguous), then
         put back in order.
         """
-        astral = _ASTRAL_RE.findall(chunk)
+        astral = _ASTRAL_RE.findall(text)
         if not astral:
-            return self.word.findall(chunk)
+            return self.word.findall(text)
         found = iter(astral)
-        words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, chunk))
+        words = self.word.findall(_ASTRAL_RE.sub(self.stand_in, text))
         # NUL was dropped with the other controls, so it can join and re-split the words
         return _STAND_IN_RE.sub(lambda m: next(found), "\0".join(words)).split("\0")
 
@@ -213,6 +323,18 @@ def _classes(*, lowercase: bool,
     return _translation(src, dst, lowercase=lowercase), ws, skip, single
 
 
+def _lookup_string(table: dict[int, int]) -> str:
+    """`table` as a string for `str.translate`: the output character at each
+    code point up to the last one changed (past it, the character itself).
+
+    Same output as the dict; faster, since a dict table raises and clears a
+    KeyError inside `translate` for every character it leaves alone.
+    """
+    out = np.arange(max(table, default=-1) + 1, dtype=np.uint32)
+    out[list(table)] = list(table.values())
+    return out.tobytes().decode("utf-32-le", "surrogatepass")
+
+
 def _nfd_pairs() -> tuple[np.ndarray, np.ndarray]:
     """(code points, their one-to-one NFD base) for every code point the table changes."""
     firsts, lasts, bases = uni._nfd_ranges()
@@ -248,8 +370,6 @@ _ASTRAL = "[\\U00010000-\\U0010ffff]"
 _ASTRAL_RE = re.compile(_ASTRAL)
 _STAND_IN_SINGLE, _STAND_IN_OTHER = "\ue001", "\ue000"
 _STAND_IN_RE = re.compile("[\ue000\ue001]")
-# what str.split() cuts at, besides U+001C..U+001F
-_PY_SPACE = [c for c in range(_BMP) if chr(c).isspace() and not 0x1C <= c <= 0x1F]
 
 
 def _in_class(mask: np.ndarray) -> str:
