@@ -242,10 +242,10 @@ def test_synthetic_variant_matches_oracle(pair_for, variant_pairs, variant):
     assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))
 
 
-# -- the two merge loops (a scan of pair ranks for short segments, a heap for long ones) -----
+# -- the two merge loops (short segments in rows at once, a heap for long ones) ---------------
 
 @pytest.mark.parametrize("name", SPM_VOCABS)
-@pytest.mark.parametrize("limit", [0, 10**9], ids=["heap-only", "scan-only"])
+@pytest.mark.parametrize("limit", [0, 10**9], ids=["heap-only", "rows-only"])
 def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
     """Either loop alone gives llama.cpp's recorded ids on the whole golden slice
     (expected ids from the golden files, recorded from llama.cpp)."""
@@ -266,3 +266,39 @@ def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
             assert ours.tokenize(field_bytes(case), **flags) == enc["ids"], (case["id"], flags)
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", SPM_VOCABS)
+def test_rows_merge_as_the_heap_does_on_every_token_and_the_boundary_slice(name):
+    """`merge_batch` (every segment merged in rows at once, one merge per row a round)
+    gives the ids of `merge_heap` (llama.cpp's heap, one segment at a time; itself checked
+    against the goldens above) for the text of every token, alone and after U+2581, and
+    for every segment of the boundary slice (`harness.inputs.boundaries`)."""
+    from harness.golden.records import field_bytes
+    from harness.inputs import boundaries
+    from tokenizer.engines import spm
+
+    path = vocab_path(name)
+    if not path.is_file():
+        pytest.skip(f"{name} is not fetched: run python -m harness fetch")
+    engine = Tokenizer.from_gguf(path).engine
+    segs = set()
+    for text in engine.vocab.texts:
+        try:
+            word = text.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        segs.update((word, "\u2581" + word))
+    for case in boundaries.cases(path, "slice"):
+        try:
+            text = field_bytes(case).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        segs.update(spm._SEGMENT.findall(("\u2581" + text).replace(" ", "\u2581")))
+    segs.discard("")
+    ordered = sorted(segs)
+    rows = engine.merge_batch(ordered)
+    heap = [engine.merge_heap(list(map(str.encode, seg))) for seg in ordered]
+    differ = [(seg, got, want) for seg, got, want in zip(ordered, rows, heap) if got != want]
+    assert not differ, (len(differ), differ[:3])
+    assert len(ordered) > 10_000

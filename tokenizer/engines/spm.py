@@ -17,35 +17,44 @@ every U+2581 that follows a non-U+2581 character is such a point, so valid
 UTF-8 text is cut there and each piece is cached (tests/test_spm.py checks the
 cut against uncut runs).
 
-Two loops give the same merges: llama.cpp's heap for long runs of symbols, and
-for short ones (most words) a scan of a list of score ranks, whose first
-maximum is the pair the heap would pop next (tests/test_spm.py runs each loop
-alone against the SPM goldens).
+Two loops give the same merges: llama.cpp's heap for long segments (and for
+text that is not valid UTF-8), and for short ones (most words) `merge_batch`,
+which merges all the distinct segments of a call at once in numpy, a row per
+segment: each round takes in every row the first maximum of its score ranks,
+the pair the heap would pop next, so each row goes through exactly the
+heap's merges. Pairs of symbols (token ids, or a character that is no token)
+are looked up by their text once and remembered by pair. tests/test_spm.py
+runs each loop alone against the SPM goldens, and checks the rows against the
+heap on every token's text and the boundary slice.
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
+import re
 from collections.abc import Mapping, Sequence
 from itertools import islice, repeat
 from operator import add
 from typing import TYPE_CHECKING
 
 import numpy as np
-import regex
 
-from ..cache import BoundedCache
+from ..cache import CACHE_LIMIT, BoundedCache
 from ..errors import UnsupportedVocab
 from ..pieces import ESCAPED_SPACE, spm_piece
-from ..unicode import utf8_chars
+from ..unicode import MAX_CODEPOINTS, utf8_chars
 from .base import BosEosEngine
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
 
-SCAN_LIMIT = 48  # symbols: up to this many, a scan of the pair ranks per merge beats a heap
-_SEGMENT = regex.compile("\u2581*[^\u2581]+|\u2581+")
+SCAN_LIMIT = 48  # characters: segments up to this long merge in rows at once, longer ones by a heap
+WIDTHS = (4, 8, 16, 32, SCAN_LIMIT)  # row widths the short segments are grouped by
+BLOCK = 1 << 15  # segments merged at once (at most 49 cells each): one call's arrays stay bounded
+_SEGMENT = re.compile("\u2581*[^\u2581]+|\u2581+")
+_LOW = (1 << 32) - 1
 _Pair = tuple[float, int, int, int]  # (-score, left, right, merged length): heapq pops the best
 
 
@@ -61,8 +70,13 @@ class SpmEngine(BosEosEngine):
         self._scores = vocab.scores
         self._byte_ids = [vocab.byte_token(b) for b in range(256)]
         self._cuttable = _no_token_spans_a_word_start(vocab.texts)
-        self._rank = _score_ranks(vocab.token_to_id, vocab.scores)
-        self._cache: BoundedCache[str, tuple[int, ...]] = BoundedCache()
+        self._values = _token_values(vocab.token_to_id, vocab.scores)
+        self._sym_texts = list(vocab.texts)  # by symbol: token ids, then the characters met that are no token
+        self._char_symbols: dict[int, int] = {}  # code point: its symbol
+        # a pair of symbols is left * base + right; symbols stay below base (see _symbol_table)
+        self._base = len(vocab.texts) + CACHE_LIMIT + MAX_CODEPOINTS
+        self._pairs: BoundedCache[int, int] = BoundedCache()  # pair: _values of its text, -1 for none
+        self._cache: BoundedCache[str, list[int]] = BoundedCache()
 
     def first_text(self, fragment: bytes) -> bytes:
         """llama.cpp's space prefix, for a fragment that starts the input or follows a special."""
@@ -81,36 +95,168 @@ class SpmEngine(BosEosEngine):
             except UnicodeDecodeError:
                 pass
             else:
-                for seg in _SEGMENT.findall(text):
-                    out.extend(self._segment(seg))
+                segs = _SEGMENT.findall(text)
+                paused = gc.isenabled()  # the batch builds many small lists, all alive: the
+                gc.disable()  # collector's passes over them would find nothing to free
+                try:
+                    for at in range(0, len(segs), BLOCK):
+                        self._encode_segments(segs[at:at + BLOCK], out)
+                finally:
+                    if paused:
+                        gc.enable()
                 return
-        out.extend(self.merge(utf8_chars(data)))
+        out.extend(self.merge_heap(utf8_chars(data)))
 
-    def _segment(self, seg: str) -> tuple[int, ...]:
-        ids = self._cache.get(seg)
-        if ids is None:
-            ids = self._cache.put(seg, tuple(self.merge(list(map(str.encode, seg)))))
-        return ids
+    def _encode_segments(self, segs: list[str], out: list[int]) -> None:
+        """Append the ids of `segs` (at most BLOCK), each distinct segment merged once."""
+        cache = self._cache
+        todo = [seg for seg in dict.fromkeys(segs) if seg not in cache]
+        if cache.make_room(len(todo)):
+            todo = list(dict.fromkeys(segs))
+        short = [seg for seg in todo if len(seg) <= SCAN_LIMIT]
+        cache.update(zip(short, self.merge_batch(short)))
+        for seg in todo:
+            if len(seg) > SCAN_LIMIT:
+                cache[seg] = self.merge_heap(list(map(str.encode, seg)))
+        for ids in map(cache.__getitem__, segs):
+            out += ids
 
-    def merge(self, syms: list[bytes]) -> list[int]:
-        """Ids of `syms` merged best score first (leftmost on a tie), byte fallback for the rest."""
-        if len(syms) > SCAN_LIMIT:
-            return self.merge_heap(syms)
-        rank = self._rank.get
-        # ranks[k]: the score rank of syms[k] + syms[k + 1] as a token, -1 when it is none
-        ranks = list(map(rank, map(add, syms, islice(syms, 1, None)), repeat(-1)))
-        while ranks:
-            best = max(ranks)
-            if best < 0:
-                break
-            k = ranks.index(best)  # the leftmost of the best
-            merged = syms[k] = syms[k] + syms[k + 1]
-            del syms[k + 1], ranks[k]
-            if k:
-                ranks[k - 1] = rank(syms[k - 1] + merged, -1)
-            if k < len(ranks):
-                ranks[k] = rank(merged + syms[k + 1], -1)
-        return self._ids_of(syms)
+    def merge_batch(self, segs: list[str]) -> list[list[int]]:
+        """The ids of each of `segs` (valid text), merged by `_merge_rows` in rows of like length."""
+        if not segs:
+            return []
+        dense = self._symbol_table("".join(segs))
+        lens = np.fromiter(map(len, segs), dtype=np.int64, count=len(segs))
+        group = np.searchsorted(WIDTHS, lens)  # the first width that holds it, len(WIDTHS) for none
+        order = np.argsort(group, kind="stable")
+        bounds = np.searchsorted(group[order], np.arange(len(WIDTHS) + 2)).tolist()
+        out: list[list[int]] = [[]] * len(segs)
+        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            if lo == hi:
+                continue
+            rows = order[lo:hi].tolist()
+            width = WIDTHS[g] if g < len(WIDTHS) else int(lens[rows].max())
+            wide = width + 1  # at least one padding cell (-1) ends each row
+            text = "".join([segs[i] for i in rows]).encode("utf-32-le")
+            sizes = lens[rows]
+            cell = np.arange(len(text) // 4) + np.repeat(np.arange(len(rows)) * wide - (np.cumsum(sizes) - sizes),
+                                                         sizes)
+            sym = np.full(len(rows) * wide, -1, dtype=np.int64)
+            sym[cell] = dense[np.frombuffer(text, dtype=np.uint32)]
+            for i, ids in zip(rows, self._merge_rows(sym, wide)):
+                out[i] = ids
+        return out
+
+    def _symbol_table(self, text: str) -> np.ndarray:
+        """{code point: symbol} as an array indexed by the code points of `text`:
+        a character's symbol is its token id, else its index in `_sym_texts` (n_tokens or more)."""
+        if len(self._sym_texts) > len(self._scores) + CACHE_LIMIT:  # start again: forget the symbols
+            self._pairs.clear()
+            self._char_symbols.clear()
+            del self._sym_texts[len(self._scores):]
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        seen = np.zeros(int(cps.max()) + 1, dtype=bool)
+        seen[cps] = True
+        chars = np.flatnonzero(seen).tolist()
+        known = self._char_symbols
+        table = list(map(known.get, chars))
+        if None in table:
+            for i, c in enumerate(chars):
+                if table[i] is None:
+                    table[i] = known[c] = self._char_symbol(chr(c).encode())
+        dense = np.empty(seen.size, dtype=np.int64)
+        dense[chars] = table
+        return dense
+
+    def _char_symbol(self, char: bytes) -> int:
+        tid = self._ids.get(char)
+        if tid is not None:
+            return tid
+        self._sym_texts.append(char)
+        return len(self._sym_texts) - 1
+
+    def _merge_rows(self, sym: np.ndarray, wide: int) -> list[list[int]]:
+        """Merge every row of `sym` (flat, `wide` cells a row, -1 after the text) at once.
+
+        A merged-away cell gets symbol -1 and leaves the linked list `nxt`/`prv`
+        (a row's first cell points back at its last, padding cell). Each round
+        merges, in every row that still can, the pair with the highest score rank,
+        the leftmost on a tie (`argmax`): the pair llama.cpp's heap pops next.
+        """
+        cells = np.arange(sym.size, dtype=np.int64)
+        nxt, prv = cells + 1, cells - 1
+        prv[::wide] += wide
+        ok = (sym[:-1] >= 0) & (sym[1:] >= 0)  # the pairs of characters, most of them met more than once
+        pairs, where = np.unique(sym[:-1][ok] * self._base + sym[1:][ok], return_inverse=True)
+        value = np.full(sym.size, -1, dtype=np.int64)
+        value[:-1][ok] = self._pair_values(*np.divmod(pairs, self._base))[where]
+        rank, made = value >> 32, value & _LOW
+        live = cells[::wide]  # the first cell of each row that may merge again
+        while live.size:
+            k = rank.reshape(-1, wide)[live // wide].argmax(axis=1) + live
+            go = rank[k] >= 0
+            if not go.all():
+                live, k = live[go], k[go]
+                if not live.size:
+                    break
+            merged, right = made[k], nxt[k]
+            after, before = nxt[right], prv[k]
+            sym[k], sym[right], rank[right] = merged, -1, -1
+            nxt[k], prv[after] = after, k
+            # the pair left of the merged symbol (at `before`) and the one right of it (at k)
+            at = np.concatenate((before, k))
+            lefts = sym[before]
+            value = self._pair_values(np.concatenate((lefts, merged)), np.concatenate((merged, sym[after])))
+            rank[at], made[at] = value >> 32, value & _LOW
+        return self._row_ids(sym.reshape(-1, wide))
+
+    def _pair_values(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """rank << 32 | merged id for each pair of symbols, -1 where they make no token."""
+        ok = (left >= 0) & (right >= 0)
+        keys = left[ok] * self._base + right[ok]
+        got = np.fromiter(map(self._pairs.get, keys.tolist(), repeat(-2)), dtype=np.int64, count=keys.size)
+        miss = got == -2
+        if miss.any():  # pairs not met before: look their text up, and remember them
+            new = keys[miss]
+            lefts, rights = np.divmod(new, self._base)
+            texts = self._sym_texts.__getitem__
+            joined = map(add, map(texts, lefts.tolist()), map(texts, rights.tolist()))
+            got[miss] = values = np.fromiter(map(self._values.get, joined, repeat(-1)), dtype=np.int64,
+                                             count=new.size)
+            if new.size <= self._pairs.limit:
+                self._pairs.make_room(new.size)
+                self._pairs.update(zip(new.tolist(), values.tolist()))
+        out = np.full(left.shape, -1, dtype=np.int64)
+        out[ok] = got
+        return out
+
+    def _row_ids(self, sym: np.ndarray) -> list[list[int]]:
+        """Each row's ids: its live symbols, a character that is no token as its byte tokens."""
+        keep = sym >= 0
+        flat = sym[keep]
+        counts = keep.sum(axis=1)
+        if flat.size and flat.max() >= len(self._scores):
+            flat, counts = self._spell_bytes(flat, counts)
+        ids = flat.tolist()
+        ends = np.cumsum(counts).tolist()
+        return [ids[a:b] for a, b in zip([0, *ends], ends)]
+
+    def _spell_bytes(self, flat: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`flat` (rows of `counts` symbols) with each character that is no token as its byte tokens."""
+        n = len(self._scores)
+        odd = flat >= n
+        chars = np.unique(flat[odd])
+        spelled = [self._byte_fallback(self._sym_texts[c]) for c in chars.tolist()]
+        table = np.zeros((chars.size, 4), dtype=np.int64)
+        for row, ids in zip(table, spelled):
+            row[:len(ids)] = ids
+        lengths = np.ones(flat.size, dtype=np.int64)
+        which = np.searchsorted(chars, flat[odd])
+        lengths[odd] = np.fromiter(map(len, spelled), dtype=np.int64, count=len(spelled))[which]
+        out = np.repeat(flat, lengths)
+        step = np.arange(out.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # byte of the char
+        out[np.repeat(odd, lengths)] = table[np.repeat(which, lengths[odd]), step[np.repeat(odd, lengths)]]
+        return out, np.add.reduceat(lengths, np.cumsum(counts) - counts)
 
     def _ids_of(self, syms: list[bytes]) -> list[int]:
         out = list(map(self._ids.get, syms))
@@ -170,6 +316,7 @@ class SpmEngine(BosEosEngine):
         return out
 
     def _byte_fallback(self, text: bytes) -> list[int]:
+        """The byte tokens of a symbol that is no token."""
         out = []
         for byte in text:
             tid = self._byte_ids[byte]
@@ -181,12 +328,12 @@ class SpmEngine(BosEosEngine):
         return out
 
 
-def _score_ranks(token_to_id: Mapping[bytes, int], scores: Sequence[float]) -> dict[bytes, int]:
-    """{token text: the rank of its score among all scores}, 0 for the lowest: equal
-    scores share a rank, so ranks order (and tie) exactly as the scores do."""
+def _token_values(token_to_id: Mapping[bytes, int], scores: Sequence[float]) -> dict[bytes, int]:
+    """{token text: rank << 32 | id}, the rank of its score among all scores, 0 for the lowest:
+    equal scores share a rank, so ranks order (and tie) exactly as the scores do."""
     ids = np.fromiter(token_to_id.values(), dtype=np.int64, count=len(token_to_id))
     _, rank = np.unique(np.asarray(scores, dtype=np.float64), return_inverse=True)
-    return dict(zip(token_to_id, rank.reshape(-1)[ids].tolist()))
+    return dict(zip(token_to_id, (rank.reshape(-1)[ids] << 32 | ids).tolist()))
 
 
 def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
