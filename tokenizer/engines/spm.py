@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import gc
 import heapq
-import math
 import re
 from collections.abc import Mapping, Sequence
-from itertools import islice, repeat
+from itertools import islice, pairwise, repeat
 from operator import add
 from typing import TYPE_CHECKING
 
@@ -131,7 +130,7 @@ class SpmEngine(BosEosEngine):
         order = np.argsort(group, kind="stable")
         bounds = np.searchsorted(group[order], np.arange(len(WIDTHS) + 2)).tolist()
         out: list[list[int]] = [[]] * len(segs)
-        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        for g, (lo, hi) in enumerate(pairwise(bounds)):
             if lo == hi:
                 continue
             rows = order[lo:hi].tolist()
@@ -159,13 +158,10 @@ class SpmEngine(BosEosEngine):
         seen[cps] = True
         chars = np.flatnonzero(seen).tolist()
         known = self._char_symbols
-        table = list(map(known.get, chars))
-        if None in table:
-            for i, c in enumerate(chars):
-                if table[i] is None:
-                    table[i] = known[c] = self._char_symbol(chr(c).encode())
+        for c in [c for c in chars if c not in known]:
+            known[c] = self._char_symbol(chr(c).encode())
         dense = np.empty(seen.size, dtype=np.int64)
-        dense[chars] = table
+        dense[chars] = list(map(known.__getitem__, chars))
         return dense
 
     def _char_symbol(self, char: bytes) -> int:
@@ -338,18 +334,20 @@ def _token_values(token_to_id: Mapping[bytes, int], scores: Sequence[float]) -> 
 
 def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
     """True when no token holds U+2581 right after some other character."""
-    esc = ESCAPED_SPACE
-    for t in texts:
-        at = t.find(esc, 1)
-        while at > 0:
-            if t[max(0, at - 3):at] != esc:
-                return False
-            at = t.find(esc, at + 1)
-    return True
+    data = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(sizes)
+    e2, x96, x81 = ESCAPED_SPACE
+    at = np.flatnonzero((data[:-2] == e2) & (data[1:-1] == x96) & (data[2:] == x81))  # each U+2581
+    token = np.searchsorted(ends, at, side="right")  # the token each starts in
+    start = ends[token] - sizes[token]
+    inside = at + 3 <= ends[token]
+    after_esc = (at - start >= 3) & (data[at - 3] == e2) & (data[at - 2] == x96) & (data[at - 1] == x81)
+    return not np.any(inside & (at > start) & ~after_esc)
 
 
 def _refuse_nan_scores(vocab: Vocab) -> None:
-    for i, s in enumerate(vocab.scores):
-        if math.isnan(s):
-            raise UnsupportedVocab(
-                f"token {i} has a NaN score: llama.cpp's merge queue has no defined order then")
+    nan = np.flatnonzero(np.isnan(np.asarray(vocab.scores, dtype=np.float64)))
+    if nan.size:
+        raise UnsupportedVocab(
+            f"token {int(nan[0])} has a NaN score: llama.cpp's merge queue has no defined order then")
