@@ -22,8 +22,8 @@ text that is not valid UTF-8), and for short ones (most words) `merge_batch`,
 which merges all the distinct segments of a call at once in numpy, a row per
 segment: each round takes in every row the first maximum of its score ranks,
 the pair the heap would pop next, so each row goes through exactly the
-heap's merges. Pairs of symbols (token ids, or a character that is no token)
-are looked up by their text once and remembered by pair. tests/test_spm.py
+heap's merges. A pair of symbols (token ids, or a character that is no token)
+is looked up by its text, the distinct pairs of characters once. tests/test_spm.py
 runs each loop alone against the SPM goldens, and checks the rows against the
 heap on every token's text and the boundary slice.
 """
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 
 SCAN_LIMIT = 48  # characters: segments up to this long merge in rows at once, longer ones by a heap
 WIDTHS = (4, 8, 16, 32, SCAN_LIMIT)  # row widths the short segments are grouped by
-BLOCK = 1 << 15  # segments merged at once (at most 49 cells each): one call's arrays stay bounded
+BLOCK = 1 << 16  # segments a call caches at once, each distinct one merged once
+CHUNK = 1 << 18  # characters merged in rows at once, so that the arrays stay bounded
 _SEGMENT = re.compile("\u2581*[^\u2581]+|\u2581+")
 _LOW = (1 << 32) - 1
 _Pair = tuple[float, int, int, int]  # (-score, left, right, merged length): heapq pops the best
@@ -74,7 +75,6 @@ class SpmEngine(BosEosEngine):
         self._char_symbols: dict[int, int] = {}  # code point: its symbol
         # a pair of symbols is left * base + right; symbols stay below base (see _symbol_table)
         self._base = len(vocab.texts) + CACHE_LIMIT + MAX_CODEPOINTS
-        self._pairs: BoundedCache[int, int] = BoundedCache()  # pair: _values of its text, -1 for none
         self._cache: BoundedCache[str, list[int]] = BoundedCache()
 
     def first_text(self, fragment: bytes) -> bytes:
@@ -121,11 +121,18 @@ class SpmEngine(BosEosEngine):
             out += ids
 
     def merge_batch(self, segs: list[str]) -> list[list[int]]:
-        """The ids of each of `segs` (valid text), merged by `_merge_rows` in rows of like length."""
-        if not segs:
-            return []
-        dense = self._symbol_table("".join(segs))
+        """The ids of each of `segs` (valid text), merged by `_merge_rows` in rows of like length,
+        at most CHUNK characters at once."""
         lens = np.fromiter(map(len, segs), dtype=np.int64, count=len(segs))
+        cuts = np.searchsorted(np.cumsum(lens), np.arange(CHUNK, int(lens.sum()), CHUNK), side="right").tolist()
+        out: list[list[int]] = []
+        for lo, hi in pairwise([0, *cuts, len(segs)]):
+            if lo < hi:
+                out += self._merge_chunk(segs[lo:hi], lens[lo:hi])
+        return out
+
+    def _merge_chunk(self, segs: list[str], lens: np.ndarray) -> list[list[int]]:
+        dense = self._symbol_table("".join(segs))
         group = np.searchsorted(WIDTHS, lens)  # the first width that holds it, len(WIDTHS) for none
         order = np.argsort(group, kind="stable")
         bounds = np.searchsorted(group[order], np.arange(len(WIDTHS) + 2)).tolist()
@@ -150,7 +157,6 @@ class SpmEngine(BosEosEngine):
         """{code point: symbol} as an array indexed by the code points of `text`:
         a character's symbol is its token id, else its index in `_sym_texts` (n_tokens or more)."""
         if len(self._sym_texts) > len(self._scores) + CACHE_LIMIT:  # start again: forget the symbols
-            self._pairs.clear()
             self._char_symbols.clear()
             del self._sym_texts[len(self._scores):]
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
@@ -207,23 +213,15 @@ class SpmEngine(BosEosEngine):
         return self._row_ids(sym.reshape(-1, wide))
 
     def _pair_values(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """rank << 32 | merged id for each pair of symbols, -1 where they make no token."""
+        """rank << 32 | merged id for each pair of symbols, -1 where they make no token.
+
+        Looked up by text every time: remembering pairs cost more than it saved
+        on text where most words occur once."""
         ok = (left >= 0) & (right >= 0)
-        keys = left[ok] * self._base + right[ok]
-        got = np.fromiter(map(self._pairs.get, keys.tolist(), repeat(-2)), dtype=np.int64, count=keys.size)
-        miss = got == -2
-        if miss.any():  # pairs not met before: look their text up, and remember them
-            new = keys[miss]
-            lefts, rights = np.divmod(new, self._base)
-            texts = self._sym_texts.__getitem__
-            joined = map(add, map(texts, lefts.tolist()), map(texts, rights.tolist()))
-            got[miss] = values = np.fromiter(map(self._values.get, joined, repeat(-1)), dtype=np.int64,
-                                             count=new.size)
-            if new.size <= self._pairs.limit:
-                self._pairs.make_room(new.size)
-                self._pairs.update(zip(new.tolist(), values.tolist()))
+        texts = self._sym_texts.__getitem__
+        joined = map(add, map(texts, left[ok].tolist()), map(texts, right[ok].tolist()))
         out = np.full(left.shape, -1, dtype=np.int64)
-        out[ok] = got
+        out[ok] = np.fromiter(map(self._values.get, joined, repeat(-1)), dtype=np.int64, count=int(ok.sum()))
         return out
 
     def _row_ids(self, sym: np.ndarray) -> list[list[int]]:
