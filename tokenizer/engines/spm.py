@@ -34,7 +34,7 @@ import gc
 import heapq
 import re
 from collections.abc import Mapping, Sequence
-from itertools import islice, pairwise, repeat
+from itertools import compress, filterfalse, islice, pairwise, repeat
 from operator import add
 from typing import TYPE_CHECKING
 
@@ -109,14 +109,14 @@ class SpmEngine(BosEosEngine):
     def _encode_segments(self, segs: list[str], out: list[int]) -> None:
         """Append the ids of `segs` (at most BLOCK), each distinct segment merged once."""
         cache = self._cache
-        todo = [seg for seg in dict.fromkeys(segs) if seg not in cache]
+        todo = list(filterfalse(cache.__contains__, dict.fromkeys(segs)))
         if cache.make_room(len(todo)):
             todo = list(dict.fromkeys(segs))
-        short = [seg for seg in todo if len(seg) <= SCAN_LIMIT]
+        lens = list(map(len, todo))
+        short = list(compress(todo, map(SCAN_LIMIT.__ge__, lens)))
         cache.update(zip(short, self.merge_batch(short)))
-        for seg in todo:
-            if len(seg) > SCAN_LIMIT:
-                cache[seg] = self.merge_heap(list(map(str.encode, seg)))
+        for seg in compress(todo, map(SCAN_LIMIT.__lt__, lens)):
+            cache[seg] = self.merge_heap(list(map(str.encode, seg)))
         for ids in map(cache.__getitem__, segs):
             out += ids
 
