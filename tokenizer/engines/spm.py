@@ -17,15 +17,17 @@ every U+2581 that follows a non-U+2581 character is such a point, so valid
 UTF-8 text is cut there and each piece is cached (tests/test_spm.py checks the
 cut against uncut runs).
 
-Two loops give the same merges: llama.cpp's heap for long segments (and for
-text that is not valid UTF-8), and for short ones (most words) `merge_batch`,
-which merges all the distinct segments of a call at once in numpy, a row per
-segment: each round takes in every row the first maximum of its score ranks,
-the pair the heap would pop next, so each row goes through exactly the
-heap's merges. A pair of symbols (token ids, or a character that is no token)
-is looked up by its text, the distinct pairs of characters once. tests/test_spm.py
-runs each loop alone against the SPM goldens, and checks the rows against the
-heap on every token's text and the boundary slice.
+Three loops give the same merges: llama.cpp's heap for long segments; for
+short ones (most words), when a call has many, `merge_batch`, which merges all
+the distinct segments of the call at once in numpy, a row per segment: each
+round takes in every row the first maximum of its score ranks, the pair the
+heap would pop next, so each row goes through exactly the heap's merges (a
+pair of symbols, token ids or a character that is no token, is looked up by
+its text); and for a few short segments, a scan of a list of score ranks per
+segment (`merge`), whose first maximum is again the heap's next pair. Text
+that is not valid UTF-8 takes the scan or the heap. tests/test_spm.py runs
+each loop alone against the SPM goldens, and checks the rows and the scan
+against the heap on every token's text and the boundary slice.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import gc
 import heapq
 import re
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from itertools import compress, filterfalse, islice, pairwise, repeat
 from operator import add
 from typing import TYPE_CHECKING
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from ..vocab import Vocab
 
 SCAN_LIMIT = 48  # characters: segments up to this long merge in rows at once, longer ones by a heap
+ROWS_FROM = 640  # distinct short segments in a call from which they merge in rows (fewer: a scan each)
 WIDTHS = (4, 8, 16, 32, SCAN_LIMIT)  # row widths the short segments are grouped by
 BLOCK = 1 << 16  # segments a call caches at once, each distinct one merged once
 CHUNK = 1 << 18  # characters merged in rows at once, so that the arrays stay bounded
@@ -104,7 +108,8 @@ class SpmEngine(BosEosEngine):
                     if paused:
                         gc.enable()
                 return
-        out.extend(self.merge_heap(utf8_chars(data)))
+        syms = utf8_chars(data)
+        out.extend(self.merge(syms) if len(syms) <= SCAN_LIMIT else self.merge_heap(syms))
 
     def _encode_segments(self, segs: list[str], out: list[int]) -> None:
         """Append the ids of `segs` (at most BLOCK), each distinct segment merged once."""
@@ -114,7 +119,11 @@ class SpmEngine(BosEosEngine):
             todo = list(dict.fromkeys(segs))
         lens = list(map(len, todo))
         short = list(compress(todo, map(SCAN_LIMIT.__ge__, lens)))
-        cache.update(zip(short, self.merge_batch(short)))
+        if len(short) < ROWS_FROM:  # too few for the rows' fixed cost per round
+            for seg in short:
+                cache[seg] = self.merge(list(map(str.encode, seg)))
+        else:
+            cache.update(zip(short, self.merge_batch(short)))
         for seg in compress(todo, map(SCAN_LIMIT.__lt__, lens)):
             cache[seg] = self.merge_heap(list(map(str.encode, seg)))
         for ids in map(cache.__getitem__, segs):
@@ -251,6 +260,31 @@ class SpmEngine(BosEosEngine):
         step = np.arange(out.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # byte of the char
         out[np.repeat(odd, lengths)] = table[np.repeat(which, lengths[odd]), step[np.repeat(odd, lengths)]]
         return out, np.add.reduceat(lengths, np.cumsum(counts) - counts)
+
+    def merge(self, syms: list[bytes]) -> list[int]:
+        """Ids of `syms` merged best score first (leftmost on a tie), byte fallback for the rest:
+        a scan of the pair ranks per merge, for a few short segments."""
+        rank = self._rank.get
+        # ranks[k]: the score rank of syms[k] + syms[k + 1] as a token, -1 when it is none
+        ranks = list(map(rank, map(add, syms, islice(syms, 1, None)), repeat(-1)))
+        while ranks:
+            best = max(ranks)
+            if best < 0:
+                break
+            k = ranks.index(best)  # the leftmost of the best
+            merged = syms[k] = syms[k] + syms[k + 1]
+            del syms[k + 1], ranks[k]
+            if k:
+                ranks[k - 1] = rank(syms[k - 1] + merged, -1)
+            if k < len(ranks):
+                ranks[k] = rank(merged + syms[k + 1], -1)
+        return self._ids_of(syms)
+
+    @cached_property
+    def _rank(self) -> dict[bytes, int]:
+        """{token text: the rank of its score}, `_values` without the ids (built on first use)."""
+        values = np.fromiter(self._values.values(), dtype=np.int64, count=len(self._values))
+        return dict(zip(self._values, (values >> 32).tolist()))
 
     def _ids_of(self, syms: list[bytes]) -> list[int]:
         out = list(map(self._ids.get, syms))
