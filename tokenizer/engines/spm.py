@@ -35,7 +35,7 @@ from __future__ import annotations
 import gc
 import heapq
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from itertools import compress, filterfalse, islice, pairwise, repeat
 from operator import add
@@ -73,8 +73,6 @@ class SpmEngine(BosEosEngine):
         self._ids = vocab.token_to_id
         self._scores = vocab.scores
         self._byte_ids = [vocab.byte_token(b) for b in range(256)]
-        self._cuttable = _no_token_spans_a_word_start(vocab.texts)
-        self._values = _token_values(vocab.token_to_id, vocab.scores)
         self._sym_texts = list(vocab.texts)  # by symbol: token ids, then the characters met that are no token
         self._char_symbols: dict[int, int] = {}  # code point: its symbol
         # a pair of symbols is left * base + right; symbols stay below base (see _symbol_table)
@@ -280,11 +278,27 @@ class SpmEngine(BosEosEngine):
                 ranks[k] = rank(merged + syms[k + 1], -1)
         return self._ids_of(syms)
 
+    # The tables below are built on first use: a load does not pay for the loops it never runs.
+    @cached_property
+    def _cuttable(self) -> bool:
+        return _no_token_spans_a_word_start(self.vocab.texts)
+
+    @cached_property
+    def _ranks_by_id(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids in token_to_id's order, the score rank of each)."""
+        ids = np.fromiter(self._ids.values(), dtype=np.int64, count=len(self._ids))
+        return ids, _score_ranks(self._scores)[ids]
+
     @cached_property
     def _rank(self) -> dict[bytes, int]:
-        """{token text: the rank of its score}, `_values` without the ids (built on first use)."""
-        values = np.fromiter(self._values.values(), dtype=np.int64, count=len(self._values))
-        return dict(zip(self._values, (values >> 32).tolist()))
+        """{token text: the rank of its score}: what the scan compares."""
+        return dict(zip(self._ids, self._ranks_by_id[1].tolist()))
+
+    @cached_property
+    def _values(self) -> dict[bytes, int]:
+        """{token text: rank << 32 | id}: what the rows compare (rank) and merge into (id)."""
+        ids, rank = self._ranks_by_id
+        return dict(zip(self._ids, (rank << 32 | ids).tolist()))
 
     def _ids_of(self, syms: list[bytes]) -> list[int]:
         out = list(map(self._ids.get, syms))
@@ -356,12 +370,11 @@ class SpmEngine(BosEosEngine):
         return out
 
 
-def _token_values(token_to_id: Mapping[bytes, int], scores: Sequence[float]) -> dict[bytes, int]:
-    """{token text: rank << 32 | id}, the rank of its score among all scores, 0 for the lowest:
-    equal scores share a rank, so ranks order (and tie) exactly as the scores do."""
-    ids = np.fromiter(token_to_id.values(), dtype=np.int64, count=len(token_to_id))
+def _score_ranks(scores: Sequence[float]) -> np.ndarray:
+    """The rank of each score among all scores, by id, 0 for the lowest: equal scores
+    share a rank, so ranks order (and tie) exactly as the scores do."""
     _, rank = np.unique(np.asarray(scores, dtype=np.float64), return_inverse=True)
-    return dict(zip(token_to_id, (rank.reshape(-1)[ids] << 32 | ids).tolist()))
+    return rank.reshape(-1)
 
 
 def _no_token_spans_a_word_start(texts: Sequence[bytes]) -> bool:
