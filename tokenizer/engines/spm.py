@@ -36,7 +36,6 @@ import gc
 import heapq
 import re
 from collections.abc import Sequence
-from functools import cached_property
 from itertools import compress, filterfalse, islice, pairwise, repeat
 from operator import add
 from typing import TYPE_CHECKING
@@ -58,7 +57,6 @@ WIDTHS = (4, 8, 16, 32, SCAN_LIMIT)  # row widths the short segments are grouped
 BLOCK = 1 << 16  # segments a call caches at once, each distinct one merged once
 CHUNK = 1 << 18  # characters merged in rows at once, so that the arrays stay bounded
 _SEGMENT = re.compile("\u2581*[^\u2581]+|\u2581+")
-_LOW = (1 << 32) - 1
 _Pair = tuple[float, int, int, int]  # (-score, left, right, merged length): heapq pops the best
 
 
@@ -73,6 +71,10 @@ class SpmEngine(BosEosEngine):
         self._ids = vocab.token_to_id
         self._scores = vocab.scores
         self._byte_ids = [vocab.byte_token(b) for b in range(256)]
+        self._cuttable = _no_token_spans_a_word_start(vocab.texts)
+        # the score rank of each token id, and -1 at index -1: a pair that is no token (id -1) ranks -1
+        self._rank_of = np.append(_score_ranks(vocab.scores), -1)
+        self._rank_list: list[int] = self._rank_of.tolist()
         self._sym_texts = list(vocab.texts)  # by symbol: token ids, then the characters met that are no token
         self._char_symbols: dict[int, int] = {}  # code point: its symbol
         # a pair of symbols is left * base + right; symbols stay below base (see _symbol_table)
@@ -197,9 +199,9 @@ class SpmEngine(BosEosEngine):
         prv[::wide] += wide
         ok = (sym[:-1] >= 0) & (sym[1:] >= 0)  # the pairs of characters, most of them met more than once
         pairs, where = np.unique(sym[:-1][ok] * self._base + sym[1:][ok], return_inverse=True)
-        value = np.full(sym.size, -1, dtype=np.int64)
-        value[:-1][ok] = self._pair_values(*np.divmod(pairs, self._base))[where]
-        rank, made = value >> 32, value & _LOW
+        made = np.full(sym.size, -1, dtype=np.int64)  # the token each cell's pair makes, -1 for none
+        made[:-1][ok] = self._pair_ids(*np.divmod(pairs, self._base))[where]
+        rank = self._rank_of[made]
         live = cells[::wide]  # the first cell of each row that may merge again
         while live.size:
             k = rank.reshape(-1, wide)[live // wide].argmax(axis=1) + live
@@ -215,20 +217,18 @@ class SpmEngine(BosEosEngine):
             # the pair left of the merged symbol (at `before`) and the one right of it (at k)
             at = np.concatenate((before, k))
             lefts = sym[before]
-            value = self._pair_values(np.concatenate((lefts, merged)), np.concatenate((merged, sym[after])))
-            rank[at], made[at] = value >> 32, value & _LOW
+            made[at] = ids = self._pair_ids(np.concatenate((lefts, merged)), np.concatenate((merged, sym[after])))
+            rank[at] = self._rank_of[ids]
         return self._row_ids(sym.reshape(-1, wide))
 
-    def _pair_values(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """rank << 32 | merged id for each pair of symbols, -1 where they make no token.
-
-        Looked up by text every time: remembering pairs cost more than it saved
-        on text where most words occur once."""
+    def _pair_ids(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """The id of the token each pair of symbols spells, -1 where it is none (looked up by
+        text every time: remembering pairs cost more than it saved where most words occur once)."""
         ok = (left >= 0) & (right >= 0)
         texts = self._sym_texts.__getitem__
         joined = map(add, map(texts, left[ok].tolist()), map(texts, right[ok].tolist()))
         out = np.full(left.shape, -1, dtype=np.int64)
-        out[ok] = np.fromiter(map(self._values.get, joined, repeat(-1)), dtype=np.int64, count=int(ok.sum()))
+        out[ok] = np.fromiter(map(self._ids.get, joined, repeat(-1)), dtype=np.int64, count=int(ok.sum()))
         return out
 
     def _row_ids(self, sym: np.ndarray) -> list[list[int]]:
@@ -262,9 +262,9 @@ class SpmEngine(BosEosEngine):
     def merge(self, syms: list[bytes]) -> list[int]:
         """Ids of `syms` merged best score first (leftmost on a tie), byte fallback for the rest:
         a scan of the pair ranks per merge, for a few short segments."""
-        rank = self._rank.get
+        get, rank = self._ids.get, self._rank_list
         # ranks[k]: the score rank of syms[k] + syms[k + 1] as a token, -1 when it is none
-        ranks = list(map(rank, map(add, syms, islice(syms, 1, None)), repeat(-1)))
+        ranks = list(map(rank.__getitem__, map(get, map(add, syms, islice(syms, 1, None)), repeat(-1))))
         while ranks:
             best = max(ranks)
             if best < 0:
@@ -273,32 +273,10 @@ class SpmEngine(BosEosEngine):
             merged = syms[k] = syms[k] + syms[k + 1]
             del syms[k + 1], ranks[k]
             if k:
-                ranks[k - 1] = rank(syms[k - 1] + merged, -1)
+                ranks[k - 1] = rank[get(syms[k - 1] + merged, -1)]
             if k < len(ranks):
-                ranks[k] = rank(merged + syms[k + 1], -1)
+                ranks[k] = rank[get(merged + syms[k + 1], -1)]
         return self._ids_of(syms)
-
-    # The tables below are built on first use: a load does not pay for the loops it never runs.
-    @cached_property
-    def _cuttable(self) -> bool:
-        return _no_token_spans_a_word_start(self.vocab.texts)
-
-    @cached_property
-    def _ranks_by_id(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids in token_to_id's order, the score rank of each)."""
-        ids = np.fromiter(self._ids.values(), dtype=np.int64, count=len(self._ids))
-        return ids, _score_ranks(self._scores)[ids]
-
-    @cached_property
-    def _rank(self) -> dict[bytes, int]:
-        """{token text: the rank of its score}: what the scan compares."""
-        return dict(zip(self._ids, self._ranks_by_id[1].tolist()))
-
-    @cached_property
-    def _values(self) -> dict[bytes, int]:
-        """{token text: rank << 32 | id}: what the rows compare (rank) and merge into (id)."""
-        ids, rank = self._ranks_by_id
-        return dict(zip(self._ids, (rank << 32 | ids).tolist()))
 
     def _ids_of(self, syms: list[bytes]) -> list[int]:
         out = list(map(self._ids.get, syms))
