@@ -242,12 +242,14 @@ def test_synthetic_variant_matches_oracle(pair_for, variant_pairs, variant):
     assert_same_pieces(ours, oracle, special=True, ids=range(ours.n_tokens))
 
 
-# -- the two merge loops (a scan of pair ranks for short segments, a heap for long ones) -----
+# -- the three merge loops (a heap for long segments; short ones in rows at once when a call
+# -- has many, else a scan each) -------------------------------------------------------------
 
 @pytest.mark.parametrize("name", SPM_VOCABS)
-@pytest.mark.parametrize("limit", [0, 10**9], ids=["heap-only", "scan-only"])
-def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
-    """Either loop alone gives llama.cpp's recorded ids on the whole golden slice
+@pytest.mark.parametrize(("limit", "rows_from"), [(0, 0), (10**9, 10**9), (10**9, 0)],
+                         ids=["heap-only", "scan-only", "rows-only"])
+def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit, rows_from):
+    """Each loop alone gives llama.cpp's recorded ids on the whole golden slice
     (expected ids from the golden files, recorded from llama.cpp)."""
     from harness.golden import files as goldens
     from harness.golden.records import field_bytes
@@ -258,6 +260,7 @@ def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
     if not path.is_file():
         pytest.skip(f"{name} is not fetched: run python -m harness fetch")
     monkeypatch.setattr(spm, "SCAN_LIMIT", limit)
+    monkeypatch.setattr(spm, "ROWS_FROM", rows_from)
     ours = Tokenizer.from_gguf(path)
     checked = 0
     for case in golden["cases"]:
@@ -266,3 +269,41 @@ def test_each_merge_loop_alone_matches_the_golden(monkeypatch, name, limit):
             assert ours.tokenize(field_bytes(case), **flags) == enc["ids"], (case["id"], flags)
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", SPM_VOCABS)
+def test_rows_and_scan_merge_as_the_heap_does_on_every_token_and_the_boundary_slice(name):
+    """`merge_batch` (every segment merged in rows at once, one merge per row a round)
+    and `merge` (a scan per segment) give the ids of `merge_heap` (llama.cpp's heap, one
+    segment at a time; each loop also checked against the goldens above) for the text of
+    every token, alone and after U+2581, and for every segment of the boundary slice
+    (`harness.inputs.boundaries`)."""
+    from harness.golden.records import field_bytes
+    from harness.inputs import boundaries
+    from tokenizer.engines import spm
+
+    path = vocab_path(name)
+    if not path.is_file():
+        pytest.skip(f"{name} is not fetched: run python -m harness fetch")
+    engine = Tokenizer.from_gguf(path).engine
+    segs = set()
+    for text in engine.vocab.texts:
+        try:
+            word = text.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        segs.update((word, "\u2581" + word))
+    for case in boundaries.cases(path, "slice"):
+        try:
+            text = field_bytes(case).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        segs.update(spm._SEGMENT.findall(("\u2581" + text).replace(" ", "\u2581")))
+    segs.discard("")
+    ordered = sorted(segs)
+    rows = engine.merge_batch(ordered)
+    scan = [engine.merge(list(map(str.encode, seg))) for seg in ordered]
+    heap = [engine.merge_heap(list(map(str.encode, seg))) for seg in ordered]
+    differ = [(seg, r, s, h) for seg, r, s, h in zip(ordered, rows, scan, heap) if not r == s == h]
+    assert not differ, f"{len(differ)} segments differ (segment, rows, scan, heap): {differ[:3]}"
+    assert len(ordered) > 10_000
