@@ -17,7 +17,9 @@ strings as `str`, numeric arrays as little-endian numpy arrays (BOOL arrays as
 numpy `bool`), string arrays as `list[str]`, nested arrays as `list` of arrays.
 String values are decoded with ``surrogateescape``: valid UTF-8 reads as itself
 and any other byte survives as a lone surrogate, so `as_bytes(s)` gives back the
-exact bytes on disk. Keys and tensor names must be valid UTF-8.
+exact bytes on disk. Keys and tensor names must be valid UTF-8. A top-level string
+array's exact bytes are also kept, joined by NUL, in `GGUFFile.raw_strings` (when
+no element holds a NUL itself).
 
 Example:
     >>> f = read("ggml-vocab-llama-spm.gguf")
@@ -93,6 +95,9 @@ class GGUFFile:
     data_offset: int
     file_size: int
     offsets: dict[str, int] = field(default_factory=dict)  # key -> byte offset of its value
+    # key -> a string array's exact bytes, its strings joined by NUL (when none holds a NUL),
+    # so the vocabulary takes token texts and merges without encoding them again
+    raw_strings: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 
     def where(self, key: str) -> str:
         """`"key 'k' (offset 0x1f3a0)"`, for error messages about a key."""
@@ -192,35 +197,33 @@ class _Cursor:
         self.pos += count * dtype.itemsize
         return out
 
-    def strings(self, count: int, len_type: ValueType, what: str) -> list[str]:
-        """`count` length-prefixed strings, decoded with surrogateescape.
+    def strings(self, count: int, len_type: ValueType, what: str) -> tuple[list[str], bytes | None]:
+        """`count` length-prefixed strings, decoded with surrogateescape, and their raw bytes.
 
-        The hot loop of the reader (token texts and merges): one bounds check
-        per string, the slices gathered as bytes and decoded in one call
-        (`_decode_all`). A short buffer stops the loop, and `_strings_checked`
-        reads the array again to name the element and offset.
+        The hot loop of the reader (token texts and merges) only walks the
+        length fields (`_string_starts`); numpy then cuts them out of the
+        array's bytes at once, leaving the strings joined by NUL, which one
+        `decode` and one `split` turn into the list. That joined `bytes` is
+        returned too, unless an element holds a NUL itself (then it is None
+        and each element is decoded on its own). A short buffer stops the
+        walk, and `_strings_checked` reads the array again to name the
+        element and offset.
         """
-        buf, size = self.buf, self.size
-        unpack = _SCALAR_STRUCTS[len_type].unpack_from
-        width = _SCALAR_STRUCTS[len_type].size
-        raw: list[bytes | bytearray] = []
-        append = raw.append
-        pos = self.pos
-        try:
-            for _ in range(count):
-                (n,) = unpack(buf, pos)  # struct.error when fewer than `width` bytes remain
-                pos += width
-                end = pos + n
-                if end > size:
-                    break
-                append(buf[pos:end])
-                pos = end
-        except struct.error:
-            pass
-        if len(raw) < count:
-            return self._strings_checked(count, len_type, what)  # raises, naming the element
-        self.pos = pos
-        return _decode_all(raw)
+        starts = _string_starts(self.buf, self.pos, self.size, count, len_type)
+        if starts is None:
+            return self._strings_checked(count, len_type, what), None  # raises, naming the element
+        begin, width = self.pos, _SCALAR_STRUCTS[len_type].size
+        end = starts.pop()  # the walk's last entry is where the array ends
+        region = bytes(self.buf[begin:end])
+        self.pos = end
+        if not count:
+            return [], None
+        joined = _joined(region, np.array(starts, dtype=np.int64) - begin, width)
+        if joined.count(0) != count - 1:  # an element holds a NUL: cut them one by one
+            cuts = [*starts, end + width]
+            return [region[a - begin:b - begin - width].decode("utf-8", "surrogateescape")
+                    for a, b in itertools.pairwise(cuts)], None
+        return joined.decode("utf-8", "surrogateescape").split("\x00"), joined
 
     def _strings_checked(self, count: int, len_type: ValueType, what: str) -> list[str]:
         """`strings` one element at a time, each length and each string checked first."""
@@ -252,12 +255,46 @@ def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
     Exact: a NUL is a whole UTF-8 character, so an invalid sequence at the end
     of one element cannot run into the next, and each byte surrogateescape
     stands in for is the same either way (tests/test_gguf_reader.py checks
-    it against one decode per element).
+    it against one decode per element). `_Cursor.strings` relies on the same.
     """
     joined = b"\x00".join(raw)
     if joined.count(0) == len(raw) - 1:
         return joined.decode("utf-8", "surrogateescape").split("\x00")
     return [r.decode("utf-8", "surrogateescape") for r in raw]
+
+
+def _string_starts(buf: Buffer, pos: int, size: int, count: int, len_type: ValueType) -> list[int] | None:
+    """Where each of `count` length-prefixed strings starts, then where the last one ends;
+    None when the buffer ends first. Only the length fields are read."""
+    unpack = _SCALAR_STRUCTS[len_type].unpack_from
+    width = _SCALAR_STRUCTS[len_type].size
+    starts: list[int] = []
+    append = starts.append
+    try:
+        for _ in range(count):
+            (n,) = unpack(buf, pos)  # struct.error when fewer than `width` bytes remain
+            pos += width
+            append(pos)
+            pos += n
+            if pos > size:
+                return None
+    except struct.error:
+        return None
+    append(pos)
+    return starts
+
+
+def _joined(region: bytes, starts: np.ndarray, width: int) -> bytes:
+    """The strings of an array's bytes (`region`, each string at `starts`, after its
+    `width`-byte length) joined by one NUL: the last byte of each length field but the
+    first becomes the NUL, the rest of the fields are dropped."""
+    data = np.frombuffer(region, dtype=np.uint8).copy()
+    data[starts - 1] = 0
+    keep = np.ones(len(data), dtype=bool)
+    for back in range(2, width + 1):
+        keep[starts - back] = False
+    keep[starts[0] - 1] = False  # the first string has no NUL before it
+    return data[keep].tobytes()
 
 
 class _Parser:
@@ -268,6 +305,7 @@ class _Parser:
         self.version = 0
         self.len_type = ValueType.UINT64
         self.nested = 0  # nested arrays read so far (MAX_NESTED_ARRAYS)
+        self.raw_strings: dict[str, bytes] = {}
 
     # -- primitives ---------------------------------------------------------
 
@@ -323,7 +361,10 @@ class _Parser:
         if etype in SCALAR_DTYPES:
             return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
-            return self.cur.strings(count, self.len_type, f"array {key!r}")
+            strings, joined = self.cur.strings(count, self.len_type, f"array {key!r}")
+            if depth == 0 and joined is not None:
+                self.raw_strings[key] = joined
+            return strings
         self.nested += count
         if self.nested > MAX_NESTED_ARRAYS:
             raise self.cur.fail(
@@ -475,6 +516,7 @@ class _Parser:
             data_offset=data_offset,
             file_size=self.cur.size,
             offsets=offsets,
+            raw_strings=self.raw_strings,
         )
 
 
