@@ -154,3 +154,62 @@ def test_word_cutter_finds_the_same_crossing_merges(seed):
     assert fast.pattern is not None and fast.pattern.pattern == slow.pattern.pattern
     assert bpe_ids.crossing(merges.joined, len(merges), marker) == [
         (a, b) for a, b in merges.pairs if b.startswith(marker) and not a.endswith(marker)]
+
+
+def _array_bytes(strings: list[bytes], width: int) -> bytes:
+    return b"".join(len(s).to_bytes(width, "little") + s for s in strings)
+
+
+@pytest.mark.parametrize("width", [4, 8])
+@pytest.mark.parametrize("odd", ["none", "empty", "nul", "long", "cut", "zeros"])
+def test_numpy_string_starts_are_the_walks(width, odd):
+    """The numpy guess of where the strings start either agrees with the walk or gives up."""
+    rng = random.Random(f"{width}{odd}")
+    strings = [bytes(rng.choice(b"ab\xc3\xa9\xff ") for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    at = rng.randrange(3000)
+    if odd == "empty":
+        strings[at] = b""
+    elif odd == "nul":
+        strings[at] = b"a\x00\x00\x00\x00\x00\x00\x00\x00b"
+    elif odd == "long":
+        strings[at] = b"x" * 70000
+    elif odd == "zeros":
+        strings[at] = b"\x01" + bytes(7) + b"\x01"
+    data = b"HEAD" + _array_bytes(strings, width) + b"\x07TAIL"
+    if odd == "cut":
+        data = data[:len(data) // 2]
+    len_type = gguf.ValueType.UINT64 if width == 8 else gguf.ValueType.UINT32
+    walked = gguf._string_starts(data, 4, len(data), len(strings), len_type)
+    found = gguf._string_starts_numpy(data, 4, len(data), len(strings), width)
+    if odd == "none":
+        assert found is not None
+    if found is not None:
+        assert walked is not None and found[0].tolist() == walked[:-1] and found[1] == walked[-1]
+    if odd == "cut":
+        assert found is None and walked is None
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_lazy_strings_are_the_same_strings(version):
+    meta = {"t": ["a", "\u0120b", "c\udcff", "d" * 30], "n": ["a\x00b", "c"], "one": ["x"]}
+    data = writer.build(meta, version=version)
+    eager, lazy = gguf.parse(data), gguf.parse(data, lazy_strings=True)
+    assert isinstance(lazy.metadata["t"], gguf.StringArray) and not isinstance(eager.metadata["t"], gguf.StringArray)
+    assert not isinstance(lazy.metadata["n"], gguf.StringArray)  # a NUL inside: decoded at once
+    for key, value in meta.items():
+        got = lazy.metadata[key]
+        assert len(got) == len(value) and got == value and list(got) == value and got[1:] == value[1:]
+        assert eager.metadata[key] == value
+    assert lazy.raw_strings == eager.raw_strings
+
+
+def test_from_gguf_reads_lazily_and_keeps_the_strings():
+    from tokenizer import Tokenizer
+
+    path = vocab_path("gpt-2")
+    if not path.is_file():
+        pytest.skip(f"{path} is not installed")
+    tok = Tokenizer.from_gguf(path)
+    merges = tok.vocab.metadata["tokenizer.ggml.merges"]
+    assert isinstance(merges, gguf.StringArray)
+    assert merges == gguf.read(path).metadata["tokenizer.ggml.merges"]

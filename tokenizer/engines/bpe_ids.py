@@ -54,18 +54,20 @@ class TokenKeys:
     """The tokens of at most `PACKED` bytes, packed, in a `PairTable` from key to row."""
 
     def __init__(self, token_to_id: Mapping[bytes, int], table: type[PairTable]) -> None:
-        texts = list(token_to_id)
-        joined = b"\x00".join(texts)
-        self.usable = joined.count(0) == len(texts) - 1  # no token holds a NUL: packing is exact
-        if not self.usable or not texts:
-            self.usable = False
+        joined = b"\x00".join(token_to_id)
+        nul = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == 0)
+        n = len(token_to_id)
+        self.usable = n > 0 and len(nul) == n - 1  # no token holds a NUL: packing is exact
+        if not self.usable:
             return
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        starts = np.zeros(len(texts), dtype=np.int64)
-        np.cumsum(lengths[:-1] + 1, out=starts[1:])
+        starts = np.zeros(n, dtype=np.int64)
+        starts[1:] = nul + 1
+        lengths = np.empty(n, dtype=np.int64)
+        lengths[:-1] = nul - starts[:-1]
+        lengths[-1] = len(joined) - starts[-1]
         short = np.flatnonzero(lengths <= PACKED)
         self.w0, self.w1, keys = pack(joined, starts[short], lengths[short])
-        self.ids = np.fromiter(token_to_id.values(), dtype=np.int64, count=len(texts))[short]
+        self.ids = np.fromiter(token_to_id.values(), dtype=np.int64, count=n)[short]
         self.table = table(keys, -1)
 
     def find(self, blob: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

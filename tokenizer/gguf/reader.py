@@ -35,7 +35,7 @@ import itertools
 import mmap
 import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,7 @@ from .constants import (
     ValueType,
 )
 
-__all__ = ["MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS", "GGUFFile", "TensorInfo", "as_bytes", "parse", "read"]
+__all__ = ["MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS", "GGUFFile", "StringArray", "TensorInfo", "as_bytes", "parse", "read"]
 
 MAX_ARRAY_DEPTH = 8  # arrays nested deeper than this are refused, not recursed into
 # Nested arrays in a whole file (llama.cpp refuses them all): each becomes a Python object of
@@ -115,7 +115,7 @@ def as_bytes(value: str) -> bytes:
     return value.encode("utf-8", "surrogateescape")
 
 
-def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFile:
+def read(path: str | os.PathLike[str], *, metadata_only: bool = False, lazy_strings: bool = False) -> GGUFFile:
     """Parse the GGUF header of the file at `path` (memory-mapped, read-only).
 
     Only the pages the header spans are touched; tensor data is never read.
@@ -123,6 +123,8 @@ def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFi
     directory is not read, so a file cut after its metadata (a first chunk, a
     download stopped early) reads, with `tensors` empty and `data_offset` the
     end of the metadata. A file cut inside its metadata still fails.
+    With `lazy_strings`, a top-level string array that `raw_strings` holds is
+    returned as a `StringArray`, decoded only when it is first used.
     """
     name = os.fspath(path)
     with open(path, "rb") as fh:
@@ -134,14 +136,14 @@ def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFi
         except ValueError as exc:  # e.g. a special file that cannot be mapped
             raise GGUFError(f"{name}: cannot map the file (offset 0x0): {exc}") from None
         with mm:
-            return parse(mm, name=name, metadata_only=metadata_only)
+            return parse(mm, name=name, metadata_only=metadata_only, lazy_strings=lazy_strings)
 
 
 def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>",
-          metadata_only: bool = False) -> GGUFFile:
+          metadata_only: bool = False, lazy_strings: bool = False) -> GGUFFile:
     """Parse a GGUF header held in memory (same rules and errors as `read`)."""
     try:
-        return _Parser(buf, name).run(metadata_only=metadata_only)
+        return _Parser(buf, name, lazy_strings=lazy_strings).run(metadata_only=metadata_only)
     except GGUFError:
         raise
     except (struct.error, ValueError, OverflowError, MemoryError, IndexError,
@@ -197,32 +199,40 @@ class _Cursor:
         self.pos += count * dtype.itemsize
         return out
 
-    def strings(self, count: int, len_type: ValueType, what: str) -> tuple[list[str], bytes | None]:
+    def strings(self, count: int, len_type: ValueType, what: str,
+                lazy: bool = False) -> tuple[Sequence[str], bytes | None]:
         """`count` length-prefixed strings, decoded with surrogateescape, and their raw bytes.
 
-        The hot loop of the reader (token texts and merges) only walks the
-        length fields (`_string_starts`); numpy then cuts them out of the
+        Where each string starts is found with numpy (`_string_starts_numpy`),
+        or else by walking the length fields (`_string_starts`); numpy then cuts them out of the
         array's bytes at once, leaving the strings joined by NUL, which one
         `decode` and one `split` turn into the list. That joined `bytes` is
         returned too, unless an element holds a NUL itself (then it is None
-        and each element is decoded on its own). A short buffer stops the
+        and each element is decoded on its own); with `lazy`, the list is a
+        `StringArray` that decodes them on first use. A short buffer stops the
         walk, and `_strings_checked` reads the array again to name the
         element and offset.
         """
-        starts = _string_starts(self.buf, self.pos, self.size, count, len_type)
-        if starts is None:
-            return self._strings_checked(count, len_type, what), None  # raises, naming the element
         begin, width = self.pos, _SCALAR_STRUCTS[len_type].size
-        end = starts.pop()  # the walk's last entry is where the array ends
+        found = _string_starts_numpy(self.buf, begin, self.size, count, width)
+        if found is None:
+            walked = _string_starts(self.buf, begin, self.size, count, len_type)
+            if walked is None:
+                return self._strings_checked(count, len_type, what), None  # raises, naming the element
+            end = walked.pop()  # the walk's last entry is where the array ends
+            found = np.array(walked, dtype=np.int64), end
+        starts, end = found
         region = bytes(self.buf[begin:end])
         self.pos = end
         if not count:
             return [], None
-        joined = _joined(region, np.array(starts, dtype=np.int64) - begin, width)
+        joined = _joined(region, starts - begin, width)
         if joined.count(0) != count - 1:  # an element holds a NUL: cut them one by one
-            cuts = [*starts, end + width]
+            cuts = [*starts.tolist(), end + width]
             return [region[a - begin:b - begin - width].decode("utf-8", "surrogateescape")
                     for a, b in itertools.pairwise(cuts)], None
+        if lazy:
+            return StringArray(joined, count), joined
         return joined.decode("utf-8", "surrogateescape").split("\x00"), joined
 
     def _strings_checked(self, count: int, len_type: ValueType, what: str) -> list[str]:
@@ -247,6 +257,45 @@ class _Cursor:
             pos += n
         self.pos = pos
         return out
+
+
+class StringArray(Sequence[str]):
+    """A string array read with `lazy_strings`: its bytes joined by NUL (no element holds
+    one), decoded into a `list[str]` (surrogateescape) the first time it is used.
+
+    `Tokenizer.from_gguf` reads this way: its vocabulary takes the token texts
+    and merges from `GGUFFile.raw_strings` as bytes, so the 408,403 `str`s of
+    llama-bpe's two arrays are never built unless someone asks for them.
+    """
+
+    __slots__ = ("_count", "_strings", "joined")
+
+    def __init__(self, joined: bytes, count: int) -> None:
+        self.joined, self._count = joined, count
+        self._strings: list[str] | None = None
+
+    @property
+    def strings(self) -> list[str]:
+        if self._strings is None:
+            self._strings = self.joined.decode("utf-8", "surrogateescape").split("\x00")
+        return self._strings
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]  # int or slice, as a list's
+        return self.strings[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.strings)
+
+    def __eq__(self, other: object) -> bool:
+        return self.strings == (other.strings if isinstance(other, StringArray) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __repr__(self) -> str:
+        return f"<StringArray of {self._count}>"
 
 
 def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
@@ -284,6 +333,42 @@ def _string_starts(buf: Buffer, pos: int, size: int, count: int, len_type: Value
     return starts
 
 
+def _string_starts_numpy(buf: Buffer, pos: int, size: int, count: int,
+                         width: int) -> tuple[np.ndarray, int] | None:
+    """`_string_starts` without a Python step per string, or None when this cannot tell.
+
+    Guess: a length field is a `width`-byte value below 65,536 (bytes 2 and up
+    zero) with a non-NUL byte before it (or the array start) and after it (the
+    string's first byte), which holds when no string is empty or holds a NUL.
+    Then check the guess the way the walk goes: the first field at `pos`, each
+    next one right after the string before it. What passes is the walk's
+    answer; anything else (too few fields, or a guess off the chain) gives None.
+    """
+    if count < 1024:  # the walk is quicker
+        return None
+    span = count * 24
+    while True:
+        stop = min(size, pos + span)
+        n = stop - pos
+        window = bytes(buf[pos:stop]) + bytes(width)
+        zero = np.frombuffer(window, dtype=np.uint8) == 0
+        guess = ~zero[width:n + width]  # the string's first byte
+        for k in range(2, width):
+            guess &= zero[k:n + k]
+        guess[1:] &= ~zero[:n - 1]
+        fields = np.flatnonzero(guess)[:count]
+        if len(fields) == count and fields[0] == 0:
+            value = np.ndarray(shape=(n,), dtype=f"<u{width}", buffer=window, strides=(1,))
+            after = fields + width + value[fields].astype(np.int64)
+            if after[-1] <= n and np.array_equal(after[:-1], fields[1:]):
+                return fields + (pos + width), int(after[-1]) + pos
+            if after[-1] <= n or stop == size:
+                return None  # off the chain, or a file cut short: the walk says which
+        elif stop == size:
+            return None
+        span *= 2
+
+
 def _joined(region: bytes, starts: np.ndarray, width: int) -> bytes:
     """The strings of an array's bytes (`region`, each string at `starts`, after its
     `width`-byte length) joined by one NUL: the last byte of each length field but the
@@ -298,7 +383,7 @@ def _joined(region: bytes, starts: np.ndarray, width: int) -> bytes:
 
 
 class _Parser:
-    def __init__(self, buf: Buffer | memoryview, name: str) -> None:
+    def __init__(self, buf: Buffer | memoryview, name: str, *, lazy_strings: bool = False) -> None:
         if isinstance(buf, memoryview):  # its slices cannot .decode(); bytes can
             buf = buf.tobytes()
         self.cur = _Cursor(buf, name)
@@ -306,6 +391,7 @@ class _Parser:
         self.len_type = ValueType.UINT64
         self.nested = 0  # nested arrays read so far (MAX_NESTED_ARRAYS)
         self.raw_strings: dict[str, bytes] = {}
+        self.lazy_strings = lazy_strings
 
     # -- primitives ---------------------------------------------------------
 
@@ -361,8 +447,10 @@ class _Parser:
         if etype in SCALAR_DTYPES:
             return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
-            strings, joined = self.cur.strings(count, self.len_type, f"array {key!r}")
-            if depth == 0 and joined is not None:
+            top = depth == 0
+            strings, joined = self.cur.strings(count, self.len_type, f"array {key!r}",
+                                               lazy=top and self.lazy_strings)
+            if top and joined is not None:
                 self.raw_strings[key] = joined
             return strings
         self.nested += count
