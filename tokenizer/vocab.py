@@ -456,21 +456,22 @@ def _split_merges(merges: Sequence[str], joined: bytes | None = None) -> Merges:
     return Merges(out)
 
 
-def _token_texts(d: _Draft, tokens: list[str], joined: bytes | None) -> tuple[bytes, ...]:
+def _token_texts(d: _Draft, tokens: Sequence[str], joined: bytes | None) -> tuple[bytes, ...]:
     # the reader's joined bytes hold no NUL inside a token: one split gives them all
     texts = _encode_all(tokens) if joined is None else joined.split(b"\x00")
     if not all(texts):
         for i, t in enumerate(texts):
             if not t:
                 texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
-    if max(map(len, texts), default=0) >= MAX_TOKEN_BYTES:
+    # (all of them together shorter than the limit: no need to look at each)
+    if (joined is None or len(joined) >= MAX_TOKEN_BYTES) and max(map(len, texts), default=0) >= MAX_TOKEN_BYTES:
         i = next(i for i, t in enumerate(texts) if len(t) >= MAX_TOKEN_BYTES)
         raise d.bad(Keys.TOKENS, f"token {i} is {len(texts[i])} bytes: llama.cpp aborts on "
                                  "pieces beyond the int32 limit")
     return tuple(texts)
 
 
-def _encode_all(tokens: list[str]) -> list[bytes]:
+def _encode_all(tokens: Sequence[str]) -> list[bytes]:
     """Each token's bytes (surrogateescape), in one `encode` when no token holds a NUL."""
     joined = "\x00".join(tokens)
     if tokens and joined.count("\x00") == len(tokens) - 1:
