@@ -79,7 +79,7 @@ class Tokenizer:
         refused as such.
         """
         with _collector_paused():
-            f = gguf.read(path)
+            f = gguf.read(path, lazy_strings=True)  # token texts and merges stay bytes
             model = model_name(f)
             try:
                 engine = engine_for(MODELS[model][0])

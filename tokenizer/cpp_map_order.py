@@ -80,38 +80,29 @@ def hash_all(texts: Sequence[bytes]) -> np.ndarray:
     """`hash_bytes` of every text, vectorised over 8-byte blocks (uint64 array)."""
     with np.errstate(over="ignore"):
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        buf = np.frombuffer(b"".join(texts) + bytes(8), dtype=np.uint8)
+        joined = b"".join(texts) + bytes(8)
+        # the little-endian 8-byte word starting at every byte
+        words = np.ndarray(shape=(len(joined) - 7,), dtype="<u8", buffer=joined, strides=(1,))
         starts = np.zeros(len(texts), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         mul = np.uint64(_MUL)
         h = np.uint64(_SEED) ^ (lengths.astype(np.uint64) * mul)
         blocks = lengths // 8
+        sel = np.nonzero(blocks)[0]
         for k in range(int(blocks.max(initial=0))):
-            sel = np.nonzero(blocks > k)[0]
-            word = (_load(buf, starts[sel] + 8 * k, 8) * mul)
+            sel = sel[blocks[sel] > k]  # the texts with a block k (fewer each round)
+            word = words[starts[sel] + 8 * k] * mul
             word = (word ^ (word >> np.uint64(47))) * mul
             h[sel] = (h[sel] ^ word) * mul
         rem = lengths & 7
         sel = np.nonzero(rem)[0]
-        tail = _load_partial(buf, starts[sel] + 8 * blocks[sel], rem[sel])
+        tail = words[starts[sel] + 8 * blocks[sel]] & _LOW_BYTES[rem[sel]]
         h[sel] = (h[sel] ^ tail) * mul
         h = (h ^ (h >> np.uint64(47))) * mul
         return h ^ (h >> np.uint64(47))
 
 
-def _load(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    word = np.zeros(len(at), dtype=np.uint64)
-    for j in range(width):
-        word |= buf[at + j].astype(np.uint64) << np.uint64(8 * j)
-    return word
-
-
-def _load_partial(buf: np.ndarray, at: np.ndarray, count: np.ndarray) -> np.ndarray:
-    word = np.zeros(len(at), dtype=np.uint64)
-    for j in range(7):
-        byte = np.where(count > j, buf[np.minimum(at + j, len(buf) - 1)], 0)
-        word |= byte.astype(np.uint64) << np.uint64(8 * j)
-    return word
+_LOW_BYTES = np.array([(1 << 8 * k) - 1 for k in range(8)], dtype=np.uint64)  # a word's low k bytes
 
 
 def _rehash_points(n: int) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ the flags, `merges` (BPE), `precompiled_charsmap` (UGM) and the raw `metadata`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -98,7 +98,7 @@ class Vocab:
     linefeed: int | None
     eog: frozenset[int]
     special_tokens: tuple[int, ...]
-    merges: tuple[tuple[bytes, bytes], ...]
+    merges: Merges
     precompiled_charsmap: bytes | None
     normalizer_lowercase: bool
     normalizer_strip_accents: bool
@@ -162,7 +162,7 @@ class _Draft:
         self.f = f
         self.flags: dict[str, bool] = {}
         self.special: dict[str, int] = dict.fromkeys(ROLES, NULL)
-        self.merges: tuple[tuple[bytes, bytes], ...] = ()
+        self.merges = Merges()
         self.charsmap: bytes | None = None
         self.lowercase = True
         self.strip_accents = True
@@ -223,7 +223,7 @@ class _Draft:
             if optional:
                 return
             raise GGUFError(f"{Keys.MERGES} is missing: llama.cpp refuses a BPE vocabulary without merges")
-        self.merges = _split_merges(merges)
+        self.merges = _split_merges(merges, self.f.raw_strings.get(Keys.MERGES))
 
     def read_charsmap(self) -> None:
         key = Keys.PRECOMPILED_CHARSMAP
@@ -247,7 +247,7 @@ class _Draft:
         n = len(tokens)
         if n > INT32_MAX:
             raise self.bad(Keys.TOKENS, f"has {n} tokens; token ids are int32")
-        self.texts = _token_texts(self, tokens)
+        self.texts = _token_texts(self, tokens, self.f.raw_strings.get(Keys.TOKENS))
         self.token_to_id = _unique_ids(self, self.texts)
         self.scores = self._scores(n)
         self.attrs = self._attrs(n)
@@ -373,25 +373,75 @@ def _type_name(t: tuple[ValueType | None, ValueType | None]) -> str:
     return str(vtype.name)
 
 
+class Merges(Sequence[tuple[bytes, bytes]]):
+    """The merges as llama.cpp splits them, (left, right) by rank.
+
+    When every merge holds exactly one space, not at its start, and no NUL (all
+    shipped vocabularies), they are kept as `joined`: their exact bytes joined
+    by NUL, which the BPE engine reads with numpy. The pairs are split from it
+    only when asked for (`pairs`, indexing, iterating).
+    """
+
+    __slots__ = ("_count", "_pairs", "joined")
+
+    def __init__(self, pairs: Sequence[tuple[bytes, bytes]] = (), *, joined: bytes | None = None,
+                 count: int = 0) -> None:
+        self.joined = joined if joined is not None and count else None
+        self._pairs: tuple[tuple[bytes, bytes], ...] | None = None if self.joined else tuple(pairs)
+        self._count = count if self.joined else len(pairs)
+
+    @property
+    def pairs(self) -> tuple[tuple[bytes, bytes], ...]:
+        if self._pairs is None:
+            assert self.joined is not None
+            parts = self.joined.replace(b"\x00", b" ").split(b" ")
+            self._pairs = tuple(zip(parts[0::2], parts[1::2], strict=True))
+        return self._pairs
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]  # int or slice, as a tuple's
+        return self.pairs[i]
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.pairs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Merges) and self.joined is not None and other.joined is not None:
+            return self.joined == other.joined
+        return isinstance(other, Sequence) and self.pairs == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self.pairs)
+
+    def __repr__(self) -> str:
+        return f"<Merges of {len(self)}>"
+
+
 # every byte but NUL and space: deleting them leaves a joined merge list's separators
 _NOT_SEPARATOR = bytes(b for b in range(256) if b not in (0, 0x20))
 # one merge per NUL-separated record: first part (at least one byte), space, second part
 _MERGE_RECORD = re.compile(rb"([^\x00][^ \x00]*) ([^\x00]*)(?:\x00|\Z)")
 
 
-def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
-    """llama.cpp splits each merge at the first space after position 0; no space gives ("", "")."""
-    joined = "\x00".join(merges).encode("utf-8", "surrogateescape")
+def _split_merges(merges: Sequence[str], joined: bytes | None = None) -> Merges:
+    """llama.cpp splits each merge at the first space after position 0; no space gives ("", "").
+
+    `joined` is the merges' exact bytes joined by NUL when the reader has them
+    (`GGUFFile.raw_strings`); otherwise they are joined and encoded here.
+    """
+    if joined is None:
+        joined = "\x00".join(merges).encode("utf-8", "surrogateescape")
     n = len(merges)
     if n and joined.translate(None, _NOT_SEPARATOR) == b" \x00" * (n - 1) + b" " and (
             not joined.startswith(b" ") and b"\x00 " not in joined):
-        # Each merge holds one space, not at its start, and no NUL: one split cuts them all.
-        parts = joined.replace(b"\x00", b" ").split(b" ")
-        return tuple(zip(parts[0::2], parts[1::2], strict=True))
+        # Each merge holds one space, not at its start, and no NUL: the engine cuts them itself.
+        return Merges(joined=joined, count=n)
     if joined.count(b"\x00") == n - 1:  # no merge holds a NUL itself
         pairs = _MERGE_RECORD.findall(joined)
         if len(pairs) == n:  # every record had its space: the regex is exact
-            return tuple(pairs)
+            return Merges(pairs)
     out: list[tuple[bytes, bytes]] = []
     append = out.append
     for m in merges:
@@ -403,23 +453,25 @@ def _split_merges(merges: list[str]) -> tuple[tuple[bytes, bytes], ...]:
             if not sep:
                 a = ""
         append((a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape")))
-    return tuple(out)
+    return Merges(out)
 
 
-def _token_texts(d: _Draft, tokens: list[str]) -> tuple[bytes, ...]:
-    texts = _encode_all(tokens)
+def _token_texts(d: _Draft, tokens: Sequence[str], joined: bytes | None) -> tuple[bytes, ...]:
+    # the reader's joined bytes hold no NUL inside a token: one split gives them all
+    texts = _encode_all(tokens) if joined is None else joined.split(b"\x00")
     if not all(texts):
         for i, t in enumerate(texts):
             if not t:
                 texts[i] = b"[EMPTY_%d]" % i  # llama.cpp's stand-in for an empty token
-    if max(map(len, texts), default=0) >= MAX_TOKEN_BYTES:
+    # (all of them together shorter than the limit: no need to look at each)
+    if (joined is None or len(joined) >= MAX_TOKEN_BYTES) and max(map(len, texts), default=0) >= MAX_TOKEN_BYTES:
         i = next(i for i, t in enumerate(texts) if len(t) >= MAX_TOKEN_BYTES)
         raise d.bad(Keys.TOKENS, f"token {i} is {len(texts[i])} bytes: llama.cpp aborts on "
                                  "pieces beyond the int32 limit")
     return tuple(texts)
 
 
-def _encode_all(tokens: list[str]) -> list[bytes]:
+def _encode_all(tokens: Sequence[str]) -> list[bytes]:
     """Each token's bytes (surrogateescape), in one `encode` when no token holds a NUL."""
     joined = "\x00".join(tokens)
     if tokens and joined.count("\x00") == len(tokens) - 1:
@@ -443,4 +495,4 @@ def _is_hex_byte(text: bytes) -> bool:
     return vocab_rules.hex_byte(text) is not None
 
 
-__all__ = ["MODELS", "NULL", "ROLES", "Attr", "Vocab", "load_vocab"]
+__all__ = ["MODELS", "NULL", "ROLES", "Attr", "Merges", "Vocab", "load_vocab"]

@@ -33,6 +33,7 @@ from ..pieces import ESCAPED_SPACE, hex_byte_piece
 from ..pretokenize import behaviours as pretokenizers
 from ..pretokenize.splitter import Splitter
 from ..vocab_rules import DNA_MARKER
+from . import bpe_ids
 from .base import BosEosEngine
 
 if TYPE_CHECKING:
@@ -58,16 +59,15 @@ class PairTable:
         self.bits = max(4, (4 * len(keys)).bit_length())  # at most a quarter full
         self.mask = (1 << self.bits) - 1
         self.keys = np.full(1 << self.bits, self._EMPTY, dtype=np.int64)
-        self.ranks = np.zeros(1 << self.bits, dtype=np.int64)
+        self.ranks = np.full(1 << self.bits, len(keys), dtype=np.int64)  # above every rank: free
         slot = self._slot(keys)
         pending = np.arange(len(keys))  # in rank order: the first of equal keys settles first
         while len(pending):
             at = slot[pending]
             free = self.keys[at] == self._EMPTY
-            taken, first = np.unique(at[free], return_index=True)
-            placed = pending[free][first]
-            self.keys[taken] = keys[placed]
-            self.ranks[taken] = placed
+            np.minimum.at(self.ranks, at[free], pending[free])  # of the keys wanting a free slot,
+            won = free & (self.ranks[at] == pending)  # the lowest rank takes it
+            self.keys[at[won]] = keys[pending[won]]
             pending = pending[self.keys[at] != keys[pending]]  # placed, or its first rank is in
             slot[pending] = (slot[pending] + 1) & self.mask
 
@@ -116,16 +116,24 @@ class Merger:
         self.n_tokens = n_tokens
         self.extra: dict[bytes, int] = {}  # texts a merge names that are no token
         self.extra_texts: list[bytes] = []
-        lefts, rights = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
-        left_ids = self._symbols(lefts)
-        right_ids = self._symbols(rights)
-        self.result = self._symbols(list(map(bytes.__add__, lefts, rights)))
+        joined = getattr(merges, "joined", None)  # tokenizer.vocab.Merges: its bytes, read with numpy
+        if joined is not None:
+            left, right, result = bpe_ids.merge_part_ids(joined, len(merges), self.ids, PairTable, self.symbol)
+        else:
+            lefts, rights = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
+            left = np.array(self._symbols(lefts), dtype=np.int64)
+            right = np.array(self._symbols(rights), dtype=np.int64)
+            result = np.array(self._symbols(list(map(bytes.__add__, lefts, rights))), dtype=np.int64)
         self.none = len(merges)  # the rank of a pair that is no merge: above every real one
         self.shift = (n_tokens + len(self.extra)).bit_length()
-        keys = (np.array(left_ids, dtype=np.int64) << self.shift) | np.array(right_ids, dtype=np.int64)
         # std::map::emplace keeps the first rank of a repeated pair: PairTable does too
-        self.table = PairTable(keys, self.none)
-        self.result_array = np.array(self.result, dtype=np.int64)
+        self.table = PairTable(left << self.shift | right, self.none)
+        self.result_array = result
+
+    @cached_property
+    def result(self) -> list[int]:
+        """The merged symbol of each rank, as a list for `merge_ids` (built on first use)."""
+        return self.result_array.tolist()  # type: ignore[no-any-return]
 
     @cached_property
     def ranks(self) -> dict[int, int]:
@@ -284,7 +292,11 @@ class WordCutter:
     MAX_CROSSING = 64
 
     def __init__(self, merges: Sequence[tuple[bytes, bytes]], marker: bytes = ESCAPED_SPACE) -> None:
-        crossing = [(a, b) for a, b in merges if b.startswith(marker) and not a.endswith(marker)]
+        joined = getattr(merges, "joined", None)  # tokenizer.vocab.Merges: read with numpy
+        if joined is not None:
+            crossing = bpe_ids.crossing(joined, len(merges), marker)
+        else:
+            crossing = [(a, b) for a, b in merges if b.startswith(marker) and not a.endswith(marker)]
         self.pattern = None
         if len(crossing) <= self.MAX_CROSSING:
             m = regex.escape(marker)
@@ -519,14 +531,15 @@ def _decoded(pieces: list[bytes]) -> list[str] | None:
 # UTF-8-shaped sequences that llama.cpp's lenient decoder reads as code points
 # above U+10FFFF, which it cannot re-encode (std::invalid_argument).
 _ABOVE_10FFFF = regex.compile(rb"[\xf5-\xf7][\x80-\xbf]{3}|\xf4[\x90-\xbf][\x80-\xbf]{2}")
+_BELOW_F4 = bytes(range(0xF4)) + bytes(range(0xF8, 0x100))  # deleted, only 0xf4 to 0xf7 remain
 
 
 def _refuse_undecodable_pieces(vocab: Vocab) -> None:
     """llama.cpp builds every piece while loading; a NORMAL byte-level token whose
     text decodes above U+10FFFF throws there, and the load fails ("invalid codepoint")."""
     joined = b"\x00".join(vocab.texts)
-    if not _ABOVE_10FFFF.search(joined):
-        return
+    if not joined.translate(None, _BELOW_F4) or not _ABOVE_10FFFF.search(joined):
+        return  # (no lead byte 0xf4 to 0xf7 at all: nothing for the regex to look at)
     starts = list(accumulate((len(t) + 1 for t in vocab.texts), initial=0))
     for m in _ABOVE_10FFFF.finditer(joined):
         token = bisect_right(starts, m.start()) - 1

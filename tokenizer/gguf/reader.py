@@ -17,7 +17,9 @@ strings as `str`, numeric arrays as little-endian numpy arrays (BOOL arrays as
 numpy `bool`), string arrays as `list[str]`, nested arrays as `list` of arrays.
 String values are decoded with ``surrogateescape``: valid UTF-8 reads as itself
 and any other byte survives as a lone surrogate, so `as_bytes(s)` gives back the
-exact bytes on disk. Keys and tensor names must be valid UTF-8.
+exact bytes on disk. Keys and tensor names must be valid UTF-8. A top-level string
+array's exact bytes are also kept, joined by NUL, in `GGUFFile.raw_strings` (when
+no element holds a NUL itself).
 
 Example:
     >>> f = read("ggml-vocab-llama-spm.gguf")
@@ -33,7 +35,7 @@ import itertools
 import mmap
 import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +55,7 @@ from .constants import (
     ValueType,
 )
 
-__all__ = ["MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS", "GGUFFile", "TensorInfo", "as_bytes", "parse", "read"]
+__all__ = ["MAX_ARRAY_DEPTH", "MAX_NESTED_ARRAYS", "GGUFFile", "StringArray", "TensorInfo", "as_bytes", "parse", "read"]
 
 MAX_ARRAY_DEPTH = 8  # arrays nested deeper than this are refused, not recursed into
 # Nested arrays in a whole file (llama.cpp refuses them all): each becomes a Python object of
@@ -93,6 +95,9 @@ class GGUFFile:
     data_offset: int
     file_size: int
     offsets: dict[str, int] = field(default_factory=dict)  # key -> byte offset of its value
+    # key -> a string array's exact bytes, its strings joined by NUL (when none holds a NUL),
+    # so the vocabulary takes token texts and merges without encoding them again
+    raw_strings: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 
     def where(self, key: str) -> str:
         """`"key 'k' (offset 0x1f3a0)"`, for error messages about a key."""
@@ -110,7 +115,7 @@ def as_bytes(value: str) -> bytes:
     return value.encode("utf-8", "surrogateescape")
 
 
-def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFile:
+def read(path: str | os.PathLike[str], *, metadata_only: bool = False, lazy_strings: bool = False) -> GGUFFile:
     """Parse the GGUF header of the file at `path` (memory-mapped, read-only).
 
     Only the pages the header spans are touched; tensor data is never read.
@@ -118,6 +123,8 @@ def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFi
     directory is not read, so a file cut after its metadata (a first chunk, a
     download stopped early) reads, with `tensors` empty and `data_offset` the
     end of the metadata. A file cut inside its metadata still fails.
+    With `lazy_strings`, a top-level string array that `raw_strings` holds is
+    returned as a `StringArray`, decoded only when it is first used.
     """
     name = os.fspath(path)
     with open(path, "rb") as fh:
@@ -129,14 +136,14 @@ def read(path: str | os.PathLike[str], *, metadata_only: bool = False) -> GGUFFi
         except ValueError as exc:  # e.g. a special file that cannot be mapped
             raise GGUFError(f"{name}: cannot map the file (offset 0x0): {exc}") from None
         with mm:
-            return parse(mm, name=name, metadata_only=metadata_only)
+            return parse(mm, name=name, metadata_only=metadata_only, lazy_strings=lazy_strings)
 
 
 def parse(buf: bytes | bytearray | memoryview | mmap.mmap, *, name: str = "<bytes>",
-          metadata_only: bool = False) -> GGUFFile:
+          metadata_only: bool = False, lazy_strings: bool = False) -> GGUFFile:
     """Parse a GGUF header held in memory (same rules and errors as `read`)."""
     try:
-        return _Parser(buf, name).run(metadata_only=metadata_only)
+        return _Parser(buf, name, lazy_strings=lazy_strings).run(metadata_only=metadata_only)
     except GGUFError:
         raise
     except (struct.error, ValueError, OverflowError, MemoryError, IndexError,
@@ -192,35 +199,41 @@ class _Cursor:
         self.pos += count * dtype.itemsize
         return out
 
-    def strings(self, count: int, len_type: ValueType, what: str) -> list[str]:
-        """`count` length-prefixed strings, decoded with surrogateescape.
+    def strings(self, count: int, len_type: ValueType, what: str,
+                lazy: bool = False) -> tuple[Sequence[str], bytes | None]:
+        """`count` length-prefixed strings, decoded with surrogateescape, and their raw bytes.
 
-        The hot loop of the reader (token texts and merges): one bounds check
-        per string, the slices gathered as bytes and decoded in one call
-        (`_decode_all`). A short buffer stops the loop, and `_strings_checked`
-        reads the array again to name the element and offset.
+        Where each string starts is found with numpy (`_string_starts_numpy`),
+        or else by walking the length fields (`_string_starts`); numpy then cuts them out of the
+        array's bytes at once, leaving the strings joined by NUL, which one
+        `decode` and one `split` turn into the list. That joined `bytes` is
+        returned too, unless an element holds a NUL itself (then it is None
+        and each element is decoded on its own); with `lazy`, the list is a
+        `StringArray` that decodes them on first use. A short buffer stops the
+        walk, and `_strings_checked` reads the array again to name the
+        element and offset.
         """
-        buf, size = self.buf, self.size
-        unpack = _SCALAR_STRUCTS[len_type].unpack_from
-        width = _SCALAR_STRUCTS[len_type].size
-        raw: list[bytes | bytearray] = []
-        append = raw.append
-        pos = self.pos
-        try:
-            for _ in range(count):
-                (n,) = unpack(buf, pos)  # struct.error when fewer than `width` bytes remain
-                pos += width
-                end = pos + n
-                if end > size:
-                    break
-                append(buf[pos:end])
-                pos = end
-        except struct.error:
-            pass
-        if len(raw) < count:
-            return self._strings_checked(count, len_type, what)  # raises, naming the element
-        self.pos = pos
-        return _decode_all(raw)
+        begin, width = self.pos, _SCALAR_STRUCTS[len_type].size
+        found = _string_starts_numpy(self.buf, begin, self.size, count, width)
+        if found is None:
+            walked = _string_starts(self.buf, begin, self.size, count, len_type)
+            if walked is None:
+                return self._strings_checked(count, len_type, what), None  # raises, naming the element
+            end = walked.pop()  # the walk's last entry is where the array ends
+            found = np.array(walked, dtype=np.int64), end
+        starts, end = found
+        region = bytes(self.buf[begin:end])
+        self.pos = end
+        if not count:
+            return [], None
+        joined = _joined(region, starts - begin, width)
+        if joined.count(0) != count - 1:  # an element holds a NUL: cut them one by one
+            cuts = [*starts.tolist(), end + width]
+            return [region[a - begin:b - begin - width].decode("utf-8", "surrogateescape")
+                    for a, b in itertools.pairwise(cuts)], None
+        if lazy:
+            return StringArray(joined, count), joined
+        return joined.decode("utf-8", "surrogateescape").split("\x00"), joined
 
     def _strings_checked(self, count: int, len_type: ValueType, what: str) -> list[str]:
         """`strings` one element at a time, each length and each string checked first."""
@@ -246,13 +259,52 @@ class _Cursor:
         return out
 
 
+class StringArray(Sequence[str]):
+    """A string array read with `lazy_strings`: its bytes joined by NUL (no element holds
+    one), decoded into a `list[str]` (surrogateescape) the first time it is used.
+
+    `Tokenizer.from_gguf` reads this way: its vocabulary takes the token texts
+    and merges from `GGUFFile.raw_strings` as bytes, so the 408,403 `str`s of
+    llama-bpe's two arrays are never built unless someone asks for them.
+    """
+
+    __slots__ = ("_count", "_strings", "joined")
+
+    def __init__(self, joined: bytes, count: int) -> None:
+        self.joined, self._count = joined, count
+        self._strings: list[str] | None = None
+
+    @property
+    def strings(self) -> list[str]:
+        if self._strings is None:
+            self._strings = self.joined.decode("utf-8", "surrogateescape").split("\x00")
+        return self._strings
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]  # int or slice, as a list's
+        return self.strings[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.strings)
+
+    def __eq__(self, other: object) -> bool:
+        return self.strings == (other.strings if isinstance(other, StringArray) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __repr__(self) -> str:
+        return f"<StringArray of {self._count}>"
+
+
 def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
     """Each of `raw` decoded with surrogateescape, in one `decode` when no element holds a NUL.
 
     Exact: a NUL is a whole UTF-8 character, so an invalid sequence at the end
     of one element cannot run into the next, and each byte surrogateescape
     stands in for is the same either way (tests/test_gguf_reader.py checks
-    it against one decode per element).
+    it against one decode per element). `_Cursor.strings` relies on the same.
     """
     joined = b"\x00".join(raw)
     if joined.count(0) == len(raw) - 1:
@@ -260,14 +312,86 @@ def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
     return [r.decode("utf-8", "surrogateescape") for r in raw]
 
 
+def _string_starts(buf: Buffer, pos: int, size: int, count: int, len_type: ValueType) -> list[int] | None:
+    """Where each of `count` length-prefixed strings starts, then where the last one ends;
+    None when the buffer ends first. Only the length fields are read."""
+    unpack = _SCALAR_STRUCTS[len_type].unpack_from
+    width = _SCALAR_STRUCTS[len_type].size
+    starts: list[int] = []
+    append = starts.append
+    try:
+        for _ in range(count):
+            (n,) = unpack(buf, pos)  # struct.error when fewer than `width` bytes remain
+            pos += width
+            append(pos)
+            pos += n
+            if pos > size:
+                return None
+    except struct.error:
+        return None
+    append(pos)
+    return starts
+
+
+def _string_starts_numpy(buf: Buffer, pos: int, size: int, count: int,
+                         width: int) -> tuple[np.ndarray, int] | None:
+    """`_string_starts` without a Python step per string, or None when this cannot tell.
+
+    Guess: a length field is a `width`-byte value below 65,536 (bytes 2 and up
+    zero) with a non-NUL byte before it (or the array start) and after it (the
+    string's first byte), which holds when no string is empty or holds a NUL.
+    Then check the guess the way the walk goes: the first field at `pos`, each
+    next one right after the string before it. What passes is the walk's
+    answer; anything else (too few fields, or a guess off the chain) gives None.
+    """
+    if count < 1024:  # the walk is quicker
+        return None
+    span = count * 24
+    while True:
+        stop = min(size, pos + span)
+        n = stop - pos
+        window = bytes(buf[pos:stop]) + bytes(width)
+        zero = np.frombuffer(window, dtype=np.uint8) == 0
+        guess = ~zero[width:n + width]  # the string's first byte
+        for k in range(2, width):
+            guess &= zero[k:n + k]
+        guess[1:] &= ~zero[:n - 1]
+        fields = np.flatnonzero(guess)[:count]
+        if len(fields) == count and fields[0] == 0:
+            value = np.ndarray(shape=(n,), dtype=f"<u{width}", buffer=window, strides=(1,))
+            after = fields + width + value[fields].astype(np.int64)
+            if after[-1] <= n and np.array_equal(after[:-1], fields[1:]):
+                return fields + (pos + width), int(after[-1]) + pos
+            if after[-1] <= n or stop == size:
+                return None  # off the chain, or a file cut short: the walk says which
+        elif stop == size:
+            return None
+        span *= 2
+
+
+def _joined(region: bytes, starts: np.ndarray, width: int) -> bytes:
+    """The strings of an array's bytes (`region`, each string at `starts`, after its
+    `width`-byte length) joined by one NUL: the last byte of each length field but the
+    first becomes the NUL, the rest of the fields are dropped."""
+    data = np.frombuffer(region, dtype=np.uint8).copy()
+    data[starts - 1] = 0
+    keep = np.ones(len(data), dtype=bool)
+    for back in range(2, width + 1):
+        keep[starts - back] = False
+    keep[starts[0] - 1] = False  # the first string has no NUL before it
+    return data[keep].tobytes()
+
+
 class _Parser:
-    def __init__(self, buf: Buffer | memoryview, name: str) -> None:
+    def __init__(self, buf: Buffer | memoryview, name: str, *, lazy_strings: bool = False) -> None:
         if isinstance(buf, memoryview):  # its slices cannot .decode(); bytes can
             buf = buf.tobytes()
         self.cur = _Cursor(buf, name)
         self.version = 0
         self.len_type = ValueType.UINT64
         self.nested = 0  # nested arrays read so far (MAX_NESTED_ARRAYS)
+        self.raw_strings: dict[str, bytes] = {}
+        self.lazy_strings = lazy_strings
 
     # -- primitives ---------------------------------------------------------
 
@@ -323,7 +447,12 @@ class _Parser:
         if etype in SCALAR_DTYPES:
             return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
-            return self.cur.strings(count, self.len_type, f"array {key!r}")
+            top = depth == 0
+            strings, joined = self.cur.strings(count, self.len_type, f"array {key!r}",
+                                               lazy=top and self.lazy_strings)
+            if top and joined is not None:
+                self.raw_strings[key] = joined
+            return strings
         self.nested += count
         if self.nested > MAX_NESTED_ARRAYS:
             raise self.cur.fail(
@@ -475,6 +604,7 @@ class _Parser:
             data_offset=data_offset,
             file_size=self.cur.size,
             offsets=offsets,
+            raw_strings=self.raw_strings,
         )
 
 
