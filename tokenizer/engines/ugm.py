@@ -41,6 +41,7 @@ from ..normalize.charsmap import lead_table, parse
 from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
 from .base import BosEosEngine, collector_paused
+from .ugm_batch import MIN_WORDS, BatchViterbi
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -170,6 +171,9 @@ class Lattice:
         self.entries = dict(zip(compress(to_id, keep.tolist()), zip(ids.tolist(), used[ids].tolist())))
         keys = list(self.entries)
         sizes = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        # for the batched Viterbi, built on first use (`batch`)
+        self._matcher = (keys, ids, used[ids], sizes)
+        self._batch: BatchViterbi | None = None
         self.heads = _heads(keys, sizes)
         self.sures: dict[bytes, _Sure] = {}
         self.firsts = _firsts(self.entries, compress(keys, (sizes < HEAD).tolist()))
@@ -198,10 +202,23 @@ class Lattice:
             if cache.make_room(len(missing)):
                 missing = set(words)
             space, viterbi = self.space, self.viterbi
+            batch = self.batch() if len(missing) >= MIN_WORDS else None
+            if batch is not None:
+                found, batched, rest = batch.run(list(missing))
+                cache.update(zip(batched, found))
+                missing = set(rest)
             for word in missing:
                 cache[word] = viterbi(space + word)
         ids = list(chain.from_iterable(map(cache.__getitem__, words)))
         return _collapse(ids, self.unk) if self.unk in ids else ids
+
+    def batch(self) -> BatchViterbi | None:
+        """The batched Viterbi (`engines.ugm_batch`), or None where it would not be exact."""
+        if self._batch is None:
+            keys, ids, values, sizes = self._matcher
+            self._batch = BatchViterbi(keys, ids, values, sizes, unk=self.unk, unk_score=self.unk_score,
+                                       space=self.space)
+        return self._batch if self._batch.unique else None
 
     def viterbi(self, data: bytes, *, unk: int | None = None) -> list[int]:
         """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
