@@ -41,7 +41,7 @@ from ..normalize.charsmap import lead_table, parse
 from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
 from .base import BosEosEngine, collector_paused
-from .ugm_batch import MIN_WORDS, BatchViterbi
+from .ugm_batch import BUILD_AFTER, MIN_WORDS, BatchViterbi
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -174,6 +174,7 @@ class Lattice:
         # for the batched Viterbi, built on first use (`batch`)
         self._matcher = (keys, ids, used[ids], sizes)
         self._batch: BatchViterbi | None = None
+        self._slow_words = 0  # words segmented one by one while there was no batch
         self.heads = _heads(keys, sizes)
         self.sures: dict[bytes, _Sure] = {}
         self.firsts = _firsts(self.entries, compress(keys, (sizes < HEAD).tolist()))
@@ -202,7 +203,7 @@ class Lattice:
             if cache.make_room(len(missing)):
                 missing = set(words)
             space, viterbi = self.space, self.viterbi
-            batch = self.batch() if len(missing) >= MIN_WORDS else None
+            batch = self.batch_for(len(missing))
             if batch is not None:
                 found, batched, rest = batch.run(list(missing))
                 cache.update(zip(batched, found))
@@ -211,6 +212,17 @@ class Lattice:
                 cache[word] = viterbi(space + word)
         ids = list(chain.from_iterable(map(cache.__getitem__, words)))
         return _collapse(ids, self.unk) if self.unk in ids else ids
+
+    def batch_for(self, n: int) -> BatchViterbi | None:
+        """The batch for `n` missing words, or None where the per-word pass is faster: fewer
+        than MIN_WORDS, or no batch yet and fewer than BUILD_AFTER missing words so far
+        (counting these: the build costs about that much, so it is paid once it would
+        have paid for itself)."""
+        if self._batch is None:
+            self._slow_words += n
+            if self._slow_words < BUILD_AFTER:
+                return None
+        return self.batch() if n >= MIN_WORDS else None
 
     def batch(self) -> BatchViterbi | None:
         """The batched Viterbi (`engines.ugm_batch`), or None where it would not be exact."""

@@ -39,7 +39,8 @@ _LEAD = np.array([1] * 0xC0 + [2] * 0x20 + [3] * 0x10 + [4] * 0x10, dtype=np.int
 _PAD = bytes(8)
 _U8 = np.uint64(8)
 _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [0], dtype=np.uint64)
-MIN_WORDS = 64  # fewer missing words than this: the per-word Python pass is faster
+MIN_WORDS = 256  # fewer missing words than this: the per-word Python pass is faster
+BUILD_AFTER = 3000  # the build costs about as much as this many words one by one
 
 
 def _u64_view(raw: bytes) -> np.ndarray:
