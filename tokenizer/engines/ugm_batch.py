@@ -48,14 +48,15 @@ def _u64_view(raw: bytes) -> np.ndarray:
     return np.ndarray(shape=(len(raw) - 7,), dtype=np.uint64, buffer=raw, strides=(1,))
 
 
-def _keys(view: np.ndarray, start: np.ndarray, size: np.ndarray) -> np.ndarray:
+def _keys(view: np.ndarray, start: np.ndarray, size: np.ndarray, first: np.ndarray | None = None) -> np.ndarray:
     """The lookup key of each run of `size` bytes from `start` (int64 sizes, >= 1).
 
     Below 8 bytes: the bytes, then the size in the low byte (exact). From 8
     bytes: a hash of the 8-byte chunks at 0, 8, ... and of the last 8 bytes,
-    with the low byte 0 (so never a short key's).
+    with the low byte 0 (so never a short key's). `first`: the 8 bytes at `start`.
     """
-    first = view[start]
+    if first is None:
+        first = view[start]
     keys: np.ndarray = ((first & _MASKS[np.minimum(size, 8)]) << _U8) | size.view(np.uint64)
     long = np.flatnonzero(size >= 8)
     if len(long):
@@ -106,7 +107,7 @@ class BatchViterbi:
         key = _keys(self.view, offsets[rows], sizes[rows])
         slot = ((key * _MIX) >> _SHIFT).view(np.int64)
         table = np.full(1 << _BITS, _EMPTY, dtype=np.uint64)
-        table_row = np.full(1 << _BITS, -1, dtype=np.int64)
+        table_row = np.full(1 << _BITS, -1, dtype=np.int32)
         table[slot] = key
         table_row[slot] = rows
         # a slot two tokens hash to keeps only the last one written
@@ -190,43 +191,51 @@ class BatchViterbi:
 
         src_parts, dst_parts, row_parts, loc_parts = [], [], [], []
         single = np.zeros(n_cp, dtype=bool)
-        at = cp_index
+        # code points by how many follow them in their word, most first: the starts of
+        # windows of k code points are then the first n_at[k - 1]
+        order = np.argsort(-remaining.astype(_narrow(n_cps)), kind="stable")
+        n_at = np.searchsorted(-remaining[order], -np.arange(1, self.max_cps + 1), side="right").tolist()
+        begin_all = cell[order]
+        p_all = pos[begin_all]
+        first_all = view[p_all]
+        loc_all = loc[order]
         max_size = self.max_size
-        for k in range(1, self.max_cps + 1):
-            at = at[remaining[at] >= k]
-            if not len(at):
+        for k, n in enumerate(n_at, 1):
+            if not n:
                 break
-            begin = cell[at]
-            p = pos[begin]
-            size = pos[begin + k] - p
+            begin = begin_all[:n]
+            size = pos[begin + k] - p_all[:n]
             fits = size <= max_size
-            if not fits.all():
-                at, begin, p, size = at[fits], begin[fits], p[fits], size[fits]
-            hit, row = self.lookup(_keys(view, p, size))
+            if fits.all():
+                hit, row = self.lookup(_keys(view, p_all[:n], size, first_all[:n]))
+            else:
+                sub = np.flatnonzero(fits)
+                hit, row = self.lookup(_keys(view, p_all[sub], size[sub], first_all[sub]))
+                hit = sub[hit]
             long = np.flatnonzero(size[hit] >= 8)
             if len(long):
                 h = hit[long]
                 r = row[long]
                 ok = self.tok_size[r] == size[h]
-                ok[ok] = _same_bytes(view, p[h[ok]], self.view, self.tok_offset[r[ok]], size[h[ok]])
+                ok[ok] = _same_bytes(view, p_all[h[ok]], self.view, self.tok_offset[r[ok]], size[h[ok]])
                 if not ok.all():
                     good = np.ones(len(hit), dtype=bool)
                     good[long[~ok]] = False
                     hit, row = hit[good], row[good]
             if k == 1:
-                single[at[hit]] = True
-            src_parts.append(begin[hit])
-            dst_parts.append(begin[hit] + k)
+                single[order[hit]] = True
+            src = begin_all[hit]
+            src_parts.append(src)
+            dst_parts.append(src + k)
             row_parts.append(row)
-            loc_parts.append(loc[at[hit]])
+            loc_parts.append(loc_all[hit])
         unknown = np.flatnonzero(~single)
         src_parts.append(cell[unknown])
         dst_parts.append(cell[unknown] + 1)
         row_parts.append(np.full(len(unknown), -1, dtype=np.int64))
         loc_parts.append(loc[unknown])
         locs = np.concatenate(loc_parts)
-        narrow = np.int16 if len(n_cps) and int(n_cps.max()) < 1 << 15 else np.int64
-        by_loc = np.argsort(locs.astype(narrow), kind="stable")
+        by_loc = np.argsort(locs.astype(_narrow(n_cps)), kind="stable")
         src = np.concatenate(src_parts)[by_loc]
         dst = np.concatenate(dst_parts)[by_loc]
         row = np.concatenate(row_parts)[by_loc]
@@ -272,6 +281,11 @@ class BatchViterbi:
         flat = ids.tolist()
         cut = cuts.tolist()
         return [flat[a:b] for a, b in pairwise(cut)]
+
+
+def _narrow(n_cps: np.ndarray) -> type[np.signedinteger]:
+    """int16 (sorted by radix) when every word has fewer than 2**15 code points."""
+    return np.int16 if len(n_cps) and int(n_cps.max()) < 1 << 15 else np.int64
 
 
 def _most_lead_bytes(buf: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> int:
