@@ -19,7 +19,9 @@ Speed without changing the answer: where no matcher token can span a space
 symbol (checked at load), the Viterbi pass splits at each space symbol and
 caches words, which is exact while all score sums are exact in doubles (checked
 per call from the scores' binary exponents; otherwise the whole fragment goes
-through one pass, as in llama.cpp).
+through one pass, as in llama.cpp). A call with many uncached words segments
+them all at once in numpy (`engines.ugm_batch`, built once the tokenizer has met
+`BUILD_AFTER` missing words); short calls keep the per-word pass.
 """
 
 from __future__ import annotations

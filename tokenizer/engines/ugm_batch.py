@@ -20,6 +20,11 @@ each to be segmented as the space symbol before it (`ugm.Lattice.viterbi`):
   tie, as in llama.cpp, because earlier positions relax first and only a
   strictly higher sum replaces a cell's best; the sums are the same doubles;
 - backtrack along each word's start pointers; runs of unknowns collapse.
+
+Keys: a table of 2**21 slots (the key and the token's row), a slot two tokens
+share resolved by a sorted search; duplicate keys among the tokens (a hash
+collision) turn the batch off (`unique`). Built from the lattice's own entries on
+first use: about 40 ms and 30 MB for nomic-bert-moe's 250,000 tokens.
 """
 
 from __future__ import annotations
