@@ -253,7 +253,7 @@ def test_variant_vocab_written_with_reader_types(variants):
 
 # --- the batched Viterbi (engines.ugm_batch) -------------------------------------------------
 
-BATCHED = ["nomic", "prefix-no-merge", "user-defined", "no-charsmap", "odd-tokens", "ties"]
+BATCHED = ["nomic", "prefix-no-merge", "user-defined", "no-charsmap", "odd-tokens", "ties", "no-unk-key"]
 TIES = [("\ua66e" * n) for n in range(1, 8)] + ["x\ua66e\ua66e", "\ua66e\ua66ex"]
 
 
