@@ -143,17 +143,26 @@ class BatchViterbi:
 
     def run(self, words: list[bytes]) -> tuple[list[list[int]], list[bytes], list[bytes]]:
         """(ids of each batched word, the batched words, the words left to the caller)."""
-        return self._run(words, trim=True)
+        sizes = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        cut = _long_words(sizes)
+        if cut is None:
+            return self._run(words, sizes)
+        long = sizes > cut
+        leftover = [words[i] for i in np.flatnonzero(long).tolist()]
+        rows = np.flatnonzero(~long)
+        ids, batched, more = self._run([words[i] for i in rows.tolist()], sizes[rows])
+        return ids, batched, leftover + more
 
-    def _run(self, words: list[bytes], *, trim: bool) -> tuple[list[list[int]], list[bytes], list[bytes]]:
+    def _run(self, words: list[bytes], sizes: np.ndarray) -> tuple[list[list[int]], list[bytes], list[bytes]]:
+        if len(words) < MIN_WORDS:
+            return [], [], words
         space = self.space
         raw = space + space.join(words) + _PAD
         total = len(raw) - len(_PAD)
         buf = np.frombuffer(raw, dtype=np.uint8)
         n_words = len(words)
-        sizes = np.fromiter(map(len, words), dtype=np.int64, count=n_words) + len(space)
         word_start = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(sizes, out=word_start[1:])
+        np.cumsum(sizes + len(space), out=word_start[1:])
         body = buf[:total]
         lead = np.flatnonzero((body & 0xC0) != 0x80)
         lengths = np.diff(lead, append=total)
@@ -161,20 +170,14 @@ class BatchViterbi:
         cp_first = np.searchsorted(lead, word_start)
         n_cps = np.diff(cp_first)
         bad = lengths != _LEAD[body[lead]]
-        cut = _long_words(n_cps) if trim else None
-        if bad.any() or cut is not None:
+        if bad.any():
             word_of_cp = np.repeat(np.arange(n_words), n_cps)
-            left = np.zeros(n_words, dtype=bool)
-            left[word_of_cp[bad]] = True
-            if cut is not None:
-                left |= n_cps > cut
-            keep = np.flatnonzero(~left).tolist()
-            leftover = [words[i] for i in np.flatnonzero(left).tolist()]
-            batched = [words[i] for i in keep]
-            if len(batched) < MIN_WORDS:
-                return [], [], words
-            ids, batched, more = self._run(batched, trim=False)
-            return ids, batched, leftover + more
+            broken = np.zeros(n_words, dtype=bool)
+            broken[word_of_cp[bad]] = True
+            leftover = [words[i] for i in np.flatnonzero(broken).tolist()]
+            rows = np.flatnonzero(~broken)
+            ids, batched, _ = self._run([words[i] for i in rows.tolist()], sizes[rows])  # none broken
+            return ids, batched, leftover
         return self._viterbi(words, raw, lead, cp_first, n_cps, word_start[1:]), words, []
 
     def _viterbi(self, words: list[bytes], raw: bytes, lead: np.ndarray, cp_first: np.ndarray,
@@ -308,13 +311,14 @@ def _most_lead_bytes(buf: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) ->
     return max(most, int(leads.max()))
 
 
-def _long_words(n_cps: np.ndarray) -> int | None:
-    """A code point count above which words are left to the caller, or None.
+def _long_words(sizes: np.ndarray) -> int | None:
+    """A size in bytes above which words are left to the caller, or None.
 
-    The batch takes one numpy step per local position; past the fourth-longest
-    word, each step would serve three words or fewer.
+    The batch takes one numpy step per local position (code point); for words
+    over 32 bytes longer than the fourth-longest, each step would serve three
+    words or fewer.
     """
-    if len(n_cps) < 4:
+    if len(sizes) < 4:
         return None
-    fourth = int(np.partition(n_cps, len(n_cps) - 4)[len(n_cps) - 4])
-    return fourth if int(n_cps.max()) > fourth + 8 else None
+    fourth = int(np.partition(sizes, len(sizes) - 4)[len(sizes) - 4])
+    return fourth + 32 if int(sizes.max()) > fourth + 32 else None
