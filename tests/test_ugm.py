@@ -329,7 +329,7 @@ def test_batched_viterbi_gives_the_per_word_ids(variants, batch_inputs, name):
     bare = [t[len(space):] if t.startswith(space) else t for t in texts]
     words = _words(tok, batch_inputs) + bare + [t[:-1] for t in bare]
     words = list(dict.fromkeys(words + [w + space + w for w in bare[:500]]))  # with the symbol inside
-    words += [b"ab" * 300, "\u65e5\u672c" * 200]  # far longer than the rest: left out
+    words += [b"ab" * 300, ("\u65e5\u672c" * 200).encode()]  # far longer than the rest: left out
     batch = lattice.batch()
     assert batch is not None
     ids, batched, left = batch.run(words)
