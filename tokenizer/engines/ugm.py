@@ -173,8 +173,8 @@ class Lattice:
         self.entries = dict(zip(compress(to_id, keep.tolist()), zip(ids.tolist(), used[ids].tolist())))
         keys = list(self.entries)
         sizes = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-        # for the batched Viterbi, built on first use (`batch`)
-        self._matcher = (keys, ids, used[ids], sizes)
+        # for the batched Viterbi, built on first use (`batch`): ids, scores, sizes by `entries`
+        self._matcher = (ids.astype(np.int32), used[ids], sizes.astype(np.int32))
         self._batch: BatchViterbi | None = None
         self._slow_words = 0  # words segmented one by one while there was no batch
         self.heads = _heads(keys, sizes)
@@ -229,9 +229,9 @@ class Lattice:
     def batch(self) -> BatchViterbi | None:
         """The batched Viterbi (`engines.ugm_batch`), or None where it would not be exact."""
         if self._batch is None:
-            keys, ids, values, sizes = self._matcher
-            self._batch = BatchViterbi(keys, ids, values, sizes, unk=self.unk, unk_score=self.unk_score,
-                                       space=self.space)
+            ids, values, sizes = self._matcher
+            self._batch = BatchViterbi(list(self.entries), ids, values, sizes.astype(np.int64),
+                                       unk=self.unk, unk_score=self.unk_score, space=self.space)
         return self._batch if self._batch.unique else None
 
     def viterbi(self, data: bytes, *, unk: int | None = None) -> list[int]:
