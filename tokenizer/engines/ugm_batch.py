@@ -36,9 +36,10 @@ import numpy as np
 _M = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: the chunk hash, the bucket mix
 _MIX = np.uint64(0xD6E8FEB86659FD93)
 _LOW = np.uint64(0xFF)
+_TOP = np.uint64(1 << 63)
+_LAST = np.uint64((1 << 64) - 1)
 _BITS = 21  # table slots: 2**21
 _MULTI = np.uint64(0xFF)  # the key of a slot that two or more tokens hash to (no run's key)
-_EMPTY = np.uint64(0xFE)  # the key of a slot no token hashes to (no run's key either)
 _SHIFT = np.uint64(64 - _BITS)
 _LEAD = np.array([1] * 0xC0 + [2] * 0x20 + [3] * 0x10 + [4] * 0x10, dtype=np.int64)
 _PAD = bytes(8)
@@ -58,14 +59,15 @@ def _keys(view: np.ndarray, start: np.ndarray, size: np.ndarray, first: np.ndarr
 
     Below 8 bytes: the bytes, then the size in the low byte (exact). From 8
     bytes: a hash of the 8-byte chunks at 0, 8, ... and of the last 8 bytes,
-    with the low byte 0 (so never a short key's). `first`: the 8 bytes at `start`.
+    with the low byte 0 (so never a short key's) and the top bit set (never 0).
+    `first`: the 8 bytes at `start`.
     """
     if first is None:
         first = view[start]
     keys: np.ndarray = ((first & _MASKS[np.minimum(size, 8)]) << _U8) | size.view(np.uint64)
     long = np.flatnonzero(size >= 8)
     if len(long):
-        keys[long] = _chunk_hash(view, start[long], size[long], first[long]) & ~_LOW
+        keys[long] = (_chunk_hash(view, start[long], size[long], first[long]) & ~_LOW) | _TOP
     return keys
 
 
@@ -111,8 +113,8 @@ class BatchViterbi:
         rows = np.flatnonzero(sizes > 0)
         key = _keys(self.view, offsets[rows], sizes[rows])
         slot = ((key * _MIX) >> _SHIFT).view(np.int64)
-        table = np.full(1 << _BITS, _EMPTY, dtype=np.uint64)
-        table_row = np.full(1 << _BITS, -1, dtype=np.int32)
+        table = np.zeros(1 << _BITS, dtype=np.uint64)  # 0: no run's key (an empty slot)
+        table_row = np.empty(1 << _BITS, dtype=np.int32)  # read only where a key matched
         table[slot] = key
         table_row[slot] = rows
         # a slot two tokens hash to keeps only the last one written
@@ -121,7 +123,7 @@ class BatchViterbi:
         in_shared = np.flatnonzero(shared[slot])
         table[np.flatnonzero(shared)] = _MULTI
         by_key = np.argsort(key[in_shared])
-        self.shared_key = np.append(key[in_shared][by_key], np.uint64(0))
+        self.shared_key = np.append(key[in_shared][by_key], _LAST)  # sorted, and no run's key
         self.shared_row = rows[in_shared][by_key]
         self.unique = bool((self.shared_key[1:-1] != self.shared_key[:-2]).all())
         self.table, self.table_row = table, table_row
