@@ -347,3 +347,20 @@ def test_batched_viterbi_gives_the_per_word_ids(variants, batch_inputs, name):
     broken = {w for w in words if not whole(w)}
     assert broken <= set(left) and len(set(left) - broken) <= 3
     assert set(words[-2:]) <= set(left)
+
+
+def test_batched_viterbi_with_a_crowded_table(monkeypatch, variants, batch_inputs):
+    """A table of 16 slots: every token shares a slot, so every hit goes through the
+    sorted search of the shared keys, past its last key too: the same ids."""
+    from tokenizer.engines import ugm_batch
+
+    monkeypatch.setattr(ugm_batch, "_BITS", 4)
+    monkeypatch.setattr(ugm_batch, "_SHIFT", np.uint64(60))
+    tok = Tokenizer.from_gguf(variants["ties"])
+    lattice = tok.engine.lattice
+    batch = lattice.batch()
+    assert batch is not None and len(batch.shared_row) == len(lattice.entries)
+    words = _words(tok, batch_inputs) + [t[1:] for t in tok.vocab.texts]
+    ids, batched, _ = batch.run(list(dict.fromkeys(words)))
+    assert len(batched) > 3000
+    assert ids == [lattice.viterbi(lattice.space + w) for w in batched]
