@@ -364,3 +364,17 @@ def test_batched_viterbi_with_a_crowded_table(monkeypatch, variants, batch_input
     ids, batched, _ = batch.run(list(dict.fromkeys(words)))
     assert len(batched) > 3000
     assert ids == [lattice.viterbi(lattice.space + w) for w in batched]
+
+
+def test_batch_off_when_two_tokens_share_a_key(monkeypatch, variants):
+    """A hash that collides (here: every long token's) turns the batch off; the
+    per-word pass still segments a long call."""
+    from tokenizer.engines import ugm, ugm_batch
+
+    monkeypatch.setattr(ugm_batch, "_chunk_hash", lambda view, start, size, first: np.zeros(len(start), np.uint64))
+    monkeypatch.setattr(ugm, "BUILD_AFTER", 0)
+    tok = Tokenizer.from_gguf(variants["ties"])
+    lattice = tok.engine.lattice
+    assert lattice.batch() is None
+    words = sorted({t[1:] for t in tok.vocab.texts if t.startswith(lattice.space)})
+    assert lattice.by_words(words) == [i for w in words for i in lattice.viterbi(lattice.space + w)]
