@@ -182,6 +182,9 @@ VARIANTS = {
     "odd-tokens": lambda: variant(tokens=[b"\xe2", b"a\xe2", b"\xe2\x96", "x\u2581y", b"\xc3"],
                                   types=[TokenType.NORMAL] * 5, scores=[-1.0] * 5),
     "no-unk-key": lambda: variant(**{Keys.UNK_ID: None}),
+    # exact ties: "▁ꙮꙮꙮ" is ▁ꙮꙮ+ꙮ, ▁ꙮ+ꙮꙮ or ▁ꙮ+ꙮ+ꙮ, all -6.5 (llama.cpp keeps the earliest start)
+    "ties": lambda: variant(tokens=["\u2581\ua66e\ua66e", "\u2581\ua66e", "\ua66e", "\ua66e\ua66e"],
+                            types=[TokenType.NORMAL] * 4, scores=[-4.0, -1.5, -2.5, -5.0]),
 }
 
 
@@ -246,3 +249,132 @@ def test_unknown_newline_beyond_vocabulary_is_refused_like_llama(tmp_path):
 def test_variant_vocab_written_with_reader_types(variants):
     f = gguf.read(variants["prefix-merge"])
     assert f.types[Keys.PRECOMPILED_CHARSMAP] == (ValueType.ARRAY, ValueType.UINT8)
+
+
+# --- the batched Viterbi (engines.ugm_batch) -------------------------------------------------
+
+BATCHED = ["nomic", "prefix-no-merge", "user-defined", "no-charsmap", "odd-tokens", "ties", "no-unk-key"]
+TIES = [("\ua66e" * n) for n in range(1, 8)] + ["x\ua66e\ua66e", "\ua66e\ua66ex"]
+
+
+def _batch_path(variants, name):
+    return _nomic() if name == "nomic" else variants[name]
+
+
+@pytest.fixture(scope="module")
+def batch_inputs() -> list[bytes]:
+    """The boundary slice of nomic-bert-moe and the first 20,000 bytes of the diverse corpus."""
+    from harness.inputs.boundaries import cases
+    from harness.models.shipped import project_root
+
+    probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
+              for c in cases(_nomic())]
+    ties = " ".join(TIES).encode()
+    return probes + [ties, (project_root() / "corpora" / "diverse.txt").read_bytes()[:20_000]]
+
+
+@pytest.fixture
+def batch_runs(monkeypatch):
+    """How many words each `BatchViterbi.run` segmented itself (the batch built at once)."""
+    from tokenizer.engines import ugm, ugm_batch
+
+    monkeypatch.setattr(ugm, "BUILD_AFTER", 0)
+    counts: list[int] = []
+    run = ugm_batch.BatchViterbi.run
+
+    def counted(self, words):
+        out = run(self, words)
+        counts.append(len(out[1]))
+        return out
+
+    monkeypatch.setattr(ugm_batch.BatchViterbi, "run", counted)
+    return counts
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_batched_viterbi_gives_llama_ids(pair_for, variants, batch_inputs, batch_runs, name):
+    """One call on the boundary slice and a diverse sample, long enough for the batch:
+    llama.cpp's ids, and the batch did segment most words."""
+    path = _batch_path(variants, name)
+    ours, llama = Tokenizer.from_gguf(path), pair_for(path)[1]  # ours with an empty cache
+    text = b"\n".join(batch_inputs)
+    assert_same_tokens(ours, llama, [text], add_special=False, parse_special=False)
+    if ours.engine.lattice.can_split:
+        assert sum(batch_runs) > 2000
+    else:
+        assert not batch_runs  # a token spans a space symbol: no word cache, no batch
+
+
+def _words(tok, texts):
+    """The words `Lattice.by_words` gets for `texts` (merged spaces)."""
+    found = []
+    for text in texts:
+        data, _ = tok.engine.prefix_normalizer(text)
+        found += data.split(b" ")
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_batched_viterbi_gives_the_per_word_ids(variants, batch_inputs, name):
+    """Every word of the inputs, every token's text as a word (and cut one byte short,
+    so inside a code point), segmented by the batch: the per-word Python pass's ids.
+    The words it leaves to the caller are the ones whose bytes are not whole code points
+    and at most the three longest."""
+    tok = Tokenizer.from_gguf(_batch_path(variants, name))
+    lattice = tok.engine.lattice
+    space = lattice.space
+    texts = list(tok.vocab.texts)
+    if name == "nomic":
+        texts = texts[::25]  # 10,000 of them
+    bare = [t[len(space):] if t.startswith(space) else t for t in texts]
+    words = _words(tok, batch_inputs) + bare + [t[:-1] for t in bare]
+    words = list(dict.fromkeys(words + [w + space + w for w in bare[:500]]))  # with the symbol inside
+    words += [b"ab" * 300, ("\u65e5\u672c" * 200).encode()]  # far longer than the rest: left out
+    batch = lattice.batch()
+    assert batch is not None
+    ids, batched, left = batch.run(words)
+    assert len(batched) + len(left) == len(words) and len(batched) > len(words) // 2
+    assert ids == [lattice.viterbi(space + w) for w in batched]
+    lead = lambda b: 1 if b < 0xC0 else 2 if b < 0xE0 else 3 if b < 0xF0 else 4  # noqa: E731
+    def whole(word):
+        i = 0
+        while i < len(word):
+            n = lead(word[i])
+            if 0x80 <= word[i] < 0xC0 or i + n > len(word) or any(not 0x80 <= b < 0xC0 for b in word[i + 1:i + n]):
+                return False
+            i += n
+        return True
+    broken = {w for w in words if not whole(w)}
+    assert broken <= set(left) and len(set(left) - broken) <= 3
+    assert set(words[-2:]) <= set(left)
+
+
+def test_batched_viterbi_with_a_crowded_table(monkeypatch, variants, batch_inputs):
+    """A table of 16 slots: every token shares a slot, so every hit goes through the
+    sorted search of the shared keys, past its last key too: the same ids."""
+    from tokenizer.engines import ugm_batch
+
+    monkeypatch.setattr(ugm_batch, "_BITS", 4)
+    monkeypatch.setattr(ugm_batch, "_SHIFT", np.uint64(60))
+    tok = Tokenizer.from_gguf(variants["ties"])
+    lattice = tok.engine.lattice
+    batch = lattice.batch()
+    assert batch is not None and len(batch.shared_row) == len(lattice.entries)
+    words = _words(tok, batch_inputs) + [t[1:] for t in tok.vocab.texts]
+    ids, batched, _ = batch.run(list(dict.fromkeys(words)))
+    assert len(batched) > 3000
+    assert ids == [lattice.viterbi(lattice.space + w) for w in batched]
+
+
+def test_batch_off_when_two_tokens_share_a_key(monkeypatch, variants):
+    """A hash that collides (here: every long token's) turns the batch off; the
+    per-word pass still segments a long call."""
+    from tokenizer.engines import ugm, ugm_batch
+
+    monkeypatch.setattr(ugm_batch, "_chunk_hash", lambda view, start, size, first: np.zeros(len(start), np.uint64))
+    monkeypatch.setattr(ugm, "BUILD_AFTER", 0)
+    tok = Tokenizer.from_gguf(variants["ties"])
+    lattice = tok.engine.lattice
+    assert lattice.batch() is None
+    words = sorted({t[1:] for t in tok.vocab.texts if t.startswith(lattice.space)})
+    assert lattice.by_words(words) == [i for w in words for i in lattice.viterbi(lattice.space + w)]

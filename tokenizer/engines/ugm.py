@@ -19,7 +19,9 @@ Speed without changing the answer: where no matcher token can span a space
 symbol (checked at load), the Viterbi pass splits at each space symbol and
 caches words, which is exact while all score sums are exact in doubles (checked
 per call from the scores' binary exponents; otherwise the whole fragment goes
-through one pass, as in llama.cpp).
+through one pass, as in llama.cpp). A call with many uncached words segments
+them all at once in numpy (`engines.ugm_batch`, built once the tokenizer has met
+`BUILD_AFTER` missing words); short calls keep the per-word pass.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ..normalize.charsmap import lead_table, parse
 from ..normalize.ugm import PrefixNormalizer
 from ..pieces import ESCAPED_SPACE, spm_piece
 from .base import BosEosEngine, collector_paused
+from .ugm_batch import BUILD_AFTER, MIN_WORDS, BatchViterbi
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -170,6 +173,10 @@ class Lattice:
         self.entries = dict(zip(compress(to_id, keep.tolist()), zip(ids.tolist(), used[ids].tolist())))
         keys = list(self.entries)
         sizes = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        # for the batched Viterbi, built on first use (`batch`): ids, scores, sizes by `entries`
+        self._matcher = (ids.astype(np.int32), used[ids], sizes.astype(np.int32))
+        self._batch: BatchViterbi | None = None
+        self._slow_words = 0  # words segmented one by one while there was no batch
         self.heads = _heads(keys, sizes)
         self.sures: dict[bytes, _Sure] = {}
         self.firsts = _firsts(self.entries, compress(keys, (sizes < HEAD).tolist()))
@@ -198,10 +205,34 @@ class Lattice:
             if cache.make_room(len(missing)):
                 missing = set(words)
             space, viterbi = self.space, self.viterbi
+            batch = self.batch_for(len(missing))
+            if batch is not None:
+                found, batched, rest = batch.run(list(missing))
+                cache.update(zip(batched, found))
+                missing = set(rest)
             for word in missing:
                 cache[word] = viterbi(space + word)
         ids = list(chain.from_iterable(map(cache.__getitem__, words)))
         return _collapse(ids, self.unk) if self.unk in ids else ids
+
+    def batch_for(self, n: int) -> BatchViterbi | None:
+        """The batch for `n` missing words, or None where the per-word pass is faster: fewer
+        than MIN_WORDS, or no batch yet and fewer than BUILD_AFTER missing words so far
+        (counting these: the build costs about that much, so it is paid once it would
+        have paid for itself)."""
+        if self._batch is None:
+            self._slow_words += n
+            if self._slow_words < BUILD_AFTER:
+                return None
+        return self.batch() if n >= MIN_WORDS else None
+
+    def batch(self) -> BatchViterbi | None:
+        """The batched Viterbi (`engines.ugm_batch`), or None where it would not be exact."""
+        if self._batch is None:
+            ids, values, sizes = self._matcher
+            self._batch = BatchViterbi(list(self.entries), ids, values, sizes.astype(np.int64),
+                                       unk=self.unk, unk_score=self.unk_score, space=self.space)
+        return self._batch if self._batch.unique else None
 
     def viterbi(self, data: bytes, *, unk: int | None = None) -> list[int]:
         """Best path through the lattice of `data`, as llama.cpp builds and breaks ties."""
