@@ -21,38 +21,18 @@ vocabulary raise `InvalidToken`.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from . import pieces
 from .attrs import Attr
 from .engines import Engine, engine_for
+from .engines.base import collector_paused
 from .errors import UnsupportedVocab
 from .gguf import reader as gguf
 from .special import partition
 from .vocab import MODELS, ROLES, Vocab, load_vocab, model_name
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a vocabulary loads.
-
-    A load builds hundreds of thousands of tuples, lists and dicts that all stay
-    alive, and each of the collector's passes walks every one of them to no end:
-    on llama-bpe (280,147 merges) that was most of the time `tuple(zip(...))`
-    took to pair the merges (docs/benchmarks.md). Reference counting still frees
-    everything as usual; the collector resumes (if it was on) when the load ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Tokenizer:
@@ -78,7 +58,7 @@ class Tokenizer:
         before anything else is read, so a type we have no engine for is
         refused as such.
         """
-        with _collector_paused():
+        with collector_paused():  # a load's hundreds of thousands of objects, none in a cycle
             f = gguf.read(path, lazy_strings=True)  # token texts and merges stay bytes
             model = model_name(f)
             try:

@@ -44,12 +44,12 @@ from typing import Any
 from tokenizer import Tokenizer
 from tokenizer.attrs import Attr
 from tokenizer.pretokenize.behaviours import get as get_pretokenizer
+from tokenizer.unicode import byte_to_char
 
 from ..errors import SetupError
 from ..files import protobuf
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
-from .tekken import byte_encoder
 
 MAX_SHOWN = 5  # token ids named per discrepancy
 
@@ -307,7 +307,7 @@ def tekken_discrepancies(tok: Tokenizer, data: dict) -> list[Discrepancy]:
     size, n_special = int(config.get("default_vocab_size", 0)), int(config.get("default_num_special_tokens", 0))
     if size != vocab.n_tokens:
         out.append(Discrepancy("tokenizer.ggml.tokens", f"{vocab.n_tokens} tokens", f"default_vocab_size {size}"))
-    table = byte_encoder()
+    table = byte_to_char()
     inner = (data.get("vocab") or [])[:max(size - n_special, 0)]
     wrong = [n_special + i for i, t in enumerate(inner) if n_special + i < vocab.n_tokens
              and vocab.texts[n_special + i] != "".join(table[b] for b in base64.b64decode(t["token_bytes"])).encode()]

@@ -29,20 +29,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tokenizer.unicode import byte_to_char
+
 from .flags import NotExpressible, holds_any, needs_text
 from .spm import BOOLS
-
-
-def byte_encoder() -> dict[int, str]:
-    """GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others from U+0100 on."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    table = {b: chr(b) for b in keep}
-    extra = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 class TekkenReference:
@@ -58,7 +48,7 @@ class TekkenReference:
         self.add_bos, self.add_eos = add_bos, add_eos
         self.n_special = int(self.tk.num_special_tokens)
         self.special_texts = tuple(str(self.tk.id_to_piece(i)) for i in range(self.n_special))
-        self.bytes_table = byte_encoder()
+        self.bytes_table = byte_to_char()
 
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
         text = needs_text(text)
