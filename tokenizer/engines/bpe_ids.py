@@ -15,12 +15,10 @@ them against the dict on every shipped BPE vocabulary).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .bpe import PairTable
+from .pair_table import PairTable
 
 PACKED = 16  # bytes: texts up to this long are looked up in numpy
 _NO_NUL_PAD = bytes(PACKED)
