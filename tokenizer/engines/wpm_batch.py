@@ -24,11 +24,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..pieces import ESCAPED_SPACE
-from .ugm_batch import BatchViterbi, _keys, _same_bytes, _u64_view
+from .ugm_batch import _MASKS, _U8, BatchViterbi, _keys, _same_bytes, _u64_view
 
 MIN_WORDS = 256  # fewer words than this: the per-word Python match is faster
 BUILD_AFTER = 3000  # missing words matched one by one before the batch is built
-FEW = 32  # fewer active words than this: the rest go back to the caller
+FEW = 128  # fewer active words than this: the rest go back to the caller
 _PAD = bytes(8)
 _SPACE = len(ESCAPED_SPACE)
 _FIRST = _SPACE + 2  # as wpm.FIRST
@@ -103,9 +103,11 @@ class BatchGreedy:
                 if not len(sel):
                     continue
                 at = pos[sel]
-                size = np.full(len(sel), length, dtype=np.int64)
-                hit, row = table.lookup(_keys(view, at, size))
-                if length >= 8 and len(hit):
+                if length < 8:  # `_keys` for one size below 8: the bytes, then the size
+                    hit, row = table.lookup(((view[at] & _MASKS[length]) << _U8) | np.uint64(length))
+                else:
+                    size = np.full(len(sel), length, dtype=np.int64)
+                    hit, row = table.lookup(_keys(view, at, size))
                     ok = tok_size[row] == length
                     ok[ok] = _same_bytes(view, at[hit[ok]], table.view, tok_offset[row[ok]], size[hit[ok]])
                     hit, row = hit[ok], row[ok]
