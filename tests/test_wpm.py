@@ -299,8 +299,10 @@ def slow_words(tok: Tokenizer, text: bytes) -> list[bytes]:
 
 @pytest.fixture
 def batch_runs(monkeypatch):
-    """How many words each `BatchGreedy.run` matched itself (the batch built at once)."""
+    """How many words each `BatchGreedy.run` matched itself (the batch built at once,
+    and used from 100 missing words: the test inputs have fewer than MIN_WORDS)."""
     monkeypatch.setattr(wpm, "BUILD_AFTER", 0)
+    monkeypatch.setattr(wpm, "MIN_WORDS", 100)
     counts: list[int] = []
     run = wpm_batch.BatchGreedy.run
 

@@ -26,7 +26,9 @@ Speed without changing the answer: the whole fragment is cut into words by one
 regex pass, each distinct word is normalised and matched once (cached per raw
 word), a `▁word` that is itself a token is found by one lookup (it is the
 longest match from the start), and the longest-first match tries only the
-lengths of tokens sharing the next bytes (`candidate_lengths`).
+lengths of tokens sharing the next bytes (`candidate_lengths`). A call with
+MIN_WORDS words or more to match hands them to `engines.wpm_batch` (all at once,
+in numpy), built once BUILD_AFTER words were matched one by one.
 tests/test_wpm.py checks all of it against llama.cpp's literal loop.
 """
 
