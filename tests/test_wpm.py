@@ -350,5 +350,20 @@ def test_batched_match_gives_llama_ids(pair_for, shortcut_inputs, batch_runs):
     assert sum(batch_runs) > 1000
 
 
+def test_a_token_past_the_batch_lengths_turns_it_off(tmp_path, shortcut_inputs, batch_runs):
+    """A token longer than the batch's length bits hold (62 bytes) turns the batch off:
+    the per-word match then, with the literal loop's ids for the words that hold it."""
+    path = tmp_path / "long.gguf"
+    path.write_bytes(variant(tokens=[("\u2581" + "abc" * 22).encode(), ("abc" * 22).encode()]))
+    tok = Tokenizer.from_gguf(path)
+    assert not wpm_batch.BatchGreedy(tok.vocab.token_to_id, unk=tok.vocab.special["unk"]).usable
+    # many words from the long token on: enough to keep the batch busy until they end
+    words = [b"abc" * 22 + bytes(p) for p in itertools.product(b"abcdefghijklmnopqrstuvwxyz", repeat=2)]
+    for text in split_valid(shortcut_inputs + [b" ".join(words)]):
+        expected = [i for data in slow_words(tok, text) for i in literal_match(tok, data)]
+        assert tok.tokenize(text, add_special=False, parse_special=False) == expected
+    assert not batch_runs
+
+
 # dropped characters alone, between one-character words, inside and around words; NUL too
 MARKS = "\u0301 .\u0301, \u0301\u0301 a\u0301b \u0301x \x00 a\x00b .\x00. \u200b\u200b é\u0301".encode()
