@@ -4,17 +4,19 @@
 themselves to `BatchGreedy.run` when there are many. All words advance in
 lockstep, one token per step:
 
-- at each active word's offset, the lengths from the most a token there can have
-  (the longest token sharing the next two bytes, or at the word start the space
-  symbol and two, as `wpm.candidate_lengths`; never the whole word at its start,
-  which is not a token) down to 1 are tried, longest first: every window of that
-  length looked up among the token texts by `ugm_batch`'s keys (the bytes below 8,
-  else a chunk hash, each hit verified byte by byte), the first hit kept;
+- at each active word's offset, the lengths of the tokens sharing the next two
+  bytes (at the word start, the two after the space symbol, and every length
+  below `wpm.FIRST`), as in `wpm.candidate_lengths` but held as bits, are tried
+  longest first, never the whole word at its start (not a token): every window
+  of that length looked up among the token texts by `ugm_batch`'s keys (the bytes
+  below 8, else a chunk hash, each hit verified byte by byte), the first hit kept;
 - a word with no hit at some step becomes the single UNK id, as in llama.cpp;
 - once fewer than `FEW` words are left, they go back to the caller, to be matched
   one by one (the greedy match is the same from the start).
 
-Built from the token texts on first use (`wpm.WpmEngine.batch`).
+Not used (`usable`) when two tokens share a key or a token is over 62 bytes.
+Built from the token texts on first use (`wpm.WpmEngine.batch_for`): about 7 ms
+for bert-bge's 30,522 tokens.
 """
 
 from __future__ import annotations
