@@ -42,6 +42,7 @@ from conformance import (
 from harness.models.shipped import models_dir
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
+from tokenizer.engines import wpm, wpm_batch
 from tokenizer.gguf import reader as gguf
 from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
@@ -296,11 +297,30 @@ def slow_words(tok: Tokenizer, text: bytes) -> list[bytes]:
             for w in splitter.words(decoded)]
 
 
+@pytest.fixture
+def batch_runs(monkeypatch):
+    """How many words each `BatchGreedy.run` matched itself (the batch built at once,
+    and used from 100 missing words: the test inputs have fewer than MIN_WORDS)."""
+    monkeypatch.setattr(wpm, "BUILD_AFTER", 0)
+    monkeypatch.setattr(wpm, "MIN_WORDS", 100)
+    counts: list[int] = []
+    run = wpm_batch.BatchGreedy.run
+
+    def counted(self, words):
+        out = run(self, words)
+        counts.append(len(words) - len(out[1]))
+        return out
+
+    monkeypatch.setattr(wpm_batch.BatchGreedy, "run", counted)
+    return counts
+
+
 @pytest.mark.parametrize("name", ["bert-bge", "byte-offset-tokens"])
-def test_fast_paths_give_the_literal_greedy_ids(variants, shortcut_inputs, name):
+def test_fast_paths_give_the_literal_greedy_ids(variants, shortcut_inputs, batch_runs, name):
     """The whole-text split with dropped characters removed per distinct word,
-    the whole-word lookup and the candidate-length tables give the ids of the
-    slow path: words as split before, llama.cpp's literal loop on each."""
+    the whole-word lookup, the candidate-length tables and the batched match
+    (`engines.wpm_batch`, built at once) give the ids of the slow path: words as
+    split before, llama.cpp's literal loop on each."""
     tok = Tokenizer.from_gguf(_bge() if name == "bert-bge" else variants[name])
     words = [t.replace("\u2581".encode(), b" ") for t in tok.vocab.texts]
     spelled = []
@@ -311,7 +331,38 @@ def test_fast_paths_give_the_literal_greedy_ids(variants, shortcut_inputs, name)
         assert tok.tokenize(text, add_special=False, parse_special=False) == expected
         spelled += found
     distinct = sorted(d for d in set(spelled) if d not in tok.vocab.token_to_id)  # match's domain
-    assert [tok.engine.match(d) for d in distinct] == [literal_match(tok, d) for d in distinct]
+    expected = [literal_match(tok, d) for d in distinct]
+    assert [tok.engine.match(d) for d in distinct] == expected
+    assert sum(batch_runs) > 1000  # the tokenize calls above went through the batch
+    # every word at once, through the batch (the words it leaves are its last few)
+    found, left = wpm_batch.BatchGreedy(tok.vocab.token_to_id, unk=tok.vocab.special["unk"]).run(distinct)
+    assert len(left) < wpm_batch.FEW
+    assert [ids for i, ids in enumerate(found) if i not in left] == \
+        [ids for i, ids in enumerate(expected) if i not in left]
+
+
+@pytest.mark.oracle
+def test_batched_match_gives_llama_ids(pair_for, shortcut_inputs, batch_runs):
+    """One call on the boundary slice and a diverse sample, long enough for the batch:
+    llama.cpp's ids, and the batch did match most words."""
+    ours, llama = Tokenizer.from_gguf(_bge()), pair_for(_bge())[1]  # ours with an empty cache
+    assert_same_tokens(ours, llama, [b"\n".join(shortcut_inputs)], add_special=False, parse_special=False)
+    assert sum(batch_runs) > 1000
+
+
+def test_a_token_past_the_batch_lengths_turns_it_off(tmp_path, shortcut_inputs, batch_runs):
+    """A token longer than the batch's length bits hold (62 bytes) turns the batch off:
+    the per-word match then, with the literal loop's ids for the words that hold it."""
+    path = tmp_path / "long.gguf"
+    path.write_bytes(variant(tokens=[("\u2581" + "abc" * 22).encode(), ("abc" * 22).encode()]))
+    tok = Tokenizer.from_gguf(path)
+    assert not wpm_batch.BatchGreedy(tok.vocab.token_to_id, unk=tok.vocab.special["unk"]).usable
+    # many words from the long token on: enough to keep the batch busy until they end
+    words = [b"abc" * 22 + bytes(p) for p in itertools.product(b"abcdefghijklmnopqrstuvwxyz", repeat=2)]
+    for text in split_valid(shortcut_inputs + [b" ".join(words)]):
+        expected = [i for data in slow_words(tok, text) for i in literal_match(tok, data)]
+        assert tok.tokenize(text, add_special=False, parse_special=False) == expected
+    assert not batch_runs
 
 
 # dropped characters alone, between one-character words, inside and around words; NUL too

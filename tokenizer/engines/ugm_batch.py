@@ -21,10 +21,10 @@ each to be segmented as the space symbol before it (`ugm.Lattice.viterbi`):
   strictly higher sum replaces a cell's best; the sums are the same doubles;
 - backtrack along each word's start pointers; runs of unknowns collapse.
 
-Keys: a table of 2**21 slots (the key and the token's row), a slot two tokens
-share resolved by a sorted search; duplicate keys among the tokens (a hash
-collision) turn the batch off (`unique`). Built from the lattice's own entries on
-first use: about 40 ms and 30 MB for nomic-bert-moe's 250,000 tokens.
+Keys: a table of 2**21 slots (the key and the token's row; `bits` sets another
+size, as `wpm_batch` does), a slot two tokens share resolved by a sorted search;
+duplicate keys among the tokens (a hash collision) turn the batch off (`unique`).
+Built from the lattice's own entries on first use: about 40 ms and 30 MB for nomic-bert-moe's 250,000 tokens.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class BatchViterbi:
     """The matcher tokens keyed for numpy lookups, and the batched Viterbi."""
 
     def __init__(self, keys: list[bytes], ids: np.ndarray, values: np.ndarray, sizes: np.ndarray,
-                 *, unk: int, unk_score: float, space: bytes) -> None:
+                 *, unk: int, unk_score: float, space: bytes, bits: int | None = None) -> None:
         self.unk = unk
         self.unk_score = unk_score
         self.space = space
@@ -112,13 +112,15 @@ class BatchViterbi:
         self.max_size = int(sizes.max(initial=0))
         rows = np.flatnonzero(sizes > 0)
         key = _keys(self.view, offsets[rows], sizes[rows])
-        slot = ((key * _MIX) >> _SHIFT).view(np.int64)
-        table = np.zeros(1 << _BITS, dtype=np.uint64)  # 0: no run's key (an empty slot)
-        table_row = np.empty(1 << _BITS, dtype=np.int32)  # read only where a key matched
+        bits = _BITS if bits is None else bits  # slots: 2**bits
+        self.shift = _SHIFT if bits == _BITS else np.uint64(64 - bits)
+        slot = ((key * _MIX) >> self.shift).view(np.int64)
+        table = np.zeros(1 << bits, dtype=np.uint64)  # 0: no run's key (an empty slot)
+        table_row = np.empty(1 << bits, dtype=np.int32)  # read only where a key matched
         table[slot] = key
         table_row[slot] = rows
         # a slot two tokens hash to keeps only the last one written
-        shared = np.zeros(1 << _BITS, dtype=bool)
+        shared = np.zeros(1 << bits, dtype=bool)
         shared[slot[table_row[slot] != rows]] = True
         in_shared = np.flatnonzero(shared[slot])
         table[np.flatnonzero(shared)] = _MULTI
@@ -131,7 +133,7 @@ class BatchViterbi:
 
     def lookup(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the indices into `key` of the keys that are tokens', those tokens' rows)."""
-        slot = ((key * _MIX) >> _SHIFT).view(np.int64)
+        slot = ((key * _MIX) >> self.shift).view(np.int64)
         found = self.table[slot]
         hit = np.flatnonzero(found == key)
         shared = np.flatnonzero(found == _MULTI)

@@ -26,7 +26,9 @@ Speed without changing the answer: the whole fragment is cut into words by one
 regex pass, each distinct word is normalised and matched once (cached per raw
 word), a `▁word` that is itself a token is found by one lookup (it is the
 longest match from the start), and the longest-first match tries only the
-lengths of tokens sharing the next bytes (`candidate_lengths`).
+lengths of tokens sharing the next bytes (`candidate_lengths`). A call with
+MIN_WORDS words or more to match hands them to `engines.wpm_batch` (all at once,
+in numpy), built once BUILD_AFTER words were matched one by one.
 tests/test_wpm.py checks all of it against llama.cpp's literal loop.
 """
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
-from itertools import chain
+from itertools import chain, compress
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -45,6 +47,7 @@ from .. import unicode as uni
 from ..cache import BoundedCache
 from ..pieces import ESCAPED_SPACE, spm_piece
 from .base import Engine, collector_paused
+from .wpm_batch import BUILD_AFTER, MIN_WORDS, BatchGreedy
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -70,6 +73,8 @@ class WpmEngine(Engine):
         self.unk = vocab.special["unk"]
         self.cache: BoundedCache[str, list[int]] = BoundedCache()
         self.starts, self.pairs = candidate_lengths(vocab.token_to_id)
+        self._batch: BatchGreedy | None = None  # built on first use (`batch_for`)
+        self._slow_words = 0  # words matched one by one while there was no batch
 
     def before(self, out: list[int]) -> None:
         out.append(self.required("bos"))  # WPM: whatever add_bos says
@@ -107,12 +112,44 @@ class WpmEngine(Engine):
             unique = list(distinct_words)
             spelled = _encode_all(unique)
             match = self.match
-            found = [match(data) if tid is None else [tid]
-                     for data, tid in zip(spelled, map(self.to_id.get, spelled))]
-            ids_of = dict(zip(unique, found))
+            tids = list(map(self.to_id.get, spelled))
+            batch = self.batch_for(tids) if len(tids) >= MIN_WORDS else None
+            if batch is None:
+                found = [match(data) if tid is None else [tid] for data, tid in zip(spelled, tids)]
+                ids_of = dict(zip(unique, found))
+            else:
+                ids_of = self.batched(batch, unique, spelled, tids)
             ids_of[""] = []
             cached.update(zip(missing, _values(ids_of, normalized)))
         out.extend(chain.from_iterable(_values(cached, words)))
+
+    def batch_for(self, tids: list[int | None]) -> BatchGreedy | None:
+        """The batch for a call whose `▁word`s look up as `tids`, or None where the
+        per-word match is faster (fewer than MIN_WORDS to match, or no batch yet and
+        fewer than BUILD_AFTER matched so far) or the batch would not be exact."""
+        n = tids.count(None)
+        if self._batch is None:
+            self._slow_words += n
+            if self._slow_words < BUILD_AFTER:
+                return None
+            self._batch = BatchGreedy(self.to_id, unk=self.unk)
+        if n < MIN_WORDS or not self._batch.usable:
+            return None
+        return self._batch
+
+    def batched(self, batch: BatchGreedy, unique: list[str], spelled: list[bytes],
+                tids: list[int | None]) -> dict[str, list[int]]:
+        """{word: ids} for each of `unique` (spelled `spelled`, looked up as `tids`): its
+        token, else the batch's match, else (the words the batch leaves) `match`'s."""
+        ids_of = {word: [tid] for word, tid in zip(unique, tids) if tid is not None}
+        todo = [tid is None for tid in tids]
+        words, data = list(compress(unique, todo)), list(compress(spelled, todo))
+        done, left = batch.run(data)
+        ids_of.update(zip(words, done))
+        match = self.match
+        for i in left:
+            ids_of[words[i]] = match(data[i])
+        return ids_of
 
     def match(self, data: bytes) -> list[int]:
         """Greedy longest-first match of `data` (`▁word` as bytes, not itself a
