@@ -50,6 +50,10 @@ LEVEL_ENV = "GGUF_PARITY_BOUNDARIES"   # slice (default), full or off
 
 PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
+# Whitespace to Python's str.isspace / str.split but not to llama.cpp (unicode.cpp's table):
+# the information separators U+001C..U+001F. A re-implementation that splits with Python's
+# whitespace cuts `a\x1cb` where llama.cpp's WPM drops the character (BPE: a symbol of its own).
+PYTHON_ONLY_WHITESPACE = "\x1c\x1d\x1e\x1f"
 CONTRACTION_TAILS = ("s", "t", "re", "ve", "m", "ll", "d")
 # Zero of each decimal-digit script \p{N} covers, and No/Nl samples.
 DIGIT_ZEROS = (0x30, 0x660, 0x6F0, 0x966, 0x9E6, 0xE50, 0xFF10, 0x1D7CE, 0x104A0)
@@ -150,7 +154,13 @@ def generic_probes() -> list[str | bytes]:
                    cjk_probes):
         out += family()
     out += invalid_utf8_probes()
+    out += python_space_probes()  # last, so that adding them left the earlier cases as they were
     return out
+
+
+def python_space_probes() -> list[str]:
+    """Python-only whitespace between letters, digits and spaces (`PYTHON_ONLY_WHITESPACE`)."""
+    return [p for c in PYTHON_ONLY_WHITESPACE for p in (f"a{c}b", f"7{c}7", f" {c}a", f"a{c} ", f"é{c}é")]
 
 
 # --- tables (per engine) --------------------------------------------------------------------
