@@ -14,8 +14,9 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
 
 What it may import: the standard library; the `tokenizer` package (a GGUF's keys and
-token table, llama.cpp's flags per pre name, GPT-2's byte table); `harness.errors` and
-`harness.files`; the engine protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
+token table, llama.cpp's flags per pre name, GPT-2's byte table); `harness.errors`,
+`harness.files` and `harness.golden.records` (a record's exact bytes); the engine
+protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
 `harness.models.shipped`); `harness.models.convert`'s fingerprint, inside `pre_check`.
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a

@@ -28,6 +28,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
+from ..golden.records import field_bytes
 from ..subjects.client import ChildFailure
 from ..subjects.protocol import DECODE_TEXTS, unb64
 from ..subjects.records import EngineError
@@ -119,18 +120,13 @@ def _answers(items: object) -> list[tuple[dict[str, str] | None, str | None]] | 
 
 def _pair(item: dict, answers: list[tuple[dict[str, str] | None, str | None]]) -> tuple[Detok, ...]:
     """llama.cpp's four detokenizations of one id list beside the reference's four decodes."""
-    llama = {(d["remove_special"], d["unparse_special"]): _bytes(d) for d in item.get("detokenize", [])}
+    llama = {(d["remove_special"], d["unparse_special"]): field_bytes(d) for d in item.get("detokenize", [])}
     out = []
     for (remove_special, unparse_special), (texts, reason) in zip(FLAGS, answers, strict=True):
         ours = llama.get((remove_special, unparse_special))
         out.append(Detok(remove_special, unparse_special, ours if ours is not None else b"", texts, reason,
                          decode_outcome(ours, texts)))
     return tuple(out)
-
-
-def _bytes(field: dict) -> bytes:
-    """A record's `{"text"}` / `{"bytes": hex}` output as its exact bytes (`harness.golden.records.output_field`)."""
-    return bytes.fromhex(field["bytes"]) if "bytes" in field else field["text"].encode("utf-8", "surrogateescape")
 
 
 def _error(obj: object) -> EngineError:
