@@ -18,9 +18,9 @@ import pytest
 from harness.golden.records import FLAGS
 from harness.models.shipped import SetupError, cache_dir
 from harness.references import classify, gguf_keys, specs
+from harness.runs.engine import load_engine
 from harness.subjects.guard import EngineLoadError
 from harness.subjects.records import NotApplicable
-from harness.subjects.spec import load_engine
 from tests import reference_files as rf
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,7 +34,6 @@ from ..selftest.run import DETECTORS, Settings, load_prior, write_json
 from ..selftest.run import run as run_selftest
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutant", action="append", default=[], metavar="ID",
                         help="only this mutant (repeatable; default all)")

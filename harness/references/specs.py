@@ -84,7 +84,7 @@ def child_argv(kind: str) -> list[str]:
 
 
 def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
-    """GGUF path -> a contained engine handle serving the reference (as `engine_spec.load_engine` returns).
+    """GGUF path -> a contained engine handle serving the reference (as `harness.runs.engine.load_engine` returns).
 
     `SetupError` for a bad spec or a missing library, before anything starts.
     """

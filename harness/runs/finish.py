@@ -16,7 +16,7 @@ from typing import Any
 
 from ..compare import verdict
 from ..compare.result import ModelResult
-from ..errors import SetupError
+from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, SetupError
 from ..report.folder import ReportDir
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals

@@ -46,9 +46,10 @@ from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..subjects import capabilities as capmod
-from ..subjects.spec import describe, load_engine
+from ..subjects.spec import describe
 from . import check, reference
 from .config import RunConfig
+from .engine import load_engine
 from .outcomes import (
     both_refuse,
     close_engine,

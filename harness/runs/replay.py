@@ -26,9 +26,9 @@ from ..golden.identity import mismatch
 from ..models.families import family_of
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
-from ..subjects.spec import load_engine
 from . import check, reference
 from .config import RunConfig
+from .engine import load_engine
 from .outcomes import (
     both_refuse,
     close_engine,

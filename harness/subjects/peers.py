@@ -51,7 +51,7 @@ def child_argv(spec: str) -> list[str]:
 
 
 def peer_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
-    """GGUF path -> engine handle for a built-in peer (as `engine_spec.load_engine` returns)."""
+    """GGUF path -> engine handle for a built-in peer (as `harness.runs.engine.load_engine` returns)."""
     from ..models.shipped import child_env
     from .client import RemoteEngine
     argv, env = child_argv(spec), child_env()
