@@ -193,7 +193,7 @@ def test_a_fingerprint_the_converter_could_not_compute_is_a_setup_error(tmp_path
 
 @pytest.mark.nightly
 def test_the_real_converter_names_the_early_llama3_tokenizer_smaug_bpe(tmp_path):
-    """Issue 19's measurement: the pinned converter's fingerprint of the early Llama-3 tokenizer.json."""
+    """The pinned converter's fingerprint of the early Llama-3 tokenizer.json."""
     entry = real_set.find("llama3-early")
     if not real_set.is_fetched(entry):
         pytest.skip(f"the real set is not fetched: run {real_set.FETCH_REAL_COMMAND}")

@@ -488,7 +488,7 @@ def test_run_with_a_reference_engine_shows_the_conversion_finding(tmp_path, pre,
     assert {m["text"] for m in report["mismatches"]} == ({" zebra"} if code else set())
 
 
-# --- the real files (issue 19's `fetch --real`) ---------------------------------------------------
+# --- the real files (`fetch --real`) ---------------------------------------------------------------
 
 REAL_LLAMA3 = cache_dir() / "real" / "llama3-early" / "tokenizer.json"  # where `fetch --real` puts it
 

@@ -10,8 +10,9 @@ Once both sides are loaded, a model is checked the same way whatever the expecte
 
 Where the expected side comes from is the only difference, behind `Expected`: llama.cpp
 live (`harness.runs.live.LiveExpected`), a golden file (`harness.runs.replay.GoldenExpected`),
-and, as a third side, the model's original tokenizer (issue 19's `--reference`) answers
-the same two calls.
+and, as a third side, the model's original tokenizer (`--reference`,
+`harness.runs.reference.ReferenceSide`): asked for its ids and its decode of llama.cpp's
+ids beside the expected side, each case then counted per class.
 """
 
 from __future__ import annotations

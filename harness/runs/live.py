@@ -360,7 +360,7 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     known = {c["id"] for c in load_corpus(path)} if path.is_file() else set()
     if case["id"] in known:
         return
-    jsonl.append(path, case)  # escaped line breaks: later runs read it back (issue 10, item 4)
+    jsonl.append(path, case)  # escaped line breaks: later runs read it back
 
 
 def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
