@@ -24,7 +24,7 @@ COMMANDS = {
     "convert": "convert",
     "inspect": "inspect",
     "run": "run",
-    "compare": "compare",
+    "compare": "replay",
     "merge-reports": "merge_reports",
     "record": "record",
     "drift": "drift",

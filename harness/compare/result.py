@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# reference_findings: `run --reference` (harness.runs.reference): conversion, engine vs original, reference errors
+# reference_findings: `run --reference` (harness.runs.third_side): conversion, engine vs original, reference errors
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches", "reference_findings")
 LISTS = (*FINDINGS, "known_oracle_crashes")
 # Worker deaths a fresh worker did not repeat (harness.oracle.workers): listed and counted, never
@@ -41,7 +41,7 @@ class ModelResult:
     capabilities: dict = field(default_factory=dict)  # check -> counts (harness.subjects.capabilities)
     not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
     source: dict | None = None  # a URL or cut file checked through its header (harness.models.paths.source_of)
-    reference_findings: list[dict] = field(default_factory=list)  # `run --reference` (harness.runs.reference)
+    reference_findings: list[dict] = field(default_factory=list)  # `run --reference` (harness.runs.third_side)
     reference: dict = field(default_factory=dict)  # its classify.Counts block, for summary.reference
 
     def add(self, kind: str, entry: dict) -> None:

@@ -47,7 +47,7 @@ from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe
-from . import check, reference
+from . import check
 from .config import RunConfig
 from .engine import load_engine
 from .outcomes import (
@@ -62,6 +62,7 @@ from .outcomes import (
 )
 from .progress import Progress
 from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
+from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials, third_side
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -69,7 +70,7 @@ def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
     cases: list[dict] = []
     try:
         if config.default_corpora:
-            cases += default_corpora(path) + reference.boundary_cases(config, path)
+            cases += default_corpora(path) + boundary_cases(config, path)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
         found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
@@ -170,7 +171,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
             return result
         try:
             prepared = _prepare(path, name, arg, loaded, config, result)
-            with reference.third_side(config, path, prepared, result) as (subject, third), \
+            with third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 check.judge_cases(subject, cases, LiveExpected(pool), result, bar, reference=third)
                 if fuzz:
@@ -254,7 +255,7 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
 
 
 def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
-           judged: list | None = None, third: reference.ReferenceSide | None = None):
+           judged: list | None = None, third: ReferenceSide | None = None):
     """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
 
     A known llama.cpp crash always counts as passing (the hunt goes on for real
@@ -288,7 +289,7 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
 
 
 def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-          bar: Progress, third: reference.ReferenceSide | None = None) -> None:
+          bar: Progress, third: ReferenceSide | None = None) -> None:
     """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
 
     llama.cpp aborts on some inputs for whole vocabulary families; without the
@@ -296,8 +297,8 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
-    extra = reference.fuzz_specials(config, subject.path) if third is not None else ()
-    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.reference)
+    extra = fuzz_specials(config, subject.path) if third is not None else ()
+    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.third_side)
         view = replace(view, specials=view.specials + extra)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
@@ -392,7 +393,7 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
     `plan`) limits the run to one shard: models it holds nothing of are skipped.
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
-    reference.check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
+    check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     for arg in config.models:
         resolve(arg)  # fail fast on a bad name or file before any work
     for corpus in config.corpora:
