@@ -1,5 +1,8 @@
-"""Where the shipped vocabularies live, and how a name becomes a path.
+"""The shipped vocabularies' names and their cache; the checkout's own places.
 
+A name becomes a path in `harness.models.paths`; this module only knows where things are:
+the cache (`cache_dir`, `models_dir`, `templates_dir`), the harness's venvs (`venvs_dir`),
+the checkout (`project_root`) and a Python child's environment (`child_env`).
 The vocabularies come from llama-cpp-python's pinned source distribution
 (`python -m harness fetch`), extracted to a cache folder:
 ``$GGUF_PARITY_CACHE`` or ``~/.cache/gguf-parity/<version>/``.
