@@ -44,9 +44,9 @@ from typing import Any
 
 from ..errors import SetupError
 from ..files import protobuf
-from ..files.atomic import write_text_atomic
+from ..files.atomic import locked, write_text_atomic
 from . import fetch
-from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, venvs_dir
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, child_memory, physical_memory, venvs_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"
@@ -128,18 +128,37 @@ def is_ready() -> bool:
 
 
 def ensure_venv(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
-    """The converter venv's python, built on first use (a few minutes: torch is large)."""
-    sources = ensure_sources(sdist=sdist, log=log)
-    if is_ready():
-        return venv_python()
-    where = venv_dir()
-    log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
-    shutil.rmtree(where, ignore_errors=True)
+    """The converter venv's python, built on first use (a few minutes: torch is large).
+
+    Two runs at once take turns (`locked`, on `<venvs>/convert-<version>.lock`): the
+    second finds the venv the first built. It is built in a temporary folder beside its
+    place and renamed there when complete, so no run ever sees half a venv (the harness
+    runs `bin/python` only, which finds its packages wherever the folder is).
+    """
+    with locked(venv_dir().with_name(venv_dir().name + ".lock")):
+        sources = ensure_sources(sdist=sdist, log=log)
+        if is_ready():
+            return venv_python()
+        where = venv_dir()
+        log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
+        for stale in where.parent.glob(f".{where.name}.building-*"):  # a build killed midway; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        building = where.with_name(f".{where.name}.building-{os.getpid()}")
+        try:
+            _build_venv(building, sources)
+            shutil.rmtree(where, ignore_errors=True)
+            building.rename(where)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return venv_python()
+
+
+def _build_venv(where: Path, sources: Path) -> None:
+    python = where / "bin" / "python"
     _run([sys.executable, "-m", "venv", str(where)], what=f"creating {where}")
-    _run([str(venv_python()), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
+    _run([str(python), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
          what=f"installing the converter's dependencies into {where}")
     (where / READY).write_text(_stamp(), encoding="utf-8")
-    return venv_python()
 
 
 def _run(argv: list[str], *, what: str) -> None:
@@ -255,11 +274,18 @@ def sidecar_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".gguf") + ".convert.json")
 
 
+def converter_memory() -> int:
+    """The converter's address-space cap: twice a worker's (`child_memory`), as torch and transformers
+    map far more than they use, and never more than the machine's RAM."""
+    ram = physical_memory()
+    return min(2 * child_memory(), ram) if ram else 2 * child_memory()
+
+
 def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str, Any]:
     """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output."""
     python = ensure_venv()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONPATH="")
+               TOKENIZERS_PARALLELISM="false", PYTHONPATH="", GGUF_PARITY_CHILD_MEMORY=str(converter_memory()))
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / "result.json"
         try:
@@ -272,6 +298,9 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str,
             tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
             raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
         result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    if (result.get("error") or {}).get("type") == "MemoryError":
+        raise SetupError(f"the converter ran out of memory: over its limit of {converter_memory():,} bytes "
+                         "(twice --memory-limit)")
     result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
     return result
 

@@ -9,7 +9,11 @@
 
 The reference's library is imported only in the Python reference child
 (`harness.children.python_child`), the one every `--engine MODULE:CALLABLE`
-runs in: a crash or a hang costs one case, as for any engine. The child is
+runs in: a crash or a hang costs one case, as for any engine. Its address
+space is capped as a llama.cpp worker's is (`--memory-limit`, by default 4 GiB
+or half the RAM), its load by the engine load timeout and each request by
+`--engine-timeout`; the reference's file is refused above its size limit
+(`harness.files.input_limits.tokenizer_file_limit`) before any child starts. The child is
 handed the GGUF path at `hello` like any engine, and ignores it: the
 reference's own file comes in the `reference` argument.
 """
@@ -24,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..models.shipped import child_env
+from ..files.input_limits import tokenizer_file_limit
+from ..models.shipped import child_env, child_memory
 from ..subjects.client import RemoteEngine
 from ..subjects.records import NotApplicable
 from .classify import outcome_ids
@@ -68,6 +73,10 @@ def parse(spec: str) -> ReferenceSpec:
         path = path / KINDS[kind][2]
     if not path.is_file():
         raise SetupError(f"reference {spec!r}: no such file {path}")
+    limit = tokenizer_file_limit(path)
+    if path.stat().st_size > limit:
+        raise SetupError(f"reference {spec!r}: {path} is {path.stat().st_size:,} bytes, over the limit of "
+                         f"{limit:,} for an original tokenizer's file")
     return ReferenceSpec(kind, path)
 
 
@@ -80,7 +89,9 @@ def missing(kind: str) -> str | None:
 
 
 def child_argv(kind: str) -> list[str]:
-    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0]]
+    """The reference child, its address space capped (`child_memory`: --memory-limit or the workers' default)."""
+    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0],
+            "--memory-limit", str(child_memory())]
 
 
 def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:

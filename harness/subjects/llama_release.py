@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SetupError
-from ..models.shipped import venvs_dir
+from ..models.shipped import child_memory, venvs_dir
 
 PREFIX = "llama.cpp@"
 ORACLE_ENGINE = "harness.oracle.llama:LlamaOracle.from_gguf"
@@ -139,5 +139,7 @@ def _run(argv: list[str], *, what: str, env: dict[str, str] | None = None) -> No
 
 
 def child_argv(version: str) -> list[str]:
-    """The protocol child for `version`: the Python reference child, in its venv, serving llama.cpp."""
-    return [str(venv_python(version)), "-m", "harness.children.python_child", "--engine", ORACLE_ENGINE]
+    """The protocol child for `version`: the Python reference child, in its venv, serving llama.cpp,
+    its address space capped as a worker's (`child_memory`)."""
+    return [str(venv_python(version)), "-m", "harness.children.python_child", "--engine", ORACLE_ENGINE,
+            "--memory-limit", str(child_memory())]

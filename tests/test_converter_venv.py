@@ -1,0 +1,43 @@
+"""The converter venv is built once, by one run at a time, into a temporary folder renamed when complete."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from harness.models import convert
+
+
+def test_two_runs_at_once_build_the_venv_once_and_never_see_half_of_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("GGUF_PARITY_VENVS", str(tmp_path / "venvs"))
+    monkeypatch.setattr(convert, "ensure_sources", lambda **kw: tmp_path / "sources")
+    building: list[Path] = []
+    seen_half: list[bool] = []
+    inside = threading.Semaphore(0)
+    at_once = [0, 0]  # now, most
+
+    def fake_run(argv: list[str], *, what: str) -> None:
+        if argv[1:3] == ["-m", "venv"]:
+            at_once[0] += 1
+            at_once[1] = max(at_once)
+            where = Path(argv[3])
+            building.append(where)
+            (where / "bin").mkdir(parents=True)
+            (where / "bin" / "python").write_text("")
+            inside.release()
+            time.sleep(0.5)  # the other run arrives meanwhile
+            seen_half.append(convert.is_ready())
+            at_once[0] -= 1
+
+    monkeypatch.setattr(convert, "_run", fake_run)
+    got: list[Path] = []
+    threads = [threading.Thread(target=lambda: got.append(convert.ensure_venv())) for _ in range(2)]
+    threads[0].start()
+    inside.acquire(timeout=10)
+    threads[1].start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(building) == 1 and at_once[1] == 1, building
+    assert building[0] != convert.venv_dir() and not building[0].exists()  # built aside, then renamed
+    assert seen_half == [False] and got == [convert.venv_python()] * 2 and convert.is_ready()
