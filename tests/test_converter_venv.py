@@ -1,4 +1,5 @@
-"""The converter venv is built once, by one run at a time, into a temporary folder renamed when complete."""
+"""Shared venvs (the converter's, a llama.cpp@VERSION's) are made once, by one run at a time; the converter's
+in a temporary folder renamed when complete."""
 
 from __future__ import annotations
 
@@ -41,3 +42,26 @@ def test_two_runs_at_once_build_the_venv_once_and_never_see_half_of_it(tmp_path,
     assert len(building) == 1 and at_once[1] == 1, building
     assert building[0] != convert.venv_dir() and not building[0].exists()  # built aside, then renamed
     assert seen_half == [False] and got == [convert.venv_python()] * 2 and convert.is_ready()
+
+
+def test_two_runs_at_once_make_a_release_venv_once(tmp_path, monkeypatch):
+    from harness.subjects import llama_release
+
+    monkeypatch.setenv("GGUF_PARITY_VENVS", str(tmp_path / "venvs"))
+    made: list[str] = []
+
+    def fake_make(version: str, log) -> None:
+        made.append(version)
+        time.sleep(0.5)  # the other run arrives meanwhile
+        where = llama_release.venv_dir(version)
+        (where / "bin").mkdir(parents=True)
+        (where / "bin" / "python").write_text("")
+        (where / llama_release.READY).write_text(llama_release._stamp(version), encoding="utf-8")
+
+    monkeypatch.setattr(llama_release, "_make", fake_make)
+    threads = [threading.Thread(target=llama_release.ensure, args=("0.3.1",)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert made == ["0.3.1"] and llama_release.is_ready("0.3.1")

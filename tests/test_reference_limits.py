@@ -67,15 +67,23 @@ def hostile_tekken(path: Path) -> Path:
     return path
 
 
-def test_a_tekken_file_asking_for_2_31_special_tokens_stops_at_the_memory_limit(small_limit, tmp_path):
+def test_a_tekken_file_asking_for_2_31_special_tokens_is_refused_at_once(tmp_path):
+    tekken = hostile_tekken(tmp_path / "t" / "tekken.json")
+    with pytest.raises(SetupError, match="default_num_special_tokens is 2147483648; at most 65,536"):
+        specs.parse(f"tekken:{tekken}")
+
+
+def test_the_tekken_children_stop_at_the_memory_limit_past_the_check(small_limit, tmp_path):
+    """Past the spec check (called directly): the lister and the reference child hit their cap."""
     pytest.importorskip("mistral_common")
     tekken = hostile_tekken(tmp_path / "t" / "tekken.json")
     began = time.monotonic()
-    with pytest.raises(SetupError, match="memory limit"):
-        added.texts(f"tekken:{tekken}")
+    with pytest.raises(ValueError, match="memory limit"):
+        added.tekken_texts(tekken)
     took = time.monotonic() - began
+    argv = specs.child_argv("tekken")
     with pytest.raises(EngineLoadError, match="memory limit"):
-        specs.reference_factory(f"tekken:{tekken}", args={}, timeout=10)(tmp_path / "x.gguf")
+        RemoteEngine(argv, tmp_path / "x.gguf", args={"reference": str(tekken)}, timeout=10)
     print(f"tekken 2^31 specials: refused in {took:.1f} s; largest child peak RSS {children_peak() >> 20} MiB")
     assert took < 60
 

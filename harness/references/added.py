@@ -68,7 +68,10 @@ def _read(ref: ReferenceSpec) -> list[tuple[str, bool]]:
                          if t in SPM_SPECIAL_TYPES)
         if ref.kind == "tekken":
             return tekken_texts(ref.path)
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"reference {ref.spec}: cannot read its special tokens: the tekken child did not "
+                         f"finish in {CHILD_TIMEOUT:g} s (killed)") from None
+    except (OSError, ValueError) as exc:
         raise SetupError(f"reference {ref.spec}: cannot read its special tokens: {exc}") from None
     return []
 

@@ -24,11 +24,12 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..files.input_limits import tokenizer_file_limit
+from ..files.input_limits import loads, read_tokenizer_file, tokenizer_file_limit
 from ..models.shipped import child_env, child_memory
 from ..subjects.client import RemoteEngine
 from ..subjects.records import NotApplicable
@@ -42,6 +43,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "tekken": ("harness.references.tekken:load", ("mistral_common", "tiktoken"), "tekken.json"),
 }
 NOT_APPLICABLE_TYPE = "NotApplicable"
+MAX_TEKKEN_SPECIALS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,25 @@ def parse(spec: str) -> ReferenceSpec:
     if path.stat().st_size > limit:
         raise SetupError(f"reference {spec!r}: {path} is {path.stat().st_size:,} bytes, over the limit of "
                          f"{limit:,} for an original tokenizer's file")
+    if kind == "tekken":
+        _check_tekken(spec, path, path.stat().st_mtime_ns)
     return ReferenceSpec(kind, path)
+
+
+@lru_cache(maxsize=8)
+def _check_tekken(spec: str, path: Path, mtime: int) -> None:
+    """A tekken file's special-token count within bounds: mistral-common builds each filler token one by
+    one, so `default_num_special_tokens = 2**31` once took 23 GB before failing (the child's cap stops it
+    too, after minutes; this says why at once)."""
+    try:
+        data = loads(read_tokenizer_file(path), str(path))
+    except ValueError as exc:
+        raise SetupError(f"reference {spec!r}: {exc}") from None
+    config = data.get("config") if isinstance(data, dict) else None
+    count = config.get("default_num_special_tokens") if isinstance(config, dict) else None
+    if count is not None and (type(count) is not int or not 0 <= count <= MAX_TEKKEN_SPECIALS):
+        raise SetupError(f"reference {spec!r}: config.default_num_special_tokens is {count!r}; at most "
+                         f"{MAX_TEKKEN_SPECIALS:,} (Mistral's files have 1,000)")
 
 
 def missing(kind: str) -> str | None:
