@@ -65,3 +65,22 @@ def test_two_runs_at_once_make_a_release_venv_once(tmp_path, monkeypatch):
     for thread in threads:
         thread.join(timeout=30)
     assert made == ["0.3.1"] and llama_release.is_ready("0.3.1")
+
+
+def test_the_converter_runs_under_its_memory_cap(tmp_path, monkeypatch):
+    """run_driver hands the cap to the driver, which sets it on itself before anything is imported."""
+    import sys
+
+    from harness.models import shipped
+
+    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path(sys.executable))
+    monkeypatch.setattr(convert, "sources_dir", lambda: tmp_path / "no-sources")
+    shipped.set_child_memory(1 << 30)
+    try:
+        cap = convert.converter_memory()
+        result = convert.run_driver("fingerprint", [str(tmp_path)], timeout=60)
+    finally:
+        shipped.set_child_memory(None)
+    assert cap == min(2 << 30, shipped.physical_memory() or 2 << 30)  # twice the workers' cap
+    assert result["memory_limit"] == cap
+    assert result["error"] is not None  # no converter sources here: the driver says so, under its cap
