@@ -2,7 +2,7 @@
 
 Each server runs on 127.0.0.1 inside the test (tests/range_server.py) and stops
 with it. The harness runs as `python -m harness inspect URL` in a child whose
-peak RSS is read from inside it (`getrusage`, written to a file at exit): every
+peak RSS is read from inside it (`VmHWM`, and `RUSAGE_CHILDREN`, written to a file at exit): every
 case must end in exit 2 with one line, within seconds, having fetched at most
 the cap plus one window, with the peak RSS a small multiple of the cap above
 an idle harness.
