@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.models import convert
 
 
@@ -84,3 +86,18 @@ def test_the_converter_runs_under_its_memory_cap(tmp_path, monkeypatch):
     assert cap == min(2 << 30, shipped.physical_memory() or 2 << 30)  # twice the workers' cap
     assert result["memory_limit"] == cap
     assert result["error"] is not None  # no converter sources here: the driver says so, under its cap
+
+
+def test_a_folder_with_a_tokenizer_file_over_its_limit_is_refused_before_the_converter(tmp_path, monkeypatch):
+    from harness.errors import SetupError
+    from harness.files import input_limits
+
+    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: (_ for _ in ()).throw(AssertionError("venv")))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    with (folder / "tokenizer.model").open("wb") as fh:
+        fh.truncate(input_limits.MAX_SPM_MODEL_BYTES + 1)  # sparse
+    with pytest.raises(SetupError, match=r"tokenizer.model: 33,554,433 bytes, over the limit of 33,554,432"):
+        convert.convert(folder, tmp_path / "x.gguf")
+    with pytest.raises(SetupError, match=r"tokenizer.model: 33,554,433 bytes, over the limit of 33,554,432"):
+        convert.fingerprint(folder)

@@ -45,6 +45,7 @@ from typing import Any
 from ..errors import SetupError
 from ..files import protobuf
 from ..files.atomic import locked, write_text_atomic
+from ..files.input_limits import tokenizer_file_limit
 from . import fetch
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, child_memory, physical_memory, venvs_dir
 
@@ -313,11 +314,26 @@ def gguf_facts(path: Path) -> dict[str, Any]:
     return {key: tok[key] for key in ("model", "pre", "vocab_size", "merges", "flags", "special_ids")}
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tekken.json", "tokenizer.model")
+
+
+def check_sizes(folder: Path) -> None:
+    """`SetupError` for a tokenizer file of `folder` over its size limit (`tokenizer_file_limit`), before
+    the harness or the converter reads any of them."""
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        size = path.stat().st_size if path.is_file() else 0
+        if size > tokenizer_file_limit(path):
+            raise SetupError(f"{path}: {size:,} bytes, over the limit of {tokenizer_file_limit(path):,} "
+                             "for an original tokenizer's file")
+
+
 def convert(source: Path, out: Path, *, architecture: str | None = None, log: Log = print) -> dict[str, Any]:
     """Convert `source` with llama.cpp's converter into `out`; the record written to the sidecar.
 
     A refusal by the converter is a result: `record["refusal"]` holds it and no GGUF is left.
     """
+    check_sizes(source)
     ensure_venv()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
@@ -370,6 +386,7 @@ def describe(record: dict[str, Any]) -> str:
 def fingerprint(path: Path) -> dict[str, Any]:
     """The converter's fingerprint of a tokenizer folder and the name it maps it to (None if unknown)."""
     folder = path.parent if path.is_file() else path
+    check_sizes(folder)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / folder.name
         work.mkdir()
