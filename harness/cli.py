@@ -69,17 +69,24 @@ def _add_remote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true", default=False,
                         help="a URL model's header from the cache only, no request (as HF_HUB_OFFLINE=1)")
     parser.add_argument("--header-cap", default=None, metavar="SIZE",
-                        help="a URL model's Range window grows from 2M by doubling up to SIZE (default 64M; "
-                             "$GGUF_PARITY_HEADER_CAP); a server without Range support is refused above it")
+                        help="a URL model's header: at most SIZE bytes fetched in all, in windows from 2M "
+                             "doubling (default 64M, at most 1G; $GGUF_PARITY_HEADER_CAP); a server without "
+                             "Range support is refused above it")
+    parser.add_argument("--fetch-timeout", default=None, metavar="SECONDS",
+                        help="a URL model's header fetch must end within SECONDS (default 300; "
+                             "$GGUF_PARITY_FETCH_TIMEOUT); each request also times out after 10 s "
+                             "connecting, 30 s without a byte")
 
 
 def _configure_remote(args: argparse.Namespace) -> None:
-    """Apply --offline and --header-cap (harness.models.remote; imported only when given)."""
-    if getattr(args, "offline", False) or getattr(args, "header_cap", None):
+    """Apply --offline, --header-cap and --fetch-timeout (harness.models.remote; imported only when given)."""
+    timeout = getattr(args, "fetch_timeout", None)
+    if getattr(args, "offline", False) or getattr(args, "header_cap", None) or timeout:
         from .models import remote as remote_gguf
 
         cap = remote_gguf.parse_size(args.header_cap) if args.header_cap else None
-        remote_gguf.configure(cap=cap, offline=args.offline)
+        deadline = remote_gguf.parse_deadline(timeout) if timeout else None
+        remote_gguf.configure(cap=cap, offline=args.offline, deadline=deadline)
 
 
 def _command_in(argv: list[str]) -> str | None:

@@ -44,9 +44,10 @@ from typing import Any
 
 from ..errors import SetupError
 from ..files import protobuf
-from ..files.atomic import write_text_atomic
+from ..files.atomic import locked, write_text_atomic
+from ..files.input_limits import tokenizer_file_limit
 from . import fetch
-from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, venvs_dir
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, child_memory, physical_memory, venvs_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"
@@ -128,18 +129,37 @@ def is_ready() -> bool:
 
 
 def ensure_venv(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
-    """The converter venv's python, built on first use (a few minutes: torch is large)."""
-    sources = ensure_sources(sdist=sdist, log=log)
-    if is_ready():
-        return venv_python()
-    where = venv_dir()
-    log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
-    shutil.rmtree(where, ignore_errors=True)
+    """The converter venv's python, built on first use (a few minutes: torch is large).
+
+    Two runs at once take turns (`locked`, on `<venvs>/convert-<version>.lock`): the
+    second finds the venv the first built. It is built in a temporary folder beside its
+    place and renamed there when complete, so no run ever sees half a venv (the harness
+    runs `bin/python` only, which finds its packages wherever the folder is).
+    """
+    with locked(venv_dir().with_name(venv_dir().name + ".lock")):
+        sources = ensure_sources(sdist=sdist, log=log)
+        if is_ready():
+            return venv_python()
+        where = venv_dir()
+        log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
+        for stale in where.parent.glob(f".{where.name}.building-*"):  # a build killed midway; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        building = where.with_name(f".{where.name}.building-{os.getpid()}")
+        try:
+            _build_venv(building, sources)
+            shutil.rmtree(where, ignore_errors=True)
+            building.rename(where)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return venv_python()
+
+
+def _build_venv(where: Path, sources: Path) -> None:
+    python = where / "bin" / "python"
     _run([sys.executable, "-m", "venv", str(where)], what=f"creating {where}")
-    _run([str(venv_python()), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
+    _run([str(python), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
          what=f"installing the converter's dependencies into {where}")
     (where / READY).write_text(_stamp(), encoding="utf-8")
-    return venv_python()
 
 
 def _run(argv: list[str], *, what: str) -> None:
@@ -255,11 +275,18 @@ def sidecar_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".gguf") + ".convert.json")
 
 
+def converter_memory() -> int:
+    """The converter's address-space cap: twice a worker's (`child_memory`), as torch and transformers
+    map far more than they use, and never more than the machine's RAM."""
+    ram = physical_memory()
+    return min(2 * child_memory(), ram) if ram else 2 * child_memory()
+
+
 def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str, Any]:
     """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output."""
     python = ensure_venv()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONPATH="")
+               TOKENIZERS_PARALLELISM="false", PYTHONPATH="", GGUF_PARITY_CHILD_MEMORY=str(converter_memory()))
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / "result.json"
         try:
@@ -272,6 +299,9 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str,
             tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
             raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
         result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    if (result.get("error") or {}).get("type") == "MemoryError":
+        raise SetupError(f"the converter ran out of memory: over its limit of {converter_memory():,} bytes "
+                         "(twice --memory-limit)")
     result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
     return result
 
@@ -284,11 +314,26 @@ def gguf_facts(path: Path) -> dict[str, Any]:
     return {key: tok[key] for key in ("model", "pre", "vocab_size", "merges", "flags", "special_ids")}
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tekken.json", "tokenizer.model")
+
+
+def check_sizes(folder: Path) -> None:
+    """`SetupError` for a tokenizer file of `folder` over its size limit (`tokenizer_file_limit`), before
+    the harness or the converter reads any of them."""
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        size = path.stat().st_size if path.is_file() else 0
+        if size > tokenizer_file_limit(path):
+            raise SetupError(f"{path}: {size:,} bytes, over the limit of {tokenizer_file_limit(path):,} "
+                             "for an original tokenizer's file")
+
+
 def convert(source: Path, out: Path, *, architecture: str | None = None, log: Log = print) -> dict[str, Any]:
     """Convert `source` with llama.cpp's converter into `out`; the record written to the sidecar.
 
     A refusal by the converter is a result: `record["refusal"]` holds it and no GGUF is left.
     """
+    check_sizes(source)
     ensure_venv()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
@@ -341,6 +386,7 @@ def describe(record: dict[str, Any]) -> str:
 def fingerprint(path: Path) -> dict[str, Any]:
     """The converter's fingerprint of a tokenizer folder and the name it maps it to (None if unknown)."""
     folder = path.parent if path.is_file() else path
+    check_sizes(folder)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / folder.name
         work.mkdir()

@@ -86,10 +86,23 @@ def _fingerprint(path: str) -> None:
     base.TextModel.get_vocab_base_pre(None, tokenizer)
 
 
+def _limit_memory() -> int:
+    """Cap this process's address space at $GGUF_PARITY_CHILD_MEMORY bytes (`harness.models.convert`
+    sets it), so a hostile folder costs a MemoryError here, not the machine's memory; the cap in force."""
+    import os
+    import resource
+
+    limit = int(os.environ.get("GGUF_PARITY_CHILD_MEMORY") or 0)
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return int(resource.getrlimit(resource.RLIMIT_AS)[0])
+
+
 def main(argv: list[str]) -> int:
     mode, llama_cpp, out, rest = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
+    memory = _limit_memory()
     sys.path[:0] = [str(llama_cpp), str(llama_cpp / "gguf-py")]
-    result: dict = {"mode": mode, "decisions": [], "error": None}
+    result: dict = {"mode": mode, "decisions": [], "error": None, "memory_limit": memory}
     try:
         _watch(result)
         if mode == "convert":

@@ -19,10 +19,41 @@ LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 FETCH_COMMAND = "python -m harness fetch"
 
 
+GIB = 1 << 30
+DEFAULT_MEMORY = 4 * GIB       # or half the machine's memory, whichever is smaller
+MIN_MEMORY = 256 << 20         # below this a child cannot even import llama.cpp
+_CHILD_MEMORY: list[int | None] = [None]  # set_child_memory
+
+
 def child_env() -> dict[str, str]:
     """The environment of a Python child: this checkout importable whatever the current directory."""
     path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
     return dict(os.environ, PYTHONPATH=path)
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM on this machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_memory() -> int:
+    """4 GiB, or half the RAM on a smaller machine (never below MIN_MEMORY)."""
+    ram = physical_memory()
+    return DEFAULT_MEMORY if ram is None else max(MIN_MEMORY, min(DEFAULT_MEMORY, ram // 2))
+
+
+def set_child_memory(limit: int | None) -> None:
+    """The address-space cap of every child this process starts (`--memory-limit`; None: the default)."""
+    _CHILD_MEMORY[0] = limit
+
+
+def child_memory() -> int:
+    """Bytes of address space for a child: a llama.cpp worker, a reference child, a `llama.cpp@VERSION`
+    child, the converter. `--memory-limit` when the command has it, else `default_memory()`."""
+    return _CHILD_MEMORY[0] or default_memory()
 
 
 def project_root() -> Path:
