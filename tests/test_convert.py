@@ -181,6 +181,7 @@ def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_conver
     assert fake_converter["runs"][0][0] == "fingerprint"
     assert cli.main(["inspect", str(gguf), "--reference", "sp:x"]) == 2
     assert "expected hf:PATH, spm:PATH or tekken:PATH" in capsys.readouterr().err
+    (source / "tekken.json").write_text(json.dumps({"config": {"default_vocab_size": 2}, "vocab": []}))
     assert cli.main(["inspect", str(gguf), "--reference", f"tekken:{source}"]) == 1  # wants pre = tekken
     assert "INCONSISTENT: the converter's --mistral-format path writes 'tekken'" in capsys.readouterr().out
 

@@ -38,7 +38,7 @@ def resolve(spec: str) -> Callable[..., Any]:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise SpecError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
-    if os.getcwd() not in sys.path:
+    if not sys.flags.safe_path and os.getcwd() not in sys.path:  # a reference child runs with -P: never the cwd
         sys.path.insert(0, os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)

@@ -80,7 +80,9 @@ def missing(kind: str) -> str | None:
 
 
 def child_argv(kind: str) -> list[str]:
-    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0]]
+    """The reference child's command: `-P`, so that no module of the current directory (a model folder,
+    say) can stand in for the reference's library; the child's engine is ours, never the folder's."""
+    return [sys.executable, "-P", "-m", "harness.children.python_child", "--engine", KINDS[kind][0]]
 
 
 def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
