@@ -41,7 +41,7 @@ def fake_converter(tmp_path, monkeypatch):
     monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path("python"))
     seen: dict = {"answer": None, "runs": []}
 
-    def run_driver(mode, args, *, timeout=900):
+    def run_driver(mode, args, *, timeout=900, folder_code=None):
         work = Path(args[0])
         seen["runs"].append((mode, args, {p.name: p.read_text() for p in work.iterdir()}))
         return {**seen["answer"], "output_tail": ["the converter's last lines"]}

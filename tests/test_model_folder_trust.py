@@ -61,7 +61,8 @@ def load_remote_code(folder):
 class AutoTokenizer:
     @staticmethod
     def from_pretrained(folder, **kwargs):
-        load_remote_code(folder)
+        if kwargs.get("trust_remote_code"):
+            load_remote_code(folder)
         return "tokenizer"
 '''
 BASE = '''
@@ -74,12 +75,16 @@ class TextModel:
         return "qwen2"
 '''
 MAIN = '''
+import json
 import sys
-from transformers.models.auto.tokenization_auto import load_remote_code
+from pathlib import Path
+from transformers import AutoTokenizer
 
 def main():
     folder = sys.argv[1]
-    load_remote_code(folder)
+    architecture = json.loads((Path(folder) / "config.json").read_text())["architectures"][0]
+    if architecture in ("QWenLMHeadModel", "ChatGLMModel"):  # _set_vocab_qwen, ChatGLMModel.set_vocab
+        AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
     sys.path.insert(0, folder)  # and the module search path: a converter that imports from the folder
     try:
         import tokenization_x  # noqa: F401
@@ -142,35 +147,43 @@ FOLDERS = [pytest.param(arch, with_json, id=f"{arch}-{'with' if with_json else '
 
 @pytest.mark.parametrize("architecture, tokenizer_json", FOLDERS)
 def test_convert_runs_no_file_of_the_folder(tmp_path, stand_in, capsys, architecture, tokenizer_json):
+    """The converter loads these with trust_remote_code=True: the tokenizer needs custom code, exit 2."""
     markers = tmp_path / "markers"
     folder = hostile(tmp_path / "model", markers, architecture=architecture, tokenizer_json=tokenizer_json)
     code = cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")])
     printed = capsys.readouterr()
     assert ran(markers) == []
-    if tokenizer_json:  # data enough: converted without the code (here the stand-in refuses: exit 1)
-        assert code == 1, printed
-        assert "left out of the converter's copy" in printed.out and "tokenization_x.py" in printed.out
-        assert "without auto_map" in printed.out
-    else:  # the tokenizer is only code: refused before the converter starts
-        assert code == 2 and printed.err.count("\n") == 1, printed
-        assert "needs custom code" in printed.err and "tokenization_x.XTokenizer" in printed.err
+    assert "left out of the converter's copy" in printed.out and "tokenization_x.py" in printed.out
+    assert code == 2 and printed.err.count("\n") == 1, printed
+    assert f"{folder}: the tokenizer needs custom code" in printed.err and "tokenization_x.XTokenizer" in printed.err
 
 
-@pytest.mark.parametrize("architecture, tokenizer_json", FOLDERS)
-def test_inspect_reference_runs_no_file_of_the_folder(tmp_path, stand_in, capsys, architecture, tokenizer_json):
+def test_convert_goes_on_without_the_code_where_the_converter_does_not_ask_for_it(tmp_path, stand_in, capsys):
+    """Baichuan's path reads tokenizer.model itself: the folder's code is left out, the conversion goes on."""
+    markers = tmp_path / "markers"
+    folder = hostile(tmp_path / "model", markers, architecture="BaichuanForCausalLM", tokenizer_json=False)
+    code = cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")])
+    printed = capsys.readouterr()
+    assert ran(markers) == []
+    assert code == 1 and printed.err == "", printed  # the stand-in converter's own refusal: a result
+    assert "refused: ValueError: the stand-in converter writes no GGUF" in printed.out
+    assert "supplied config.json (the folder's own without auto_map" in printed.out
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_inspect_reference_refuses_a_tokenizer_that_is_only_code(tmp_path, stand_in, capsys, architecture):
+    """`hf:` on a folder whose auto_map names a tokenizer and that has no tokenizer.json: exit 2, nothing run."""
     from tokenizer.gguf.writer import write
 
     gguf = tmp_path / "v.gguf"
     write(gguf, {"general.architecture": "qwen2", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "qwen2",
                  "tokenizer.ggml.tokens": ["a", "b"]})
     markers = tmp_path / "markers"
-    folder = hostile(tmp_path / "model", markers, architecture=architecture, tokenizer_json=tokenizer_json)
+    folder = hostile(tmp_path / "model", markers, architecture=architecture, tokenizer_json=False)
     code = cli.main(["inspect", str(gguf), "--reference", f"hf:{folder}"])
     printed = capsys.readouterr()
     assert ran(markers) == []
-    assert code == (0 if tokenizer_json else 2), printed
-    if not tokenizer_json:
-        assert "needs custom code" in printed.err and printed.err.count("\n") == 1
+    assert code == 2 and "needs custom code" in printed.err and printed.err.count("\n") == 1, printed
 
 
 def test_the_drivers_own_wall_refuses_a_folders_code_whatever_the_converter_asks(tmp_path, stand_in):
@@ -178,7 +191,8 @@ def test_the_drivers_own_wall_refuses_a_folders_code_whatever_the_converter_asks
     markers = tmp_path / "markers"
     folder = hostile(tmp_path / "model", markers, architecture="QWenLMHeadModel", tokenizer_json=True)
     out = tmp_path / "result.json"
-    done = subprocess.run([sys.executable, str(convert.DRIVER), "fingerprint", str(stand_in), str(out), str(folder)],
+    done = subprocess.run([sys.executable, str(convert.DRIVER), "convert", str(stand_in), str(out), str(folder),
+                           "--vocab-only", "--outfile", str(tmp_path / "x.gguf")],
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())

@@ -59,6 +59,7 @@ _KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
 MODEL_TYPES = {"LlamaForCausalLM": "llama", "BertModel": "bert", "MistralForCausalLM": "mistral"}
 Log = Callable[[str], None]
 CUSTOM_CODE = "CustomCodeRefused"  # the driver's error type when transformers was about to run a folder's code
+FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # the custom tokenizer auto_map named, for the driver
 
 
 def _stderr(message: str) -> None:
@@ -191,8 +192,6 @@ def work_folder(source: Path, work: Path, *, architecture: str | None = None) ->
                          "or tokenizer.model)")
     if not any((source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
         raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model (nor tekken.json)")
-    if (reason := folder_data.custom_code(source)) is not None:
-        raise SetupError(reason)
     if (source / "tokenizer.json").is_file():
         folder_data.read_tokenizer_json(source / "tokenizer.json")
     folder_data.copy_data(source, work)
@@ -240,13 +239,20 @@ def sidecar_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".gguf") + ".convert.json")
 
 
-def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str, Any]:
-    """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output."""
+def run_driver(mode: str, args: list[str], *, timeout: float = 900, folder_code: str | None = None) -> dict[str, Any]:
+    """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output.
+
+    `folder_code`: the custom tokenizer the original's `auto_map` named (removed from the copies);
+    the driver refuses a `trust_remote_code=True` load of the tokenizer then (`FOLDER_CODE_ENV`).
+    """
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as tmp:
         # HF_MODULES_CACHE: an empty folder of this run, so no module a past run cached can be imported
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                    TOKENIZERS_PARALLELISM="false", PYTHONPATH="", HF_MODULES_CACHE=str(Path(tmp) / "modules"))
+        env.pop(FOLDER_CODE_ENV, None)
+        if folder_code:
+            env[FOLDER_CODE_ENV] = folder_code
         result_file = Path(tmp) / "result.json"
         try:
             done = subprocess.run([str(python), str(DRIVER), mode, str(sources_dir()), str(result_file), *args],
@@ -258,10 +264,14 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str,
             tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
             raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
         result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
-    if (result.get("error") or {}).get("type") == CUSTOM_CODE:  # the driver's wall held: bad input, not a refusal
-        raise SetupError(result["error"]["message"])
     result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
     return result
+
+
+def _refuse_custom_code(source: Path, result: dict[str, Any]) -> None:
+    """The driver's wall held (the converter asked for the folder's code): bad input, exit 2, not a refusal."""
+    if (result.get("error") or {}).get("type") == CUSTOM_CODE:
+        raise SetupError(f"{source}: {result['error']['message']}")
 
 
 def gguf_facts(path: Path) -> dict[str, Any]:
@@ -292,7 +302,9 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
             log(f"supplied {item['file']} ({item['why']}): {shown if len(shown) <= 300 else shown[:300] + ' ...'}")
         log(f"running llama.cpp's convert_hf_to_gguf.py --vocab-only on {source} ...")
         mistral = ["--mistral-format"] if is_mistral_format(source) else []
-        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())])
+        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())],
+                            folder_code=folder_data.tokenizer_code(source))
+    _refuse_custom_code(source, result)
     record = _record(source, out, supplied, result)
     write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
@@ -336,8 +348,11 @@ def fingerprint(path: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / (folder.resolve().name or "model")
         work.mkdir()
+        if (reason := folder_data.custom_code(folder)) is not None:
+            raise SetupError(reason)
         work_folder(folder, work)
-        result = run_driver("fingerprint", [str(work)], timeout=300)
+        result = run_driver("fingerprint", [str(work)], timeout=300, folder_code=folder_data.tokenizer_code(folder))
+    _refuse_custom_code(path, result)
     decision = (result["decisions"] or [{}])[-1]
     if not decision.get("chkhsh"):
         err = result["error"] or {"type": "?", "message": "no fingerprint computed"}

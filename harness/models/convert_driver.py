@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import traceback
@@ -31,6 +32,7 @@ from pathlib import Path
 
 _CHKHSH = re.compile(r"chkhsh:\s+([0-9a-f]{64})")
 _LOADER = "get_class_from_dynamic_module"  # transformers' one loader of a folder's own Python
+FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # harness.models.convert.FOLDER_CODE_ENV (nothing is imported from it)
 
 
 class CustomCodeRefused(RuntimeError):
@@ -44,14 +46,15 @@ def _refuse_custom_code(result: dict) -> None:
     the exception and failing otherwise is still reported as the refusal it was.
     """
     def refuse(class_reference, pretrained_model_name_or_path, *args, **kwargs):
-        result["custom_code"] = (f"{pretrained_model_name_or_path}: the converter asked for the folder's own code "
-                                 f"({class_reference}); gguf-parity runs no code from a model folder")
+        result["custom_code"] = (f"the tokenizer needs custom code: the converter asked for the folder's own "
+                                 f"{class_reference}, and gguf-parity runs no code from a model folder")
         raise CustomCodeRefused(result["custom_code"])
 
     try:
         from transformers import dynamic_module_utils
     except ImportError:  # no transformers: nothing here loads a folder's code
         return
+    _refuse_trusted_tokenizer(result, refuse)
     original = getattr(dynamic_module_utils, _LOADER)
     setattr(dynamic_module_utils, _LOADER, refuse)  # what a module imported from now on gets
     for module in list(sys.modules.values()):  # and the modules that imported it by name already
@@ -73,6 +76,25 @@ class _Hashes(logging.Handler):
         found = _CHKHSH.search(record.getMessage())
         if found:
             self.seen.append(found.group(1))
+
+
+def _refuse_trusted_tokenizer(result: dict, refuse) -> None:
+    """`AutoTokenizer.from_pretrained(..., trust_remote_code=True)` on a folder whose `auto_map` named a
+    custom tokenizer (removed from the copy the converter reads) is the converter asking for that code."""
+    code = os.environ.get(FOLDER_CODE_ENV)
+    if not code:
+        return
+    import transformers
+
+    auto = transformers.AutoTokenizer
+    original = auto.from_pretrained
+
+    def from_pretrained(path, *args, **kwargs):
+        if kwargs.get("trust_remote_code"):
+            refuse(code, path)
+        return original(path, *args, **kwargs)
+
+    auto.from_pretrained = staticmethod(from_pretrained)
 
 
 def _watch(result: dict) -> None:

@@ -14,8 +14,11 @@ file of a folder, by three walls:
 - in the converter's process, transformers' loader of a folder's code refuses
   (`harness/models/convert_driver.py`), whatever `trust_remote_code` the converter passes.
 
-A folder whose tokenizer exists only as custom code (an `auto_map` tokenizer and no
-`tokenizer.json`) is refused before the converter starts (`custom_code`): exit 2, one line.
+When the converter asks for a tokenizer with `trust_remote_code=True` and the folder's
+`auto_map` names one (`tokenizer_code`), the driver refuses it: the tokenizer needs custom
+code, exit 2, one line (a path such as SentencePiece's, which reads `tokenizer.model` itself,
+goes on). `inspect --reference hf:` on such a folder without `tokenizer.json` is refused before
+the converter starts (`custom_code`).
 The JSON files the harness parses itself are read with a size and depth bound, and a
 `tokenizer.json` whose fields are not what every reader expects is refused naming the
 file and the field (`read_tokenizer_json`).
@@ -135,6 +138,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{_kind(value)} ({text[:37]}...)"
 
 
+def tokenizer_code(folder: Path) -> str | None:
+    """The custom tokenizer class `auto_map` names in tokenizer_config.json or config.json, or None."""
+    for name in STRIPPED:
+        if (folder / name).is_file() and (code := _tokenizer_code(read_object(folder / name))):
+            return code
+    return None
+
+
 def custom_code(folder: Path) -> str | None:
     """Why `folder`'s tokenizer exists only as code of the folder, or None.
 
@@ -204,7 +215,7 @@ def without_code(source: Path) -> list[dict[str, Any]]:
             continue
         content = {k: v for k, v in data.items() if k != CODE_KEY}
         why = "the folder's own without auto_map (gguf-parity runs no code from a model folder)"
-        if name == "tokenizer_config.json" and _tokenizer_code(data):
+        if name == "tokenizer_config.json" and _tokenizer_code(data) and (source / "tokenizer.json").is_file():
             content["tokenizer_class"] = FAST
             why += f"; tokenizer_class {FAST}, tokenizer.json as it is, for the class auto_map named"
         rewritten.append({"file": name, "content": content, "why": why})
