@@ -228,3 +228,14 @@ def test_peers_reference_started_inside_the_folder_imports_nothing_from_it(tmp_p
     done, markers = three_way_in_folder(tmp_path, ["peers", "--engine", "ours", "--report", str(tmp_path / "p")])
     assert ran(markers) == []
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_installed_copy_gives_its_children_no_current_directory_on_the_module_path(tmp_path, monkeypatch):
+    """Installed (no pyproject.toml beside the package), a child's PYTHONPATH gains nothing: not the cwd."""
+    from harness.models import shipped
+
+    installed = tmp_path / "site-packages" / "harness" / "models" / "shipped.py"
+    monkeypatch.setattr(shipped, "__file__", str(installed))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "")
+    assert str(tmp_path) not in shipped.child_env()["PYTHONPATH"].split(os.pathsep)
