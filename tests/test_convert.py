@@ -41,7 +41,7 @@ def fake_converter(tmp_path, monkeypatch):
     monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path("python"))
     seen: dict = {"answer": None, "runs": []}
 
-    def run_driver(mode, args, *, timeout=900):
+    def run_driver(mode, args, *, timeout=900, folder_code=None):
         work = Path(args[0])
         seen["runs"].append((mode, args, {p.name: p.read_text() for p in work.iterdir()}))
         return {**seen["answer"], "output_tail": ["the converter's last lines"]}
@@ -181,6 +181,7 @@ def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_conver
     assert fake_converter["runs"][0][0] == "fingerprint"
     assert cli.main(["inspect", str(gguf), "--reference", "sp:x"]) == 2
     assert "expected hf:PATH, spm:PATH or tekken:PATH" in capsys.readouterr().err
+    (source / "tekken.json").write_text(json.dumps({"config": {"default_vocab_size": 2}, "vocab": []}))
     assert cli.main(["inspect", str(gguf), "--reference", f"tekken:{source}"]) == 1  # wants pre = tekken
     assert "INCONSISTENT: the converter's --mistral-format path writes 'tekken'" in capsys.readouterr().out
 

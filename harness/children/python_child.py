@@ -7,7 +7,9 @@ The default engine is ours (`tokenizer:Tokenizer.from_gguf`). `run` and
 `compare` start this child for every `--engine MODULE:CALLABLE`, so that a
 third-party engine's hang, crash or `sys.exit()` costs one case, not the run.
 The module is imported the documented way: the current directory first on
-`sys.path`, then the installed packages.
+`sys.path`, then the installed packages. A reference child (`harness.references.specs`)
+starts with `python -P`, and then the current directory is not put on `sys.path`: its
+engine is the harness's own, and a model folder's modules must not shadow its library.
 
 The protocol owns the real stdout: the engine's own prints go to stderr, SIGINT
 is ignored (the harness ends the child), and the child exits when the harness
@@ -41,7 +43,7 @@ def resolve(spec: str) -> Callable[..., Any]:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise SpecError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
-    if os.getcwd() not in sys.path:
+    if not sys.flags.safe_path and os.getcwd() not in sys.path:  # a reference child runs with -P: never the cwd
         sys.path.insert(0, os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)

@@ -26,8 +26,13 @@ _CHILD_MEMORY: list[int | None] = [None]  # set_child_memory
 
 
 def child_env() -> dict[str, str]:
-    """The environment of a Python child: this checkout importable whatever the current directory."""
-    path = os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))
+    """The environment of a Python child: this checkout importable whatever the current directory.
+
+    An installed copy is importable as it is: then nothing is added (`project_root()` would be the
+    current directory, perhaps a model folder, whose modules must not come before the libraries)."""
+    here = Path(__file__).resolve().parents[2]
+    checkout = str(here) if (here / "pyproject.toml").is_file() else None
+    path = os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))
     return dict(os.environ, PYTHONPATH=path)
 
 

@@ -109,8 +109,10 @@ def missing(kind: str) -> str | None:
 
 
 def child_argv(kind: str) -> list[str]:
-    """The reference child, its address space capped (`child_memory`: --memory-limit or the workers' default)."""
-    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0],
+    """The reference child's command: `-P`, so that no module of the current directory (a model folder,
+    say) can stand in for the reference's library; its address space capped (`child_memory`:
+    --memory-limit or the workers' default)."""
+    return [sys.executable, "-P", "-m", "harness.children.python_child", "--engine", KINDS[kind][0],
             "--memory-limit", str(child_memory())]
 
 

@@ -45,6 +45,7 @@ from ..models.paths import Fingerprint, attach_source, check_same, fingerprint, 
 from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+from ..report import fuzz_summary
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe
 from . import check
@@ -293,7 +294,9 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
 
     llama.cpp aborts on some inputs for whole vocabulary families; without the
-    second hunt such a crash would hide every engine bug behind it.
+    second hunt such a crash would hide every engine bug behind it. How many inputs
+    ran of the budget, and why the hunt stopped short of it, go to `result.fuzz`
+    and the notes (`harness.report.fuzz_summary`).
     """
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                            pieces=subject.table.pieces)
@@ -302,6 +305,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         view = replace(view, specials=view.specials + extra)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
+    stopped: str | None = "when the run itself stopped (an interruption or an error)"
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)
@@ -318,6 +322,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
                 if third is not None and case["id"] in third.seen:
                     third.count(expected, got, *third.seen[case["id"]])
             budget -= outcome.generated
+            stopped = _stop_reason(outcome, budget)
             if outcome.case is None:
                 return
             _record_fuzz_failure(config, result, outcome)
@@ -325,6 +330,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
                 return
             ignore_crashes = True
     finally:
+        _record_fuzz_stop(result, asked=config.fuzz, ran=config.fuzz - budget, stopped=stopped if budget > 0 else None)
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
@@ -345,6 +351,22 @@ def _database(path: Path | None) -> Iterator[None]:
             del os.environ[DB_ENV]
         else:
             os.environ[DB_ENV] = saved
+
+
+def _stop_reason(outcome, budget: int) -> str | None:
+    """Why a hunt ended with `budget` inputs left (None when it ran them all)."""
+    if budget <= 0:
+        return None
+    if outcome.case is not None:
+        return f"at the first failing input {outcome.case['id']} (shrunk; the fuzzer stops at a failure)"
+    notes = [str(entry) for kind, entry in outcome.findings if kind == "note"]
+    return f"Hypothesis stopped: {notes[0]}" if notes else "Hypothesis generated no further distinct input"
+
+
+def _record_fuzz_stop(result: ModelResult, *, asked: int, ran: int, stopped: str | None) -> None:
+    result.fuzz = fuzz_summary.block(asked, ran, stopped)
+    if stopped:
+        result.notes.append(f"fuzz: {ran} of {asked} inputs ran, stopped {stopped}")
 
 
 def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
