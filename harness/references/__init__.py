@@ -17,7 +17,7 @@ May import: `tokenizer` (a GGUF's keys and token table, llama.cpp's flags per pr
 byte table), `harness.errors`, `harness.files`, `harness.golden.records` (a record's exact bytes),
 `harness.subjects.client`, `harness.subjects.protocol`, `harness.subjects.records` (the engine
 protocol's client side), `harness.models.shipped`, `harness.models.convert` (the fingerprint, in
-`pre_check`).
+`pre_check`), `harness.models.folder_data` (a folder's tokenizer files read, bounded).
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules
