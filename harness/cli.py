@@ -26,6 +26,7 @@ COMMANDS = {
     "fetch": "fetch",
     "convert": "convert",
     "inspect": "inspect",
+    "repair": "repair",
     "run": "run",
     "compare": "compare",
     "merge-reports": "merge_reports",

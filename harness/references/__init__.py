@@ -12,12 +12,15 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     classify.py   the three-way classification of one case, and the `summary.reference` counts (pure)
     decoding.py   the original's decode of llama.cpp's ids against llama.cpp's detokenize (the `decode` request)
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
+    cause_candidates.py  the changes that might explain a conversion finding, read from the two files
+    causes.py     each conversion finding's cause by experiment: the smallest change that makes it agree
 
 What it may import: the standard library; the `tokenizer` package (a GGUF's keys and
 token table, llama.cpp's flags per pre name, GPT-2's byte table); `harness.errors`,
 `harness.files` and `harness.golden.records` (a record's exact bytes); the engine
 protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
-`harness.models.shipped`); `harness.models.convert`'s fingerprint, inside `pre_check`.
+`harness.models.shipped`); `harness.models.convert`'s fingerprint, inside `pre_check`; `harness.oracle.session` and
+`harness.models.gguf_rewrite` in `causes` (llama.cpp asked again on a rewritten GGUF).
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules
