@@ -36,6 +36,7 @@ from tokenizer import Tokenizer
 from tokenizer import unicode as uni
 from tokenizer.pretokenize.behaviours import get as get_pretokenizer
 from tokenizer.pretokenize.names import PRE_NAMES
+from tokenizer.vocab_rules import DETECT_BY_TEXT
 
 from .gguf_keys import PLACEHOLDER_SCORE, _split_patterns, _template_ends, llama_form, prepends_space
 
@@ -253,11 +254,29 @@ def _original_switches(tok: Tokenizer, data: dict) -> list[Candidate]:
                                f"for pre {tok.vocab.pre!r}", "original",
                                original=lambda d: d["model"].__setitem__("ignore_merges", False)))
     found += _pattern_switch(tok, data)
+    found += _forced_control(data)
     if model.get("type") == "WordPiece" and model.get("max_input_chars_per_word"):
         found.append(Candidate("word-length", "the original's max_input_chars_per_word raised to 10**9 "
                                "(llama.cpp's WPM has no limit)", "original",
                                original=lambda d: d["model"].__setitem__("max_input_chars_per_word", 10**9)))
     return found
+
+
+def _forced_control(data: dict) -> list[Candidate]:
+    """Added tokens the original marks special=false whose text llama.cpp's loader makes CONTROL whatever
+    the GGUF says (its end-of-turn and fill-in-the-middle texts, `tokenizer.vocab_rules.DETECT_BY_TEXT`):
+    made special in the original, since no token type can undo it."""
+    texts = {t for group in DETECT_BY_TEXT.values() for t in group}
+    forced = [t["content"] for t in data.get("added_tokens") or [] if not t.get("special") and t.get("content") in texts]
+    if not forced:
+        return []
+
+    def special(d: dict) -> None:
+        for token in d.get("added_tokens") or []:
+            if token.get("content") in forced:
+                token["special"] = True
+    return [Candidate("original-forced-control", f"{len(forced)} added token(s) llama.cpp makes CONTROL by their "
+                      "text made special in the original", "original", original=special)]
 
 
 def _pattern_switch(tok: Tokenizer, data: dict) -> list[Candidate]:

@@ -188,27 +188,36 @@ def repair(gguf: Path, spec: str, out: Path, *, vocab_words: bool = False, corpo
 
 
 def _choose(finder: causes.Finder, done: Repair) -> list[Any]:
-    """The candidates to apply, in the finder's order; the rest of the causes go to `not_applied`."""
+    """The candidates to apply, in the finder's order; what a case needs besides goes to `not_applied`.
+
+    Per case, its first set that only exact keys make (else its first set): the exact keys in it are
+    applied, any other member is named with the reason it is not.
+    """
     by_name = {c.name: c for c in finder.candidates}
     wanted: set[str] = set()
-    for cause in done.causes.values():
-        sets = [s.split("+") for s in cause.get("sets") or [] if s]
-        fixable = [s for s in sets if all(by_name[n].side == "gguf" and by_name[n].exact for n in s)]
-        if fixable:
-            wanted.update(fixable[0])
     named: dict[str, str] = {}
     for cause in done.causes.values():
-        for name in (n for s in cause.get("sets") or [] for n in s.split("+") if n and n not in wanted):
-            c = by_name[name]
-            named[name] = ("a llama.cpp behaviour no GGUF key carries" if c.side != "gguf"
-                           else "not exact: the value is derived, not held by the original")
-        if cause["cause"] in (causes.UNEXPLAINED, "not traced"):
-            named.setdefault(cause["cause"], "no candidate change makes the case agree")
+        sets = [s.split("+") for s in cause.get("sets") or [] if s]
+        if not sets:
+            if cause["cause"] in (causes.UNEXPLAINED, "not traced"):
+                named.setdefault(cause["cause"], "no candidate change makes the case agree")
+            continue
+        fixable = [s for s in sets if all(_exact_key(by_name[n]) for n in s)]
+        for name in fixable[0] if fixable else sets[0]:
+            if _exact_key(by_name[name]):
+                wanted.add(name)
+            else:
+                named[name] = ("a llama.cpp behaviour no GGUF key carries" if by_name[name].side != "gguf"
+                               else "not exact: the value is derived, not held by the original")
     chosen = [c for c in finder.candidates if c.name in wanted]
     done.applied = [{"name": c.name, "what": c.what, "keys": list(c.keys)} for c in chosen]
     done.not_applied = [{"name": n, "why": why, "what": by_name[n].what if n in by_name else ""}
                         for n, why in named.items()]
     return chosen
+
+
+def _exact_key(candidate: Any) -> bool:
+    return bool(candidate.side == "gguf" and candidate.exact)
 
 
 def _loads(path: Path) -> dict[str, str]:
