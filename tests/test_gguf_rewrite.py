@@ -31,7 +31,7 @@ def model_file(path) -> None:
 
 def digests(path) -> dict[str, str]:
     f = read(path)
-    data = open(path, "rb").read()
+    data = path.read_bytes()
     return {t.name: hashlib.sha256(data[t.offset:t.offset + t.nbytes]).hexdigest() for t in f.tensors}
 
 
@@ -48,7 +48,7 @@ def test_a_changed_key_keeps_every_other_key_and_the_tensor_bytes(tmp_path):
             assert np.array_equal(np.asarray(after.metadata[key]), np.asarray(before.metadata[key])), key
             assert after.types[key] == before.types[key], key
     assert after.alignment == 64 and all(t.offset % 64 == 0 for t in after.tensors)
-    assert digests(dst) == digests(src) and any(set(open(src, "rb").read()[before.data_offset:]))
+    assert digests(dst) == digests(src) and any(src.read_bytes()[before.data_offset:])
     assert done.tensors_checked == 3 and done.changed == ("tokenizer.ggml.pre", "tokenizer.ggml.add_bos_token")
 
 

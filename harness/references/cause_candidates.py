@@ -82,7 +82,8 @@ def for_spm(tok: Tokenizer, meta: dict, model: dict) -> list[Candidate]:
         if wrong:
             found.append(_retype("token-types", f"{len(wrong)} user-defined piece(s) typed USER_DEFINED", wrong,
                                  USER_DEFINED))
-    for key, flag in (("add_space_prefix", "add_dummy_prefix"), ("remove_extra_whitespaces", "remove_extra_whitespaces")):
+    for key, flag in (("add_space_prefix", "add_dummy_prefix"),
+                      ("remove_extra_whitespaces", "remove_extra_whitespaces")):
         if getattr(tok.vocab, key) != model[flag]:
             found.append(_key(key.replace("_", "-"), f"tokenizer.ggml.{key} = {model[flag]} (the model's {flag})",
                               {f"tokenizer.ggml.{key}": bool(model[flag])}))
@@ -218,7 +219,8 @@ def _space_prefix(tok: Tokenizer, data: dict) -> list[Candidate]:
     if wanted is None or wanted == tok.vocab.add_space_prefix:
         return []
     return [_key("add-space-prefix", f"tokenizer.ggml.add_space_prefix = {wanted} (the original "
-                 f"{'prepends' if wanted else 'does not prepend'} U+2581)", {"tokenizer.ggml.add_space_prefix": wanted})]
+                 f"{'prepends' if wanted else 'does not prepend'} U+2581)",
+                 {"tokenizer.ggml.add_space_prefix": wanted})]
 
 
 def _scores(tok: Tokenizer, meta: dict, data: dict) -> list[Candidate]:
@@ -267,7 +269,8 @@ def _forced_control(data: dict) -> list[Candidate]:
     the GGUF says (its end-of-turn and fill-in-the-middle texts, `tokenizer.vocab_rules.DETECT_BY_TEXT`):
     made special in the original, since no token type can undo it."""
     texts = {t for group in DETECT_BY_TEXT.values() for t in group}
-    forced = [t["content"] for t in data.get("added_tokens") or [] if not t.get("special") and t.get("content") in texts]
+    forced = [t["content"] for t in data.get("added_tokens") or []
+              if not t.get("special") and t.get("content") in texts]
     if not forced:
         return []
 

@@ -198,7 +198,8 @@ def _spm_layout(tok: Tokenizer, data: dict) -> list[Discrepancy]:
     meta, out = tok.vocab.metadata, []
     scores = meta.get("tokenizer.ggml.scores")
     if scores is not None and len(scores) and all(float(x) == PLACEHOLDER_SCORE for x in scores):
-        out.append(Discrepancy("tokenizer.ggml.scores", f"every score is the converter's placeholder {PLACEHOLDER_SCORE}",
+        out.append(Discrepancy("tokenizer.ggml.scores",
+                               f"every score is the converter's placeholder {PLACEHOLDER_SCORE}",
                                f"{len((data.get('model') or {}).get('merges') or [])} merges in order",
                                "llama.cpp's SentencePiece session merges by score, so with all equal it merges in "
                                "another order than the original"))
