@@ -116,6 +116,9 @@ def test_the_findings_of_a_run_are_given_their_case_cause_once(smaug):
     assert counts == {"pre-name": 1, "not traced": 1}
     assert all(e["cause"]["cause"] == "pre-name" for e in entries[:4]) and "cause" not in entries[4]
     json.dumps(entries)  # what report.json holds
+    again = [{**e, "case_id": f"{e['case_id']}{i}"} for i, e in enumerate(entries[:2])]
+    assert causes.explain_findings(again, smaug, limit=1) == {"pre-name": 1, "not traced": 1}
+    assert again[1]["cause"]["why"] == "past the first 1 cases searched"
 
 
 def test_prepends_space_reads_the_sentencepiece_layouts():

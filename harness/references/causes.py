@@ -45,6 +45,7 @@ from .gguf_keys import read_spm
 from .specs import parse, reference_factory
 
 MAX_SET = 2  # changes tried together at most
+MAX_CASES = 300  # cases searched per model; the rest are marked not traced
 Pair = tuple[bool, bool]
 UNEXPLAINED = "unexplained"
 AGREES = "agrees-unchanged"
@@ -212,8 +213,12 @@ def _row(pair: Pair, original: list[int], llama: list[int]) -> dict:
     return {"add_special": pair[0], "parse_special": pair[1], "original": original, "llama.cpp": llama}
 
 
-def explain_findings(entries: list[dict], finder: Finder) -> Counter[str]:
-    """Each conversion entry given its case's `cause` (one search per case); the causes counted per case."""
+def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CASES) -> Counter[str]:
+    """Each conversion entry given its case's `cause` (one search per case); the causes counted per case.
+
+    Past `limit` cases the rest are `not traced` (said so on each), so a model with thousands of
+    differing cases costs a bounded time.
+    """
     cases: dict[str, list[dict]] = {}
     for entry in entries:
         if entry.get("class") == "conversion":
@@ -221,8 +226,11 @@ def explain_findings(entries: list[dict], finder: Finder) -> Counter[str]:
     counts: Counter[str] = Counter()
     for case_id, group in cases.items():
         first = group[0]
-        if first.get("bytes") is not None or not isinstance(first.get("text"), str):
-            cause: dict = {"cause": "not traced", "why": "a bytes input: the candidates rewrite text"}
+        cause: dict
+        if sum(counts.values()) >= limit:
+            cause = {"cause": "not traced", "why": f"past the first {limit} cases searched"}
+        elif first.get("bytes") is not None or not isinstance(first.get("text"), str):
+            cause = {"cause": "not traced", "why": "a bytes input: the candidates rewrite text"}
         else:
             pairs = [(bool(e["add_special"]), bool(e["parse_special"])) for e in group]
             cause = finder.explain({"id": case_id, "text": first["text"]}, pairs).as_dict()
