@@ -50,7 +50,7 @@ def test_the_key_causes_are_repaired_and_the_file_then_agrees_three_ways(tmp_pat
     assert {r["cause"]: (r["before"], r["after"]) for r in report["per_cause"]} == {
         "pre-name": (2, 0), "token-types": (1, 0)}
     assert report["after"] == {"compared": 5, "conversion_differ": 0, "parity_differ": 0, "parity_cases": [],
-                               "llama_failed": 0}
+                               "llama_failed": []}
     assert [a["name"] for a in report["applied"]] == ["pre-name", "token-types"]
     assert "pre-name" in done.stdout and "wrote" in done.stdout
     before, after = read(gguf), read(tmp_path / "x.fixed.gguf")

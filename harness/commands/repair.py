@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n")
     final = done.after or done.before
-    return 0 if not final.conversion and not final.parity and not final.llama_failed else 1
+    return 0 if not final.conversion and not final.parity and not final.new_failures(done.before) else 1
 
 
 def render(done: dict, gguf: Path, out: Path) -> str:

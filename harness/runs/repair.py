@@ -53,12 +53,16 @@ class Check:
     conversion: dict[str, list[tuple[bool, bool]]] = field(default_factory=dict)
     parity: list[str] = field(default_factory=list)
     compared: int = 0
-    llama_failed: int = 0  # cases llama.cpp gave no ids for (it crashed, or could not load the file)
+    llama_failed: list[str] = field(default_factory=list)  # cases llama.cpp gave no ids for (a crash, or no load)
+
+    def new_failures(self, before: Check) -> list[str]:
+        """Cases llama.cpp answered on `before`'s file and not on this one."""
+        return [c for c in self.llama_failed if c not in set(before.llama_failed)]
 
     def as_dict(self) -> dict:
         return {"compared": self.compared, "conversion_differ": len(self.conversion),
                 "parity_differ": len(self.parity), "parity_cases": self.parity[:20],
-                "llama_failed": self.llama_failed}
+                "llama_failed": self.llama_failed[:20]}
 
 
 @dataclass
@@ -134,7 +138,7 @@ def check(gguf: Path, spec: str, cases: list[dict], *, jobs: int, timeout: float
     for case, record, outcome in zip(cases, records, outcomes, strict=True):
         llama, original = outcome_ids(record), outcome_ids(outcome)
         if llama is None:
-            result.llama_failed += 1
+            result.llama_failed.append(str(case["id"]))
         elif _ours(ours, case) != llama:
             result.parity.append(str(case["id"]))
         if llama is None or original is None:
@@ -181,9 +185,10 @@ def repair(gguf: Path, spec: str, out: Path, *, vocab_words: bool = False, corpo
     done.loads = _loads(out)
     log(f"after: {out}")
     done.after = check(out, spec, cases, jobs=jobs, timeout=timeout, log=log)
-    failed = done.after.llama_failed
-    done.loads["llama.cpp"] = (f"gave no ids on {failed} of {len(cases)} cases" if failed
-                               else f"loaded: ids on all {len(cases)} cases")
+    failed, new = done.after.llama_failed, done.after.new_failures(done.before)
+    done.loads["llama.cpp"] = (f"gave no ids on {len(new)} case(s) it answered before: {', '.join(new[:5])}" if new
+                               else f"loaded: ids on {len(cases) - len(failed)} of {len(cases)} cases"
+                               + (f" (none on {', '.join(failed[:5])}, as before)" if failed else ""))
     return done
 
 
