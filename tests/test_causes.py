@@ -128,3 +128,28 @@ def test_prepends_space_reads_the_sentencepiece_layouts():
     assert cause_candidates.prepends_space({"normalizer": {"type": "Sequence", "normalizers": [replace]}}) is False
     assert cause_candidates.prepends_space({"pre_tokenizer": {"type": "Metaspace", "prepend_scheme": "never"}}) is False
     assert cause_candidates.prepends_space({"pre_tokenizer": {"type": "ByteLevel"}}) is None
+
+
+def test_the_converters_own_mismatch_lines_are_read_from_its_record(tmp_path):
+    from harness.references import gguf_keys
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    assert gguf_keys.converter_warnings(gguf) == []  # no X.convert.json: nothing to say
+    line = "WARNING:gguf.vocab:Mismatch between add_bos_token (True) and tokenizer_config.json, opting for the latter"
+    (tmp_path / "m.convert.json").write_text(json.dumps({"output_tail": ["INFO:hf-to-gguf:Set meta model", line,
+                                                                         line]}))
+    assert gguf_keys.converter_warnings(gguf) == [line]
+
+
+def test_a_tokenizer_json_sentencepiece_layout_names_placeholder_scores_and_a_missing_space_prefix():
+    """The converter's fallback for a folder without tokenizer.model: every score -1000.0, no add_space_prefix."""
+    from types import SimpleNamespace
+
+    from harness.references import gguf_keys
+    vocab = SimpleNamespace(metadata={"tokenizer.ggml.scores": [-1000.0] * 3}, add_space_prefix=True)
+    data = {"normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}, "model": {"merges": ["a b"]}}
+    lines = [d.line() for d in gguf_keys._spm_layout(SimpleNamespace(vocab=vocab), data)]
+    assert [line.split(":")[0] for line in lines] == ["tokenizer.ggml.scores", "tokenizer.ggml.add_space_prefix"]
+    vocab.metadata = {"tokenizer.ggml.scores": [0.0, -1.0, -2.0], "tokenizer.ggml.add_space_prefix": False}
+    assert gguf_keys._spm_layout(SimpleNamespace(vocab=vocab), data) == []
