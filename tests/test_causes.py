@@ -153,3 +153,17 @@ def test_a_tokenizer_json_sentencepiece_layout_names_placeholder_scores_and_a_mi
     assert [line.split(":")[0] for line in lines] == ["tokenizer.ggml.scores", "tokenizer.ggml.add_space_prefix"]
     vocab.metadata = {"tokenizer.ggml.scores": [0.0, -1.0, -2.0], "tokenizer.ggml.add_space_prefix": False}
     assert gguf_keys._spm_layout(SimpleNamespace(vocab=vocab), data) == []
+
+
+def test_a_tokenizer_json_sentencepiece_folder_is_blamed_on_its_space_prefix_and_placeholder_scores(tmp_path):
+    """llama.cpp reads the missing add_space_prefix as on ("Hello" becomes ▁Hello), and with every score
+    equal it merges in another order than the original's merges."""
+    original = rf.spm_style_json(tmp_path / "o" / "tokenizer.json")
+    gguf = rf.spm_style_gguf(original, tmp_path / "x.gguf")
+    (tmp_path / "work").mkdir()
+    with finder(tmp_path, gguf, original) as f:
+        assert [c.name for c in f.candidates] == ["add-space-prefix", "scores", "original-normalizer"]
+        assert f.explain({"id": "h", "text": "Hello world"}, [(False, False)]).cause == "add-space-prefix"
+        merged = f.explain({"id": "m", "text": "mathematics"}, [(False, False)])
+    assert merged.cause == "add-space-prefix+scores" and merged.sides == {"add-space-prefix": "gguf", "scores": "gguf"}
+    assert not next(c for c in f.candidates if c.name == "scores").exact  # derived: repair names it, applies nothing
