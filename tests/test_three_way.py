@@ -100,6 +100,7 @@ def test_each_conversion_finding_names_its_cause_found_by_experiment(tmp_path):
     assert report["summary"]["reference"]["causes"] == {"pre-name": 1}
     page = (report_dir / "report.html").read_text()
     assert 'data-cause="pre-name"' in page and "Causes of the conversion findings" in page
+    assert page.count("after the change, this flag pair: original <code>") == len(conversion)
 
 
 def test_the_reproduce_line_reruns_the_case_three_ways(tmp_path):
