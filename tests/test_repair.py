@@ -105,3 +105,25 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, bad):
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("error: ") and "Traceback" not in done.stderr
+
+
+
+@pytest.mark.nightly
+def test_the_early_llama3_gguf_repaired_agrees_with_its_original(tmp_path):
+    """The real set's smaug-bpe conversion (`fetch --real`, `convert --real`): repaired, " jeho" is [101503]
+    in llama.cpp too, as in the original (docs/conversion-findings.md: the 588 vocabulary words)."""
+    from harness.models.shipped import cache_dir
+    original, gguf = cache_dir() / "real" / "llama3-early", cache_dir() / "real-gguf" / "llama3-early.gguf"
+    for path in (original / "tokenizer.json", gguf):
+        if not path.is_file():
+            pytest.skip(f"{path} missing (python -m harness fetch --real; python -m harness convert --real)")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate([" jeho", "Tiếng Việt", "Hello world"])))
+    done = repair(tmp_path, original / "tokenizer.json", gguf, corpus)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    assert report["per_cause"] == [{"cause": "pre-name", "before": 2, "after": 0}]
+    assert report["changed_keys"] == ["tokenizer.ggml.pre"]
+    jeho = report["causes"]["c0"]["evidence"][0]
+    assert jeho["original"] == jeho["llama.cpp"] == [101503]
