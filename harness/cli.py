@@ -23,6 +23,7 @@ COMMANDS = {
     "fetch": "fetch",
     "convert": "convert",
     "inspect": "inspect",
+    "repair": "repair",
     "run": "run",
     "compare": "replay",
     "merge-reports": "merge_reports",

@@ -143,3 +143,32 @@ def tekken_gguf(tekken: Path, path: Path, *, pre: str = "tekken", add_bos: bool 
         "tokenizer.ggml.add_bos_token": add_bos, "tokenizer.ggml.add_eos_token": False,
     })
     return path
+
+
+def spm_style_json(path: Path) -> Path:
+    """A SentencePiece-style tokenizer.json (the Gemma-3 layout): spaces replaced by U+2581, none prepended, BPE."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Replace(" ", "\u2581")])
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " ")])
+    tok.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path))
+    return path
+
+
+def spm_style_gguf(tokenizer_json: Path, path: Path) -> Path:
+    """What the converter writes for such a folder (no tokenizer.model): model llama, every score the
+    placeholder -1000.0, and no tokenizer.ggml.add_space_prefix (llama.cpp then reads it as on)."""
+    from tokenizer.gguf import writer as gguf_writer
+    vocab = json.loads(tokenizer_json.read_text(encoding="utf-8"))["model"]["vocab"]
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    types = [2 if t == "<unk>" else 3 if t in ("<s>", "</s>") else 1 for t in tokens]
+    gguf_writer.write(path, {
+        "general.architecture": "llama", "general.name": "tiny-spm-json",
+        "tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default", "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.scores": [-1000.0] * len(tokens), "tokenizer.ggml.token_type": types,
+        "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+        "tokenizer.ggml.add_bos_token": False,
+    })
+    return path

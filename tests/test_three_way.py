@@ -83,6 +83,26 @@ def test_a_planted_conversion_finding_is_classified_counted_and_carded(tmp_path)
     assert page.count('data-side="original"') == 8 and "tokenizer.ggml.pre: GGUF" in page
 
 
+def test_each_conversion_finding_names_its_cause_found_by_experiment(tmp_path):
+    """The smallest change that makes the case agree: tokenizer.ggml.pre rewritten (llama-bpe sets ignore_merges)."""
+    done, original, _, report_dir = three_way(tmp_path, pre="smaug-bpe")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    conversion = [e for e in report["reference_findings"] if e["class"] == "conversion"]
+    data = json.loads(original.read_text())
+    whole = [data["model"]["vocab"][rf.WORD]]
+    bos = [next(t["id"] for t in data["added_tokens"] if t["content"] == rf.BOS)]
+    for entry in conversion:
+        assert entry["cause"]["cause"] == "pre-name"
+        assert {"pre-name", "original-ignore-merges"} <= set(entry["cause"]["sets"])
+        for row in entry["cause"]["evidence"]:  # " zebra" whole, after the BOS where add_special is on
+            assert row["original"] == row["llama.cpp"] == (bos if row["add_special"] else []) + whole
+    assert report["summary"]["reference"]["causes"] == {"pre-name": 1}
+    page = (report_dir / "report.html").read_text()
+    assert 'data-cause="pre-name"' in page and "Causes of the conversion findings" in page
+    assert page.count("after the change, this flag pair: original <code>") == len(conversion)
+
+
 def test_the_reproduce_line_reruns_the_case_three_ways(tmp_path):
     _, _, _, report_dir = three_way(tmp_path, pre="smaug-bpe")
     entry = json.loads((report_dir / "report.json").read_text())["reference_findings"][0]
@@ -105,6 +125,8 @@ def test_a_missing_add_bos_is_a_conversion_finding_on_the_add_special_pairs(tmp_
     assert all(e["got"][0] == library_ids(original, "", True, True)[0] for e in conversion)  # the original's BOS
     assert any(line.startswith("tokenizer.ggml.add_bos_token:") for line in conversion[0]["gguf_keys"])
     assert report["summary"]["reference"]["classes"]["conversion"]["differ"] == len(TEXTS)
+    assert {e["cause"]["cause"] for e in conversion} == {"add-bos"}
+    assert report["summary"]["reference"]["causes"] == {"add-bos": len(TEXTS)}
 
 
 def test_all_three_agreeing_exits_0(tmp_path):

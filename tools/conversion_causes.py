@@ -3,7 +3,9 @@
 A conversion finding is a case where llama.cpp (on the GGUF) and the model's
 original tokenizer (HF `tokenizers` on its tokenizer.json) give different ids.
 This tool names the cause of each one, not by reading code but by
-counterfactuals: each known cause has a *fix*, a change that removes exactly
+counterfactuals (the harness does the same per case in every `run --reference`,
+`harness.references.causes`; this tool keeps the sweeps and the Unicode-table fix,
+which asks the original's normalizer in this process): each known cause has a *fix*, a change that removes exactly
 that difference, and a case is explained by the smallest set of fixes after
 which llama.cpp and the original agree on every flag pair the report lists
 for it. A fix changes one of three things:
@@ -43,53 +45,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokenizer import unicode as uni  # noqa: E402
+# the WordPiece code-point classes live in the harness now (harness.references.cause_candidates)
+from harness.references.cause_candidates import (  # noqa: E402
+    control_whitespace,
+    hangul,
+    llama_class,
+    per_cpt,
+    spacing_mark,
+)
 
 PAIRS = [(a, p) for a in (False, True) for p in (False, True)]
-HANGUL = range(0xAC00, 0xD7A4)
-KEEP = "\t\n\r"  # HF's clean_text counts these as whitespace, not control
-CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-       (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # is_chinese_char, both sides
-
-
-# --- the code-point classes of the WPM causes (llama.cpp's tables: tokenizer.unicode) ------
-
-def llama_class(cpt: int) -> str:
-    """What llm_tokenizer_wpm_session::preprocess does with the code point (after its one-to-one
-    NFD, lowercase and strip_accents on): 'space' ends the word, 'drop', 'split' (a word of its
-    own), 'join' (part of the word)."""
-    base = uni.nfd([cpt])[0]
-    flags = uni.cpt_flags(base)
-    if flags & uni.WHITESPACE:
-        return "space"
-    if base in (0, 0xFFFD) or flags & (uni.CONTROL | uni.ACCENT_MARK):
-        return "drop"
-    if flags & uni.PUNCTUATION or (base < 0x7F and flags & uni.SYMBOL) or any(a <= base <= b for a, b in CJK):
-        return "split"
-    return "join"
-
-
-def llama_drops(cpt: int) -> bool:
-    return llama_class(cpt) == "drop"
-
-
-def control_whitespace(cpt: int) -> bool:
-    """In llama.cpp's whitespace set (a word break) but a control character (Cc) to HF's clean_text (removed)."""
-    return bool(uni.cpt_flags(cpt) & uni.WHITESPACE) and unicodedata.category(chr(cpt)) == "Cc" and chr(cpt) not in KEEP
-
-
-def hangul(cpt: int) -> bool:
-    """A precomposed Hangul syllable: llama.cpp's NFD keeps its first jamo only."""
-    return cpt in HANGUL
-
-
-def spacing_mark(cpt: int) -> bool:
-    """llama.cpp drops it as an accent mark (any M category); its full NFD holds a spacing or
-    enclosing mark (Mc, Me), which HF's strip_accents (Mn only) keeps."""
-    if hangul(cpt) or not llama_drops(cpt):
-        return False
-    return any(unicodedata.category(c) in ("Mc", "Me") for c in unicodedata.normalize("NFD", chr(cpt)))
-
 
 @dataclass(frozen=True)
 class Fix:
@@ -98,10 +63,6 @@ class Fix:
     text: Callable[[str], str] | None = None
     original: Callable[[dict], None] | None = None
     gguf: Callable[[dict, dict], dict] | None = None  # (GGUF metadata, tokenizer.json) -> changed keys
-
-
-def per_cpt(test: Callable[[int], bool], to: Callable[[str], str]) -> Callable[[str], str]:
-    return lambda text: "".join(to(c) if test(ord(c)) else c for c in text)
 
 
 def raise_word_limit(data: dict) -> None:

@@ -19,7 +19,10 @@ the harness's process without the reference's library:
     tokenizer.ggml.normalizer.*          a BertNormalizer's lowercase / strip_accents against llama.cpp's for the GGUF
     tokenizer.ggml.model                 a BertNormalizer's strip_accents (Mn only) and clean_text, which llama.cpp's
                                          WPM does otherwise (every mark; U+000B, U+000C, U+0085 as word breaks)
-    tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`
+    tokenizer.ggml.add_space_prefix      SentencePiece's `add_dummy_prefix`; for a tokenizer.json SentencePiece
+                                         layout, the key absent (read as on) where the original prepends no U+2581
+    tokenizer.ggml.scores                every score the converter's placeholder -1000.0 (tokenizer.json only)
+    (converter)                          its own "Mismatch ... opting for the latter" lines (X.convert.json)
     tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
     (tekken)                             the count (`default_vocab_size`), each non-special token's bytes,
                                          `config.pattern` against llama.cpp's regex for the pre name,
@@ -34,6 +37,7 @@ A discrepancy is a lead, not a verdict: the cases decide (docs/references.md).
 from __future__ import annotations
 
 import base64
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -52,6 +56,8 @@ from .hf import config_beside
 from .specs import ReferenceSpec, parse
 
 MAX_SHOWN = 5  # token ids named per discrepancy
+PLACEHOLDER_SCORE = -1000.0  # what the converter writes for every token of a tokenizer.json-only SentencePiece folder
+MAX_SIDECAR = 1 << 20  # bytes of X.convert.json read for the converter's own warnings
 
 
 @dataclass(frozen=True)
@@ -159,9 +165,70 @@ def hf_discrepancies(tok: Tokenizer, data: dict, config: dict) -> list[Discrepan
                                "(llm_tokenizer_wpm_session::tokenize); no GGUF key carries the limit"))
     if model.get("type") == "WordPiece" and vocab.vocab_type == "wpm":
         out += _bert_normalizer(vocab, data.get("normalizer"))
+    if vocab.vocab_type == "spm":
+        out += _spm_layout(tok, data)
     out += _added_tokens(tok, data.get("added_tokens") or [])
     out += _token_count(vocab, model, data.get("added_tokens") or [])
     return out
+
+
+def prepends_space(data: dict) -> bool | None:
+    """Whether the original puts U+2581 before the text (a Prepend normalizer, a Metaspace that prepends);
+    None when it has neither (not a SentencePiece-style layout)."""
+    def walk(part: Any, key: str) -> list[dict]:
+        if not isinstance(part, dict):
+            return []
+        inner = part.get(key) or []
+        return [p for i in inner for p in walk(i, key)] if part.get("type") == "Sequence" else [part]
+    normal = walk(data.get("normalizer"), "normalizers")
+    pre = walk(data.get("pre_tokenizer"), "pretokenizers")
+    if any(p.get("type") == "Prepend" and p.get("prepend") == "\u2581" for p in normal):
+        return True
+    metaspace = [p for p in pre if p.get("type") == "Metaspace"]
+    if metaspace:
+        m = metaspace[0]
+        return m.get("prepend_scheme", "always" if m.get("add_prefix_space", True) else "never") != "never"
+    if any(p.get("type") == "Replace" for p in normal):  # Llama-2 / Gemma layout: Replace " " -> U+2581, no Prepend
+        return False
+    return None
+
+
+def _spm_layout(tok: Tokenizer, data: dict) -> list[Discrepancy]:
+    """What the converter writes for a tokenizer.json-only SentencePiece-style folder (Llama-2, Gemma layouts):
+    every score the placeholder, and no add_space_prefix key (llama.cpp then reads it as on)."""
+    meta, out = tok.vocab.metadata, []
+    scores = meta.get("tokenizer.ggml.scores")
+    if scores is not None and len(scores) and all(float(x) == PLACEHOLDER_SCORE for x in scores):
+        out.append(Discrepancy("tokenizer.ggml.scores",
+                               f"every score is the converter's placeholder {PLACEHOLDER_SCORE}",
+                               f"{len((data.get('model') or {}).get('merges') or [])} merges in order",
+                               "llama.cpp's SentencePiece session merges by score, so with all equal it merges in "
+                               "another order than the original"))
+    wanted = prepends_space(data)
+    if "tokenizer.ggml.add_space_prefix" not in meta and wanted is False and tok.vocab.add_space_prefix:
+        out.append(Discrepancy("tokenizer.ggml.add_space_prefix", "absent, so llama.cpp reads it as on "
+                               "(\"Hello\" becomes \u2581Hello)", "no U+2581 put before the text"))
+    return out
+
+
+def converter_warnings(gguf_path: str | Path) -> list[str]:
+    """The converter's own warnings about the tokenizer, from `X.convert.json` beside `X.gguf` (`convert`).
+
+    Lines such as "Mismatch between ... opting for the latter" say the converter chose between the
+    original's two settings; they are printed once at conversion and kept in the record's output.
+    """
+    path = Path(gguf_path)
+    sidecar = path.with_name(path.name.removesuffix(".gguf") + ".convert.json")
+    try:
+        if not sidecar.is_file() or sidecar.stat().st_size > MAX_SIDECAR:
+            return []
+        record = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    lines = [line for value in (record.values() if isinstance(record, dict) else ())
+             if isinstance(value, list) for line in value if isinstance(line, str)]
+    return list(dict.fromkeys(line.strip() for line in lines
+                              if "mismatch" in line.lower() or "opting for" in line.lower()))
 
 
 def _bert_normalizer(vocab: Any, normalizer: Any) -> list[Discrepancy]:

@@ -6,6 +6,7 @@ errors and the GGUF key discrepancies). The summary adds the numbers up:
 
     {"cases", "classes": {class: {"checked", "agree", "differ", "not_applicable"}},
      "pairs_not_applicable": {"add_special=...,parse_special=...": n}, "decode": {...}, "errors",
+     "causes": {cause: conversion findings (cases) it explains, `harness.references.causes`},
      "findings": {"conversion": n, "engine_vs_original": n, "decode": n, "reference_error": n}, "models": [...]}
 
 `findings` counts the `reference_findings` entries (one per case, flag pair
@@ -26,7 +27,7 @@ NUMBERS = ("checked", *OUTCOMES)
 
 def empty() -> dict:
     return {"cases": 0, "classes": {c: dict.fromkeys(NUMBERS, 0) for c in CLASSES},
-            "pairs_not_applicable": {}, "decode": {}, "errors": 0}
+            "pairs_not_applicable": {}, "decode": {}, "causes": {}, "errors": 0}
 
 
 def add(into: dict, block: Mapping) -> dict:
@@ -37,7 +38,7 @@ def add(into: dict, block: Mapping) -> dict:
         target = into["classes"].setdefault(cls, dict.fromkeys(NUMBERS, 0))
         for key in NUMBERS:
             target[key] += int(row.get(key, 0))
-    for part in ("pairs_not_applicable", "decode"):
+    for part in ("pairs_not_applicable", "decode", "causes"):
         for key, n in (block.get(part) or {}).items():
             into[part][key] = into[part].get(key, 0) + int(n)
     for key in ("spec", "gguf_keys"):
@@ -65,6 +66,7 @@ def attach(report: dict, per_model: Mapping[str, Mapping]) -> None:
     total.pop("spec", None)
     total.pop("gguf_keys", None)
     total["pairs_not_applicable"] = dict(sorted(total["pairs_not_applicable"].items()))
+    total["causes"] = dict(sorted(total["causes"].items(), key=lambda item: (-item[1], item[0])))
     total["models"] = sorted(blocks)
     total["findings"] = {}
     for entry in report.get("reference_findings") or []:
@@ -85,7 +87,9 @@ def line(summary: Mapping) -> str:
                      f"({row['differ']} differ, {row['not_applicable']} not applicable)")
     parts.append(decode_line(block.get("decode") or {}))
     errors = f", {block['errors']} reference errors" if block.get("errors") else ""
-    return "; reference: " + ", ".join(parts) + errors
+    found = block.get("causes") or {}
+    causes = ("; causes: " + ", ".join(f"{cause} {n}" for cause, n in found.items())) if found else ""
+    return "; reference: " + ", ".join(parts) + errors + causes
 
 
 def decode_line(decode: Mapping) -> str:

@@ -52,7 +52,7 @@ class RunConfig:
     known_crashes: KnownCrashes = NONE
     expect_refusal: bool = False  # the models are hostile files: both refusing is the expected agreement
     shard: Shard | None = None  # --shard K/N: only that part of the work (harness.runs.shard)
-    reference: str | None = None  # --reference hf:PATH|spm:PATH|tekken:PATH: the original tokenizer (runs/reference.py)
+    reference: str | None = None  # --reference hf:PATH|spm:PATH|tekken:PATH: the original tokenizer (third_side.py)
     reference_args: tuple[tuple[str, str], ...] = ()  # --reference-arg KEY=VALUE (spm: add_bos=, add_eos=)
 
 

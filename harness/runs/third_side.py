@@ -29,6 +29,8 @@ be compared on no case at all is not checked (exit 2). The fuzzer's judge calls
 from __future__ import annotations
 
 import shlex
+import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -40,7 +42,7 @@ from ..compare.findings import EngineError, Subject, case_fields
 from ..compare.result import ModelResult
 from ..errors import SetupError
 from ..inputs import boundaries
-from ..references import added, classify, decoding, gguf_keys, specs
+from ..references import added, causes, classify, decoding, gguf_keys, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
 
@@ -91,6 +93,7 @@ def third_side(config: RunConfig, path: Path, subject: Subject,
     third = ReferenceSide.open(config, path)
     try:
         yield three_way(subject, config), third
+        third.explain(config, path, result)
     finally:
         third.close()
         third.conclude(result)
@@ -106,6 +109,7 @@ class ReferenceSide:
         self.counts = classify.Counts()
         self.errors = 0
         self.seen: dict[str, Any] = {}  # fuzz: case id -> (reference outcome, its decode of llama.cpp's ids)
+        self.causes: Counter[str] = Counter()  # cause -> conversion findings (cases) it explains
 
     @classmethod
     def open(cls, config: RunConfig, path: Path) -> ReferenceSide:
@@ -196,10 +200,29 @@ class ReferenceSide:
                                "gguf_keys": list(self.keys)}))
         return out
 
+    def explain(self, config: RunConfig, path: Path, result: ModelResult) -> None:
+        """Each conversion finding of `result` given its cause by experiment (`causes.explain_findings`).
+
+        A search that cannot run says so on the findings (`not traced`); it never fails the run.
+        """
+        entries = [e for e in result.reference_findings if e.get("class") == "conversion"]
+        if not entries:
+            return
+        try:
+            with tempfile.TemporaryDirectory(prefix="gguf-parity-causes-") as tmp, \
+                    causes.Finder(path, self.spec, Path(tmp), args=dict(config.reference_args),
+                                  timeout=config.engine_timeout) as finder:
+                self.causes = causes.explain_findings(entries, finder)
+        except Exception as exc:  # noqa: BLE001 - a cause is a lead for the reader, never the run's failure
+            why = f"the cause search could not run: {type(exc).__name__}: {exc}"[:300]
+            for entry in entries:
+                entry.setdefault("cause", {"cause": "not traced", "why": why})
+            self.causes = Counter({str(e.get("case_id")): e["cause"]["cause"] for e in entries}.values())
+
     def conclude(self, result: ModelResult) -> None:
         """The counts into `result.reference`; not checked when the original was compared on nothing."""
         result.reference = {**self.counts.as_dict(), "spec": self.spec, "errors": self.errors,
-                            "gguf_keys": list(self.keys)}
+                            "gguf_keys": list(self.keys), "causes": dict(self.causes)}
         compared = self.counts.classes["conversion"]["checked"]
         if result.cases and not compared and not result.not_checked:
             result.not_checked = (f"the reference {self.spec} could be compared on no case "
@@ -210,11 +233,13 @@ class ReferenceSide:
 
 
 def _keys(path: Path, spec: str) -> list[str]:
-    """gguf_keys' discrepancy lines; a check that cannot run says so in one line (it names keys, decides nothing)."""
+    """gguf_keys' discrepancy lines and the converter's own warnings (its X.convert.json); a check that cannot
+    run says so in one line (it names keys, decides nothing)."""
+    warnings = [f"converter (X.convert.json): {line}" for line in gguf_keys.converter_warnings(path)]
     try:
-        return [d.line() for d in gguf_keys.discrepancies(path, spec)]
+        return [d.line() for d in gguf_keys.discrepancies(path, spec)] + warnings
     except Exception as exc:  # noqa: BLE001 - a lead for the cards, never the run's failure
-        return [f"(gguf_keys could not check this file: {type(exc).__name__}: {exc})"]
+        return [f"(gguf_keys could not check this file: {type(exc).__name__}: {exc})", *warnings]
 
 
 def _per_pair(outcome: Any) -> list[list[int] | None]:

@@ -47,7 +47,7 @@ from .constants import (
 )
 from .reader import MAX_ARRAY_DEPTH, read
 
-__all__ = ["GGUFWriteError", "build", "infer_type", "rewrite", "write"]
+__all__ = ["GGUFWriteError", "build", "header", "infer_type", "rewrite", "write"]
 
 TypeSpec = ValueType | tuple[ValueType, ValueType | None]
 MAX_TENSOR_DATA = 1 << 30  # zero-filled tensor bytes build() will hold in memory
@@ -143,10 +143,35 @@ def build(
     `alignment` sets `general.alignment` (written as UINT32) when the metadata
     lacks it; when both are given they must agree.
     """
+    head, placed = header(metadata, types=types, version=version, alignment=alignment, tensors=tensors)
+    out = bytearray(head)
+    align = _alignment(dict(metadata), alignment)
+    for _, nbytes in placed:
+        out += bytes(nbytes)
+        _pad(out, align)
+    return bytes(out)
+
+
+def header(
+    metadata: Mapping[str, Any],
+    *,
+    types: Mapping[str, TypeSpec] | None = None,
+    version: int = 3,
+    alignment: int | None = None,
+    tensors: Iterable[Any] = (),
+    max_data: int | None = MAX_TENSOR_DATA,
+) -> tuple[bytes, list[tuple[int, int]]]:
+    """The header of `build(...)`, padded to the alignment, and each tensor's (offset, nbytes).
+
+    Offsets are relative to the end of the header (the data section), in the
+    order the tensors are given, so a caller can put each tensor's own bytes
+    there instead of zeros (`harness.models.gguf_rewrite`). `max_data` bounds
+    the data section (None: no bound, for a caller that streams it).
+    """
     layout = _Layout.for_version(version)
     meta = dict(metadata)
     align = _alignment(meta, alignment)
-    entries = _tensor_entries(tensors, align)
+    entries = _tensor_entries(tensors, align, max_data)
     out = bytearray(GGUF_MAGIC)
     out += _U32.pack(version)
     _pack(out, layout.length, len(entries), "tensor count")
@@ -156,10 +181,7 @@ def build(
     for name, shape, ggml_type, offset, _ in entries:
         _put_tensor_info(out, name, shape, ggml_type, offset, layout)
     _pad(out, align)
-    for *_, nbytes in entries:
-        out += bytes(nbytes)
-        _pad(out, align)
-    return bytes(out)
+    return bytes(out), [(offset, nbytes) for *_, offset, nbytes in entries]
 
 
 def infer_type(value: Any) -> tuple[ValueType, ValueType | None]:
@@ -394,7 +416,7 @@ def _alignment(meta: dict[str, Any], alignment: int | None) -> int:
     return int(alignment)
 
 
-def _tensor_entries(tensors: Iterable[Any], align: int) -> list[_Entry]:
+def _tensor_entries(tensors: Iterable[Any], align: int, max_data: int | None) -> list[_Entry]:
     """(name, shape, ggml type id, relative offset, nbytes) for each tensor."""
     entries: list[_Entry] = []
     names: set[str] = set()
@@ -406,9 +428,9 @@ def _tensor_entries(tensors: Iterable[Any], align: int) -> list[_Entry]:
         nbytes = _tensor_nbytes(name, shape, ggml_type)
         entries.append((name, shape, ggml_type, offset, nbytes))
         offset += nbytes + (-nbytes) % align
-        if offset > MAX_TENSOR_DATA:
+        if max_data is not None and offset > max_data:
             raise GGUFWriteError(f"tensor {name!r}: tensor data passes {offset} bytes, more "
-                                 f"than the {MAX_TENSOR_DATA} this in-memory writer builds")
+                                 f"than the {max_data} this in-memory writer builds")
     return entries
 
 

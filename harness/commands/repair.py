@@ -1,0 +1,100 @@
+"""Repair a GGUF's tokenizer keys from its original: each cause a key fixes, written; the check run again.
+
+    python -m harness repair X.gguf --reference hf:DIR --out X.fixed.gguf [--vocab-words] [--json FILE]
+    python -m harness repair X.gguf --reference hf:DIR --out X.fixed.gguf --corpus my.jsonl --no-default-corpora
+
+The three-way check (llama.cpp on X.gguf against the original, on the default
+cases of `run`) finds the cases that differ; each is explained by experiment
+(the smallest change that makes it agree: docs/repair.md). Every cause that a
+GGUF key fixes exactly (tokenizer.ggml.pre, add_space_prefix, token types,
+add_bos_token / add_eos_token and the special ids) is written into
+X.fixed.gguf: every other key unchanged, the tensor data copied byte for
+byte, the alignment kept. A cause no key carries, or a value the original does
+not hold, is named and not applied. The repaired file is loaded by llama.cpp
+and by our engine and checked again, three ways; the before/after counts per
+cause are printed.
+
+Exit status: 0 the repaired file agrees three ways on every case checked (or
+the input already did: nothing is written); 1 differences remain (before/after
+shows which causes), or no key fix applies (nothing is written); 2 bad input
+(a file that is not a GGUF, a bad --reference, --out the same file as the
+input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import SetupError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("gguf", type=Path, metavar="X.gguf")
+    parser.add_argument("--reference", required=True, metavar="hf:PATH|spm:PATH",
+                        help="the original tokenizer the GGUF was converted from")
+    parser.add_argument("--out", required=True, type=Path, metavar="X.fixed.gguf", help="the repaired file")
+    parser.add_argument("--corpus", action="append", default=[], type=Path, metavar="FILE",
+                        help="a JSONL or .inp corpus, in addition to the default cases (repeatable)")
+    parser.add_argument("--no-default-corpora", dest="default_corpora", action="store_false",
+                        help="only the --corpus files (and --vocab-words)")
+    parser.add_argument("--vocab-words", action="store_true",
+                        help="also check every vocabulary word's text on its own (slow on a large vocabulary)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="llama.cpp workers (default 1)")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per request (default 60)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write what was done as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tokenizer.gguf.reader import read
+
+    from ..files.atomic import write_text_atomic
+    from ..references.specs import parse
+    from ..runs.repair import repair
+
+    if not args.gguf.is_file():
+        raise SetupError(f"{args.gguf}: no such file")
+    if args.out.resolve() == args.gguf.resolve():
+        raise SetupError(f"--out {args.out}: the repaired file must be another file than {args.gguf}")
+    read(args.gguf)  # a file that is not a GGUF is one line and exit 2 (GGUFError), before any work
+    ref = parse(args.reference)
+    if ref.kind not in ("hf", "spm"):
+        raise SetupError(f"--reference {args.reference}: repair reads hf: or spm: originals, not {ref.kind}:")
+    done = repair(args.gguf, args.reference, args.out, vocab_words=args.vocab_words, corpora=args.corpus,
+                  default=args.default_corpora, jobs=args.jobs, timeout=args.timeout,
+                  log=lambda line: print(line, file=sys.stderr))
+    print(render(done.as_dict(), args.gguf, args.out))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n")
+    final = done.after or done.before
+    return 0 if not final.conversion and not final.parity and not final.new_failures(done.before) else 1
+
+
+def render(done: dict, gguf: Path, out: Path) -> str:
+    """The before/after table per cause, the fixes applied and not, and the loads."""
+    before, after = done["before"], done["after"]
+    lines = [f"before: {before['conversion_differ']} of {before['compared']} cases differ (llama.cpp vs original)"]
+    lines += ["", f"{'cause':40} {'before':>7} {'after':>7}"]
+    for row in done["per_cause"]:
+        shown = "-" if row["after"] is None else str(row["after"])
+        lines.append(f"{row['cause'][:40]:40} {row['before']:>7} {shown:>7}")
+    lines.append("")
+    for fix in done["applied"]:
+        lines.append(f"applied: {fix['name']}: {fix['what']} ({', '.join(fix['keys'])})")
+    for fix in done["not_applied"]:
+        lines.append(f"not applied: {fix['name']}: {fix['why']}" + (f" ({fix['what']})" if fix["what"] else ""))
+    if after is None and not before["conversion_differ"] and not before["parity_differ"]:
+        lines.append("nothing to repair: llama.cpp and the original agree on every case; nothing written")
+        return "\n".join(lines)
+    if after is None:
+        lines.append(f"no key fix applies: nothing written ({gguf} unchanged)")
+        return "\n".join(lines)
+    lines.append(f"wrote {out}: keys changed {', '.join(done['changed_keys'])}; every other key and the tensor "
+                 "data as they were")
+    for side, state in done["loads"].items():
+        lines.append(f"{side}: {state}")
+    lines.append(f"after: {after['conversion_differ']} of {after['compared']} cases differ (llama.cpp vs original); "
+                 f"ours vs llama.cpp: {after['parity_differ']} differ")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""The cause of each conversion finding, found by experiment: the smallest change that makes the case agree.
+
+A conversion finding is a case where llama.cpp (on the GGUF) and the original
+give different ids. For each such case, `Finder.explain` tries the candidate
+changes of `harness.references.cause_candidates` (a GGUF key rewritten, a
+llama.cpp behaviour switched on in the original, a class of code points
+rewritten for both), alone and then two at a time, and names the smallest set
+after which the two agree on every flag pair the case differed on. What it
+records is the evidence: the ids of both sides after the change. When several
+sets of the same size explain a case, all are kept (`sets`) and the first, in
+the candidates' order (GGUF keys, then the original's switches, then the
+input), is its `cause`: a change `repair` can write comes first. A case that
+no set makes agree is `unexplained`, with the candidates tried; a case that
+agrees when asked again, unchanged, is `agrees-unchanged` (never a cause).
+
+Both sides are asked as the three-way run asks them: llama.cpp in an oracle
+worker (`harness.oracle.session.OracleSession`) on the GGUF or on a rewritten
+copy (`harness.models.gguf_rewrite`), the original in its reference child
+(`harness.references.specs`) on its file or on a changed copy. Each variant is
+opened once, on first use, and closed by `close()`.
+
+    with Finder(gguf, "hf:DIR", tmp) as finder:
+        finder.explain({"id": "c", "text": " jeho"}, [(False, False)]).cause   # 'pre-name'
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokenizer import Tokenizer
+from tokenizer.gguf.reader import read
+
+from ..models.gguf_rewrite import rewrite_metadata
+from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+from . import cause_candidates as cc
+from .classify import FLAG_PAIRS, outcome_ids
+from .gguf_keys import read_spm
+from .specs import parse, reference_factory
+
+MAX_SET = 2  # changes tried together at most
+MAX_CASES = 300  # cases searched per model; the rest are marked not traced
+Pair = tuple[bool, bool]
+UNEXPLAINED = "unexplained"
+AGREES = "agrees-unchanged"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A case's cause: the smallest sets of candidates that make it agree, with the ids after the first."""
+
+    cause: str
+    sets: tuple[tuple[str, ...], ...] = ()
+    evidence: tuple[dict, ...] = ()
+    tried: tuple[str, ...] = ()
+    sides: dict[str, str] = field(default_factory=dict)  # candidate -> gguf / original / input
+    failed: dict[str, str] = field(default_factory=dict)  # candidate set -> why it could not be tried
+
+    def as_dict(self) -> dict:
+        out: dict[str, Any] = {"cause": self.cause, "sets": ["+".join(s) for s in self.sets],
+                               "evidence": list(self.evidence)}
+        if self.sides:
+            out["sides"] = dict(self.sides)
+        if self.cause == UNEXPLAINED:
+            out["tried"] = list(self.tried)
+        if self.failed:
+            out["failed"] = dict(self.failed)
+        return out
+
+
+class Finder:
+    """The candidates for one GGUF and its original, and the two sides under each set of them."""
+
+    def __init__(self, gguf: Path, spec: str, tmp: Path, *, args: dict[str, str] | None = None,
+                 timeout: float = 60.0) -> None:
+        self.gguf, self.tmp, self.timeout = Path(gguf), Path(tmp), timeout
+        self.ref = parse(spec)
+        self.args = dict(args or {})
+        self.meta = read(self.gguf).metadata
+        self.data: dict | None = None
+        self.candidates = self._candidates()
+        self._llama: dict[tuple[str, ...], OracleSession] = {}
+        self._original: dict[tuple[str, ...], Any] = {}
+        self.paths: dict[tuple[str, ...], Path] = {(): self.gguf}
+
+    def _candidates(self) -> list[cc.Candidate]:
+        tok = Tokenizer.from_gguf(self.gguf)
+        if self.ref.kind == "hf":
+            self.data = json.loads(self.ref.path.read_text(encoding="utf-8"))
+            return cc.for_hf(tok, self.meta, self.data)
+        if self.ref.kind == "spm":
+            return cc.for_spm(tok, self.meta, read_spm(self.ref.path.read_bytes()))
+        if self.ref.kind == "tekken":
+            self.data = json.loads(self.ref.path.read_text(encoding="utf-8"))
+            return cc.for_tekken(tok, self.data)
+        return []
+
+    def __enter__(self) -> Finder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for session in self._llama.values():
+            session.close()
+        for engine in self._original.values():
+            engine.close()
+        self._llama.clear()
+        self._original.clear()
+
+    # --- the sides under a set of changes -------------------------------------------------------------
+
+    def changes(self, chosen: Iterable[cc.Candidate]) -> dict:
+        """The GGUF keys the chosen candidates rewrite, composed in order."""
+        out: dict = {}
+        for c in chosen:
+            if c.gguf:
+                out |= c.gguf(self.meta | out)
+        return out
+
+    def gguf_path(self, chosen: Sequence[cc.Candidate]) -> Path:
+        key = tuple(c.name for c in chosen if c.gguf)
+        if key not in self.paths:
+            path = self.tmp / f"{'+'.join(key)}.gguf"
+            rewrite_metadata(self.gguf, path, self.changes(chosen))
+            self.paths[key] = path
+        return self.paths[key]
+
+    def _llama_side(self, chosen: Sequence[cc.Candidate]) -> OracleSession:
+        key = tuple(c.name for c in chosen if c.gguf)
+        if key not in self._llama:
+            self._llama[key] = OracleSession(self.gguf_path(chosen), timeout=self.timeout)
+        return self._llama[key]
+
+    def _original_side(self, chosen: Sequence[cc.Candidate]) -> Any:
+        key = tuple(c.name for c in chosen if c.original)
+        if key not in self._original:
+            path = self.ref.path
+            if key and self.data is not None:
+                data = json.loads(json.dumps(self.data))
+                for c in chosen:
+                    if c.original:
+                        c.original(data)
+                folder = self.tmp / ("original-" + "+".join(key))
+                folder.mkdir(parents=True, exist_ok=True)
+                config = self.ref.path.parent / "tokenizer_config.json"
+                if config.is_file():
+                    shutil.copyfile(config, folder / config.name)
+                path = folder / self.ref.path.name
+                path.write_text(json.dumps(data), encoding="utf-8")
+            spec = f"{self.ref.kind}:{path}"
+            self._original[key] = reference_factory(spec, args=self.args, timeout=self.timeout)(self.gguf)
+        return self._original[key]
+
+    def rows(self, case: dict, chosen: Sequence[cc.Candidate] = ()) -> tuple[list, list]:
+        """(original's ids, llama.cpp's ids) per flag pair, after the chosen changes (None where a side has none)."""
+        case = dict(case)
+        for c in chosen:
+            if c.text and isinstance(case.get("text"), str):
+                case["text"] = c.text(case["text"])
+        record = self._llama_side(chosen).evaluate(case)
+        outcome = self._original_side(chosen).evaluate_one(case)
+        none = [None] * len(FLAG_PAIRS)
+        return outcome_ids(outcome) or none, outcome_ids(record) or none
+
+    # --- the search -------------------------------------------------------------------------------------
+
+    def explain(self, case: dict, pairs: Sequence[Pair]) -> Explanation:
+        """The smallest candidate sets after which both sides agree on `pairs`, with the evidence."""
+        index = [FLAG_PAIRS.index(p) for p in pairs]
+        found: list[tuple[cc.Candidate, ...]] = []
+        failed: dict[str, str] = {}
+        evidence: tuple[dict, ...] = ()
+        for size in range(min(MAX_SET, len(self.candidates)) + 1):
+            for chosen in itertools.combinations(self.candidates, size):
+                names = {c.name for c in chosen}
+                if any({c.name for c in f} <= names for f in found) or _conflict(chosen):
+                    continue
+                try:
+                    original, llama = self.rows(case, chosen)
+                except (OracleCrash, OracleRefusal, OSError, ValueError) as exc:
+                    failed["+".join(sorted(names)) or "(unchanged)"] = f"{type(exc).__name__}: {exc}"[:300]
+                    continue
+                if all(original[i] is not None and original[i] == llama[i] for i in index):
+                    if not found:
+                        evidence = tuple(_row(FLAG_PAIRS[i], original[i], llama[i]) for i in index)
+                    found.append(chosen)
+            if found:
+                break
+        sides = {c.name: c.side for f in found for c in f}
+        if found and not found[0]:
+            return Explanation(AGREES, ((),), evidence, failed=failed)
+        if not found:
+            return Explanation(UNEXPLAINED, tried=tuple(c.name for c in self.candidates), failed=failed)
+        sets = tuple(tuple(c.name for c in f) for f in found)
+        return Explanation("+".join(sets[0]), sets, evidence, sides=sides, failed=failed)
+
+
+def _conflict(chosen: Sequence[cc.Candidate]) -> bool:
+    """Two candidates of the same name (two token-type rewrites) are tried apart, never together."""
+    names = [c.name for c in chosen]
+    return len(names) != len(set(names))
+
+
+def _row(pair: Pair, original: list[int], llama: list[int]) -> dict:
+    return {"add_special": pair[0], "parse_special": pair[1], "original": original, "llama.cpp": llama}
+
+
+def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CASES) -> Counter[str]:
+    """Each conversion entry given its case's `cause` (one search per case); the causes counted per case.
+
+    Past `limit` cases the rest are `not traced` (said so on each), so a model with thousands of
+    differing cases costs a bounded time.
+    """
+    cases: dict[str, list[dict]] = {}
+    for entry in entries:
+        if entry.get("class") == "conversion":
+            cases.setdefault(str(entry.get("case_id")), []).append(entry)
+    counts: Counter[str] = Counter()
+    for case_id, group in cases.items():
+        first = group[0]
+        cause: dict
+        if sum(counts.values()) >= limit:
+            cause = {"cause": "not traced", "why": f"past the first {limit} cases searched"}
+        elif first.get("bytes") is not None or not isinstance(first.get("text"), str):
+            cause = {"cause": "not traced", "why": "a bytes input: the candidates rewrite text"}
+        else:
+            pairs = [(bool(e["add_special"]), bool(e["parse_special"])) for e in group]
+            cause = finder.explain({"id": case_id, "text": first["text"]}, pairs).as_dict()
+        counts[cause["cause"]] += 1
+        for entry in group:
+            entry["cause"] = cause
+    return counts
