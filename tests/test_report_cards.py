@@ -78,3 +78,14 @@ def test_a_thousand_cases_of_eight_findings_make_a_small_page():
     html = page(entries)
     assert html.count('class="entry card"') == len(causes) * cards.PER_CAUSE
     assert len(html.encode()) < 1_000_000, len(html.encode())
+
+
+def test_a_long_case_draws_its_tokens_around_the_first_difference_and_its_text_cut():
+    long = [{"id": i, "text": f"t{i}"} for i in range(1000)]
+    rows = [{"side": "engine", "ids": list(range(1000)), "tokens": long},
+            {"side": "llama.cpp", "ids": list(range(1000)), "tokens": long},
+            {"side": "original", "ids": [*range(500), 5000], "tokens": [*long[:500], {"id": 5000, "text": "x"}]}]
+    html = page([finding("c1", rows=rows, text="y" * 5000)])
+    assert html.count('class="tok"') == 3 * (cards.TOKENS_BEFORE + cards.TOKENS_AFTER) - (cards.TOKENS_AFTER - 1)
+    assert "… 492 tokens before" in html and "… 460 more tokens" in html
+    assert f"… ({5000 - cards.MAX_CHARS} more characters in report.json)" in html

@@ -31,6 +31,8 @@ from typing import Any
 
 PER_CAUSE = 20          # cards drawn per (model, cause); the rest are counted
 MAX_CODE_POINTS = 48    # code points listed per input
+MAX_CHARS = 2000        # characters of an input or a decoded text drawn in a card
+TOKENS_BEFORE, TOKENS_AFTER = 8, 40   # tokens drawn around a table's first difference
 QUIET = frozenset(("Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po",
                    "Sm", "Sc", "Sk", "So"))   # categories that show as themselves
 NO_CAUSE = "unexplained"
@@ -79,7 +81,8 @@ def cards(entries: Iterable[dict]) -> list[dict]:
 
 
 def _new_card(entry: dict) -> dict:
-    return {"model": entry.get("model", ""), "case_id": entry.get("case_id"), "text_visible": entry["text_visible"],
+    return {"model": entry.get("model", ""), "case_id": entry.get("case_id"),
+            "text_visible": clip(entry["text_visible"]),
             "bytes": entry.get("bytes"), "command": entry.get("command"), "causes": [], "evidence": [],
             "categories": [], "pairs": [], "tables": [], "decode": [], "gguf_keys": [],
             "code_points": code_points(bytes.fromhex(entry["bytes"]) if entry.get("bytes")
@@ -98,7 +101,8 @@ def _add(card: dict, entry: dict) -> None:
     card["pairs"].append({"category": entry.get("category"), "class": entry.get("class"), "flags": pair,
                           "first_diff": entry.get("first_diff"), "error": entry.get("error"),
                           "cause": cause_of(entry)})
-    card["decode"] += [{**d, "flags": pair} for d in entry.get("decode") or []]
+    card["decode"] += [{**{k: clip(v) if k.endswith("_visible") else v for k, v in d.items()}, "flags": pair}
+                       for d in entry.get("decode") or []]
     rows = entry.get("rows")
     if rows:
         key = json.dumps([r.get("ids") for r in rows])
@@ -106,7 +110,33 @@ def _add(card: dict, entry: dict) -> None:
             if table["key"] == key:
                 _once(table["flags"], pair)
                 return
-        card["tables"].append({"key": key, "flags": [pair], "rows": rows})
+        card["tables"].append({"key": key, "flags": [pair], "rows": window(rows)})
+
+
+def clip(text: str) -> str:
+    """`text` cut to `MAX_CHARS`, saying how much was left out (report.json has it whole)."""
+    if not isinstance(text, str) or len(text) <= MAX_CHARS:
+        return text
+    return f"{text[:MAX_CHARS]}… ({len(text) - MAX_CHARS} more characters in report.json)"
+
+
+def window(rows: list[dict]) -> list[dict]:
+    """The rows with their tokens cut to the part around the first index where the sides differ
+    (`TOKENS_BEFORE` before it, `TOKENS_AFTER` from it); each row says how many it left out."""
+    lists = [r.get("tokens") for r in rows if r.get("tokens") is not None]
+    ids = [[t.get("id") for t in tokens] for tokens in lists]
+    shortest = min((len(i) for i in ids), default=0)
+    first = next((k for k in range(shortest) if len({tuple(i[k:k + 1]) for i in ids}) > 1), shortest)
+    start = max(first - TOKENS_BEFORE, 0)
+    out = []
+    for row in rows:
+        tokens = row.get("tokens")
+        if tokens is None:
+            out.append(row)
+            continue
+        end = first + TOKENS_AFTER
+        out.append({**row, "tokens": tokens[start:end], "before": start, "after": max(len(tokens) - end, 0)})
+    return out
 
 
 def _finish(card: dict) -> dict:
