@@ -162,3 +162,28 @@ def test_an_nfc_normalizer_the_gguf_cannot_carry_is_found_by_a_default_run(tmp_p
     hf.encode_special_tokens = not pair[1]
     assert entry["got"] == hf.encode(entry["text"], add_special_tokens=pair[0]).ids
     assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index(pair)]
+
+
+# --- on the pinned real set (nightly: converted by `python -m harness convert --real`) --------------
+
+REAL_CLASSES = [  # (entry, spec kind, derived family whose case must differ, a probe that must be in it)
+    pytest.param("mistral-tekken-240911", "tekken", "case", "AÇÃO", id="letter-case-tekken"),
+    pytest.param("qwen2-5", "hf", "normal", None, id="nfc-qwen2-5"),
+    pytest.param("claude-v1", "hf", "normal", None, id="nfkc-claude-v1"),
+]
+
+
+@pytest.mark.nightly
+@pytest.mark.oracle
+@pytest.mark.parametrize(("name", "kind", "family", "probe"), REAL_CLASSES)
+def test_a_default_run_on_a_pinned_original_finds_its_class(tmp_path, name, kind, family, probe):
+    from harness.models.real_set import real_dir, real_gguf_dir
+    gguf = real_gguf_dir() / f"{name}.gguf"
+    if not gguf.is_file():
+        pytest.skip(f"{gguf} not converted: python -m harness fetch --real && python -m harness convert --real")
+    done, report = run_default(tmp_path, gguf, f"{kind}:{real_dir() / name}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert report["mismatches"] == []
+    found = [e for e in report["reference_findings"] if e["class"] == "conversion"
+             and e["case_id"].startswith(f"bnd-orig-{family}-") and (probe is None or probe in e["text"])]
+    assert found, sorted({e["case_id"] for e in report["reference_findings"]})
