@@ -123,7 +123,7 @@ def clip(text: str) -> str:
 def window(rows: list[dict]) -> list[dict]:
     """The rows with their tokens cut to the part around the first index where the sides differ
     (`TOKENS_BEFORE` before it, `TOKENS_AFTER` from it); each row says how many it left out."""
-    lists = [r.get("tokens") for r in rows if r.get("tokens") is not None]
+    lists: list[list[dict]] = [r["tokens"] for r in rows if r.get("tokens") is not None]
     ids = [[t.get("id") for t in tokens] for tokens in lists]
     shortest = min((len(i) for i in ids), default=0)
     first = next((k for k in range(shortest) if len({tuple(i[k:k + 1]) for i in ids}) > 1), shortest)
