@@ -89,3 +89,12 @@ def test_a_long_case_draws_its_tokens_around_the_first_difference_and_its_text_c
     assert html.count('class="tok"') == 3 * (cards.TOKENS_BEFORE + cards.TOKENS_AFTER) - (cards.TOKENS_AFTER - 1)
     assert "… 492 tokens before" in html and "… 460 more tokens" in html
     assert f"… ({5000 - cards.MAX_CHARS} more characters in report.json)" in html
+
+
+def test_the_cards_drawn_for_a_cause_span_its_case_families():
+    entries = ([e for i in range(30) for e in eight(f"edge-combining-{i:02d}")]
+               + [e for i in range(3) for e in eight(f"bnd-orig-normal-{i:04d}")])
+    html = page(entries)
+    assert html.count('class="entry card"') == cards.PER_CAUSE
+    assert all(f'data-case="bnd-orig-normal-{i:04d}"' in html for i in range(3))
+    assert cards.family("bnd-orig-normal-0003") == "bnd-orig-normal" and cards.family("vocab-151661-bare") == "vocab"

@@ -11,10 +11,11 @@ was eight cards with the same rows (one real model's page was 29.8 MB). Here:
 - each card names its cause: the entry's `cause` field when the run found one
   (a string, or a dict with `name` and `evidence`), else today's lead, the first
   GGUF key line (`harness.references.gguf_keys`), else the class;
-- the page shows the first `PER_CAUSE` cards of each (model, cause) and says how
-  many more there are; all of them stay in report.json, and every case in
+- the page shows the first `PER_CAUSE` cards of each (model, cause), taken in
+  turn from each case family (`by_family`), and says how many more there are;
+  all of them stay in report.json, and every failing case in
   `<report>/cases/<model>.jsonl` (the reproduce commands replay it);
-- `causes(report)` is the table the findings section starts with: per model and
+- `page_cards` also gives the table the findings section starts with: per model and
   cause, the cases and classes.
 
 The input's code points are listed where they matter (`code_points`): a
@@ -25,8 +26,10 @@ character. Nothing here changes what is compared; it is display only.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Iterable
+from itertools import chain, zip_longest
 from typing import Any
 
 PER_CAUSE = 20          # cards drawn per (model, cause); the rest are counted
@@ -166,9 +169,24 @@ def page_cards(all_cards: list[dict], per_cause: int = PER_CAUSE) -> tuple[list[
         groups.setdefault((card["model"], card["cause"]), []).append(card)
     drawn, rows = [], []
     for (model, cause), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        shown = members[:per_cause]
+        shown = by_family(members)[:per_cause]
         drawn += shown
         classes = sorted({c for card in members for c in card["categories"]})
         rows.append({"model": model, "cause": cause, "cases": len(members), "shown": len(shown),
                      "more": len(members) - len(shown), "classes": classes})
     return drawn, rows
+
+
+def family(case_id: object) -> str:
+    """A case id's family: the id up to its first `-<digits>` (`bnd-orig-normal-0003` -> `bnd-orig-normal`)."""
+    return re.split(r"-\d", str(case_id), maxsplit=1)[0]
+
+
+def by_family(members: list[dict]) -> list[dict]:
+    """The cards taken in turn from each case family, in order of first appearance, so that the first
+    cards drawn of a cause span its families (corpora, boundary slice, derived cases), not the first
+    family alone."""
+    families: dict[str, list[dict]] = {}
+    for card in members:
+        families.setdefault(family(card["case_id"]), []).append(card)
+    return [card for card in chain.from_iterable(zip_longest(*families.values())) if card is not None]
