@@ -20,17 +20,22 @@ TOOL = "<tool>"
 WORD = "Ġzebra"  # " zebra", byte-level: one token in the vocab, reached by no merge
 
 
-def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True) -> Path:
-    """A byte-level BPE tokenizer.json: a special BOS (added by the post-processor when `bos`), <tool>, and WORD."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True, words: tuple[str, ...] = (),
+             nfc: bool = False) -> Path:
+    """A byte-level BPE tokenizer.json: a special BOS (added by the post-processor when `bos`), <tool>, and WORD
+    (and `words`, each spelled byte-level, reached by no merge either); `nfc`: an NFC normalizer."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     tok.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=300, special_tokens=[],
                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     data = json.loads(tok.to_str())
-    data["model"]["vocab"][WORD] = len(data["model"]["vocab"])  # a word no merge reaches: ignore_merges decides it
+    for word in (WORD, *map(byte_level, words)):  # words no merge reaches: ignore_merges decides them
+        data["model"]["vocab"][word] = len(data["model"]["vocab"])
     tok = Tokenizer.from_str(json.dumps(data))  # the added tokens come after it (tokenizers wants ids contiguous)
+    if nfc:
+        tok.normalizer = normalizers.NFC()
     tok.add_special_tokens([AddedToken(BOS, special=True, normalized=False)])
     tok.add_tokens([AddedToken(TOOL, special=False, normalized=False)])
     if bos:
@@ -39,6 +44,13 @@ def bpe_json(path: Path, *, ignore_merges: bool = True, bos: bool = True) -> Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     tok.save(str(path))
     return path
+
+
+def byte_level(text: str) -> str:
+    """`text` as a byte-level BPE token spells it (GPT-2's byte-to-character table)."""
+    from tokenizer import unicode as uni
+    table = {b: ch for ch, b in uni.char_to_byte().items()}
+    return "".join(table[b] for b in text.encode("utf-8"))
 
 
 def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True,
@@ -101,11 +113,11 @@ TEKKEN_WORDS = tuple(w.encode("utf-8") if isinstance(w, str) else w for w in (
     b"\xe0\xa4", "\u0915", "\u093f", KI))
 
 
-def tekken_json(path: Path, *, special_tokens: bool = True) -> Path:
-    """A tiny tekken.json (version v3): the 256 bytes, TEKKEN_WORDS, and TEKKEN_SPECIALS listed
-    (or, `special_tokens=False`, left to mistral-common's defaults)."""
+def tekken_json(path: Path, *, special_tokens: bool = True, words: tuple[str, ...] = ()) -> Path:
+    """A tiny tekken.json (version v3): the 256 bytes, TEKKEN_WORDS (then `words`, each two earlier tokens
+    joined), and TEKKEN_SPECIALS listed (or, `special_tokens=False`, left to mistral-common's defaults)."""
     import base64
-    pieces = [bytes([b]) for b in range(256)] + list(TEKKEN_WORDS)
+    pieces = [bytes([b]) for b in range(256)] + list(TEKKEN_WORDS) + [w.encode("utf-8") for w in words]
     vocab = [{"rank": i, "token_bytes": base64.b64encode(p).decode(), "token_str": p.decode("utf-8", "replace")}
              for i, p in enumerate(pieces)]
     data: dict = {"config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": len(vocab),

@@ -80,7 +80,10 @@ def test_a_planted_conversion_finding_is_classified_counted_and_carded(tmp_path)
     assert block["findings"] == {"conversion": 4, "engine_vs_original": 4}
     assert block["pairs_not_applicable"] == {}
     page = (report_dir / "report.html").read_text()
-    assert page.count('data-side="original"') == 8 and "tokenizer.ggml.pre: GGUF" in page
+    # one card for the case: its 8 differing (class, pair) rows, and one table of tokens per distinct set of
+    # ids (with and without the BOS), not 8 cards with the same rows
+    assert page.count('class="entry card"') == 1 and page.count('data-pair-class="conversion"') == 4
+    assert page.count('data-side="original"') == 2 and "tokenizer.ggml.pre: GGUF" in page
 
 
 def test_each_conversion_finding_names_its_cause_found_by_experiment(tmp_path):

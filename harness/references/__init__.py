@@ -8,6 +8,8 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     spm.py        the `sentencepiece` reference engine (runs in the child)
     tekken.py     the `mistral-common` tekken reference engine (runs in the child)
     added.py      the original's own special and added token texts (boundary cases with --reference)
+    original.py   the original's rules as plain data (normalizer, split patterns, added tokens' flags, BOS/EOS
+                  policy, vocabulary words), for the cases derived from it (harness.inputs.derived)
     flags.py      llama.cpp's flags mapped onto each library, and what cannot be expressed
     classify.py   the three-way classification of one case, and the `summary.reference` counts (pure)
     decoding.py   the original's decode of llama.cpp's ids against llama.cpp's detokenize (the `decode` request)

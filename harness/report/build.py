@@ -52,7 +52,7 @@ from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
-from . import fuzz_summary, reference_summary
+from . import cards, fuzz_summary, reference_summary
 from .templating import environment
 
 REPORT_VERSION = 1
@@ -319,12 +319,15 @@ def agree_pct(agreed: int, checked: int) -> str:
 def render_html(report: dict) -> str:
     """The report page as one self-contained HTML string."""
     families, models = summary_rows(report)
-    entries = _entries(report)
-    categories = sorted({e["category"] for e in entries})
+    every = _entries(report)
+    categories = sorted({e["category"] for e in every})
+    entries = [e for e in every if e["kind"] != "reference_findings"]
+    drawn, causes = cards.page_cards(cards.cards(e for e in every if e["kind"] == "reference_findings"))
     template = environment().get_template("report.html.j2")
     return template.render(
         report=report, summary=report["summary"], families=families, models=models,
         entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
+        cards=drawn, causes=causes, cards_left=sum(row["more"] for row in causes),
         model_names=sorted(report["summary"]["per_model"]), categories=categories,
         verdict=one_line(report), known_groups=known_groups(report),
         verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),

@@ -41,8 +41,8 @@ from ..compare.diff import TokenTable, first_diff, visible
 from ..compare.findings import EngineError, Subject, case_fields
 from ..compare.result import ModelResult
 from ..errors import SetupError
-from ..inputs import boundaries
-from ..references import added, causes, classify, decoding, gguf_keys, specs
+from ..inputs import boundaries, derived
+from ..references import added, causes, classify, decoding, gguf_keys, original, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
 
@@ -258,24 +258,36 @@ def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> l
     rows = []
     for side in ("engine", "llama", "reference"):
         ids = sides[side][pair]
-        tokens = None if ids is None else [{"id": i, "text": _text(tables[side], i)} for i in ids]
+        tokens = None if ids is None else [_token(tables[side], i) for i in ids]
         rows.append({"side": SIDE_NAMES[side], "ids": ids, "tokens": tokens})
     return rows
 
 
-def _text(table: TokenTable, token: int) -> str:
+def _token(table: TokenTable, token: int) -> dict:
+    """An id with its text; where llama.cpp's piece differs from the token's text (a byte-level BPE token
+    `à¤ķ`, a `▁word`), the piece too, as the text it stands for (`piece`), with its bytes when they are not
+    ASCII (`bytes`)."""
     try:
-        return visible(table.text(token))
+        text, piece = table.text(token), table.piece(token)
     except Exception:  # noqa: BLE001 - display only: an id the GGUF's table lacks
-        return "?"
+        return {"id": token, "text": "?"}
+    out = {"id": token, "text": visible(text)}
+    if piece != text:
+        out["piece"] = visible(piece)
+        if not piece.isascii():
+            out["bytes"] = piece.hex(" ")
+    return out
 
 
 def boundary_cases(config: RunConfig, path: Path) -> list[dict]:
     """With `--reference` and the default corpora: boundary cases from the original's own special and added
-    tokens that the GGUF does not hold the same way (`boundaries.reference_cases`, ids `bnd-ref-...`)."""
+    tokens that the GGUF does not hold the same way (`boundaries.reference_cases`, ids `bnd-ref-...`), and
+    the cases derived from the original's rules (`derived.derived_cases`, ids `bnd-orig-...`)."""
     if not config.reference or not config.default_corpora:
         return []
-    return boundaries.reference_cases(path, added.texts(config.reference), boundaries.level())
+    level = boundaries.level()
+    return (boundaries.reference_cases(path, added.texts(config.reference), level)
+            + derived.derived_cases(original.read(config.reference), level))
 
 
 def fuzz_specials(config: RunConfig, path: Path) -> tuple[str, ...]:
