@@ -18,7 +18,8 @@ Classes, the first that fits (`classify`):
 - `whitespace or trim`: the texts are equal once whitespace is removed;
 - `date or injected value`: equal once dates are replaced by one placeholder;
 - `injected variable`: equal once the original is rendered again with the variables llama-server
-  sets and transformers does not (`enable_thinking: true`): an experiment, run by the caller
+  sets and transformers does not (`enable_thinking: true`, `date_string` and `datetime` of the
+  fixed clock): an experiment, run by the caller
   (`harness.chat.three_way`) on a `renders differently` case;
 - `messages prepared differently`: equal once the original is given the messages as llama.cpp's
   chat.cpp hands them to the template (null content as "", `developer` read as `system`, a
@@ -32,8 +33,9 @@ Classes, the first that fits (`classify`):
 from __future__ import annotations
 
 import re
+import time
 
-from .oracle import ChatAnswer
+from .oracle import NOW, ChatAnswer
 
 AGREE, NOT_APPLICABLE = "agree", "not applicable"
 RAISED_ONE_SIDE, JINJA, TEMPLATE = "raise_exception on one side only", "Jinja feature", "template differs"
@@ -41,8 +43,10 @@ BOS, WHITESPACE, DATE = "BOS twice or missing", "whitespace or trim", "date or i
 RENDERS, IDS, INJECTED = "renders differently", "ids differ", "injected variable"
 PREPARED = "messages prepared differently"
 CLASSES = (TEMPLATE, BOS, WHITESPACE, DATE, INJECTED, PREPARED, RAISED_ONE_SIDE, JINJA, RENDERS, IDS)
-# What llama-server's chat path sets and transformers' apply_chat_template does not (tokenizer/chat/render.py)
-LLAMA_SERVER_VARIABLES = {"enable_thinking": True}
+# What llama-server's chat path sets and transformers' apply_chat_template does not (tokenizer/chat/render.py
+# reproduces it): thinking on, and today's date (the fixed clock's) as `date_string` and `datetime`.
+LLAMA_SERVER_VARIABLES = {"enable_thinking": True, "date_string": time.strftime("%d %b %Y", time.gmtime(NOW)),
+                          "datetime": time.strftime("%b %d %Y", time.gmtime(NOW))}
 
 MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 DATES = re.compile(rf"\b\d{{1,2}} (?:{MONTHS})[a-z]* \d{{4}}\b|\b(?:{MONTHS})[a-z]* \d{{1,2}},? \d{{4}}\b"

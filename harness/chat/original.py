@@ -124,7 +124,9 @@ def template_diff(original: str, gguf: str, limit: int = 200) -> list[str]:
     """A unified diff, the original's lines as "-" and the GGUF's as "+"; line ends kept visible."""
     lines = list(difflib.unified_diff(original.splitlines(keepends=True), gguf.splitlines(keepends=True),
                                       "original", "gguf", n=2))
-    out = [line.rstrip("\n") + ("\u21b5" if line.endswith("\n") and line[:1] in "+- " else "") for line in lines]
+    body = [not line.startswith(("---", "+++", "@@")) for line in lines]
+    out = [line.rstrip("\n") + ("\u21b5" if is_body and line.endswith("\n") else "")
+           for line, is_body in zip(lines, body, strict=True)]
     if not out and original != gguf:  # differ only in a final newline or CR: difflib shows nothing useful
         out = [f"- {original[-40:]!r}", f"+ {gguf[-40:]!r}"]
     return out[:limit] + ([f"... {len(out) - limit} more lines"] if len(out) > limit else [])
