@@ -64,6 +64,13 @@ def test_a_template_differing_only_in_its_final_newline_still_shows_a_diff():
     assert finding["diff"], "difflib alone shows nothing for a missing final newline"
 
 
+def test_the_original_folder_of_a_reference_spec(tmp_path):
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    assert orig.folder_of(f"hf:{tmp_path}") == tmp_path
+    assert orig.folder_of(f"hf:{tmp_path / 'tokenizer.json'}") == tmp_path
+    assert orig.folder_of(f"hf:{tmp_path / 'missing'}") == tmp_path / "missing", "not its parent: it is refused"
+
+
 def test_bad_original_files_are_one_line_setup_errors(tmp_path):
     bad = folder_with(tmp_path / "a")
     (bad / "tokenizer_config.json").write_text("{not json", encoding="utf-8")

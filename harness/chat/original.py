@@ -51,7 +51,7 @@ def folder_of(reference: str | Path) -> Path:
     if text.startswith("hf:"):
         text = text[3:]
     path = Path(text).expanduser()
-    return path if path.is_dir() else path.parent
+    return path.parent if path.is_file() else path  # a path that does not exist stays itself: the caller refuses it
 
 
 def config(folder: Path) -> dict[str, Any]:
