@@ -195,5 +195,6 @@ def three_ways(files: list[Path], folder: Path | None, oracle: ChatOracle, summa
         block = three_way.check(gguf, folder, fuzz=fuzz, seed=seed, oracle=oracle, on_case=summary.add,
                                 log=lambda s: None)
         summary.targets += len(block.checked)
+        summary.seconds += block.seconds
         blocks.append(block)
     return blocks

@@ -146,6 +146,7 @@ def _three_way(args: argparse.Namespace) -> int:
             block = check(gguf, folder, fuzz=args.fuzz, seed=args.seed, oracle=oracle, on_case=summary.add,
                           timeout=args.timeout)
             summary.targets += len(block.checked)
+            summary.seconds += block.seconds
             blocks.append(block)
     for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
         print(diff_text(finding))
