@@ -171,10 +171,14 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
 @nox.session
 def parity(session: nox.Session) -> None:
     """The main job: every shipped vocabulary and the sensitivity family (harness/models/synth_sensitivity.py),
-    golden + corpora + a modest fuzz budget -> reports/parity/."""
+    golden + corpora + a modest fuzz budget, and the message layer (the shipped vocabularies' chat templates
+    against llama.cpp's chat path) -> reports/parity/."""
     install(session)
     for family in MAIN_SYNTHETIC_FAMILIES:
         session.run("python", "-m", "harness", "synth", "--family", family)
+    # The message layer: `run` checks the shipped vocabularies' chat templates once the helper exists
+    # (compiled once, about 2 minutes on 2 cores, then cached like the tests session's).
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
     families = SHIPPED_FAMILIES + MAIN_SYNTHETIC_FAMILIES
     selection = [arg for family in families for arg in ("--family", family)]
     if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED):
@@ -215,6 +219,11 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     fail the session.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
+    # The message layer: each `run --reference hf:` checks its GGUF's chat templates three ways, and
+    # `chat --real` the real originals given their model's template (harness/chat/real_chat.py).
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+    harness(session, "chat", "--real", "--fuzz", str(min(fuzz, 200)), "--report", str(out / "messages"))
+    session.log(f"messages three ways: {out / 'messages' / 'messages.html'}")
     gguf_dir = out / "gguf"
     harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
     models = sorted(gguf_dir.glob("*.gguf"))

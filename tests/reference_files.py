@@ -54,9 +54,10 @@ def byte_level(text: str) -> str:
 
 
 def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bos: bool = True,
-             retype: dict[str, int] | None = None) -> Path:
+             retype: dict[str, int] | None = None, extra: dict | None = None) -> Path:
     """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given
-    (and `retype`: an added token's text -> the GGUF token type to write instead, a planted fault)."""
+    (and `retype`: an added token's text -> the GGUF token type to write instead, a planted fault;
+    `extra`: more metadata keys, e.g. a `tokenizer.chat_template`)."""
     from tokenizer.gguf import writer as gguf_writer
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = dict(data["model"]["vocab"])
@@ -74,7 +75,7 @@ def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bo
         "tokenizer.ggml.token_type": [types.get(i, 1) for i in range(len(tokens))],
         "tokenizer.ggml.merges": merges,
         "tokenizer.ggml.bos_token_id": bos, "tokenizer.ggml.eos_token_id": bos,
-        "tokenizer.ggml.add_bos_token": add_bos,
+        "tokenizer.ggml.add_bos_token": add_bos, **(extra or {}),
     })
     return path
 

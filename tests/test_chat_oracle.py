@@ -61,3 +61,12 @@ def test_crash_is_an_outcome_and_the_next_request_works():
         answer = o.ask(request(template=src, messages=HI, add_generation_prompt=True, legacy=False))
         assert answer.status == "crash" and "-11" in answer.error
         assert o.ask(request(template="{{ 'ok' }}", messages=HI, add_generation_prompt=True)).status == "ok"
+
+
+def test_a_template_that_allocates_without_end_fails_at_the_helpers_memory_cap():
+    probe = "{{ (range(10**8)|list)|length }}"  # 100,000,000 values: several GB unbounded
+    with ChatOracle(memory=1 << 30, timeout=60) as capped:
+        answer = capped.ask(request(template=probe, messages=HI, add_generation_prompt=True))
+        after = capped.ask(request(template="{{ 'ok' }}", messages=HI, add_generation_prompt=True))
+    assert answer.status in ("error", "crash") and answer.text is None, answer
+    assert after.status == "ok" and after.text == b"ok"

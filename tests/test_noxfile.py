@@ -127,14 +127,19 @@ def _noxfile():
     return noxfile
 
 
-def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tmp_path, monkeypatch):
+def parity_real_run(tmp_path, monkeypatch):
+    """The parity-real session run on a RealSession: (the noxfile, the session, its commands as lines)."""
     noxfile = _noxfile()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
     monkeypatch.setattr(noxfile, "found_nothing", lambda report_dir: True)
     session = RealSession([])
     noxfile.parity_real.func(session)
-    commands = [" ".join(args) for args, _ in session.calls]
+    return noxfile, session, [" ".join(args) for args, _ in session.calls]
+
+
+def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tmp_path, monkeypatch):
+    noxfile, session, commands = parity_real_run(tmp_path, monkeypatch)
     steps = ["python -m harness fetch --real", "python -m harness convert --real --out-dir reports/parity-real/gguf",
              "python -m harness record", "python -m harness compare --golden reports/parity-real/recorded",
              "python -m harness run", "python -m harness merge-reports"]
@@ -160,6 +165,27 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     assert all(f"reports/parity-real/live/{name}" in merge for name in ("llama3-early", "mistral-spm-v1"))
     # a refusal by the converter (exit 1) is a result and does not stop the session
     assert session.calls[at[1]][1]["success_codes"] == [0, 1]
+
+
+def test_the_main_job_builds_the_chat_helper_before_its_run_so_it_has_a_message_layer(tmp_path, monkeypatch):
+    noxfile = _noxfile()
+    runs = []
+    monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
+    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: runs.append(len(session.calls)) or True)
+    session = RealSession([])
+    session.name = "parity"
+    noxfile.parity.func(session)
+    commands = [" ".join(args) for args, _ in session.calls]
+    build = next(i for i, c in enumerate(commands) if c.startswith("python -m harness chat --build-helper"))
+    assert runs and build < runs[0], commands
+
+
+def test_parity_real_checks_the_templated_originals_three_ways(tmp_path, monkeypatch):
+    noxfile, _, commands = parity_real_run(tmp_path, monkeypatch)
+    build = commands.index(f"python -m harness chat --build-helper --jobs {noxfile.JOBS}")
+    chat = commands.index("python -m harness chat --real --fuzz 20 --report reports/parity-real/messages")
+    first_run = next(i for i, c in enumerate(commands) if c.startswith("python -m harness run"))
+    assert build < chat and build < first_run, "each run --reference hf: checks its templates once the helper exists"
 
 
 def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):

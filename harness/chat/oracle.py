@@ -20,16 +20,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..contained import Contained
 from . import helper_build as chat_helper_build
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_MEMORY = 4 << 30  # address space of the helper: it loads vocabularies only (no tensor data)
 NOW = 1735689600  # 2025-01-01T00:00:00Z: the fixed clock of every recorded conversation
+# Started through Python to cap the helper's address space before it runs (RLIMIT_AS survives exec):
+# a template that allocates without end then fails inside llama.cpp, a crash of that case at worst.
+LIMITED_EXEC = ("import os, resource, sys; n = int(sys.argv[1]); "
+                "resource.setrlimit(resource.RLIMIT_AS, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
 
 
 @dataclass(frozen=True)
@@ -54,34 +60,22 @@ def request(*, template: str | None, messages: list[Any], add_generation_prompt:
             "legacy": legacy}
 
 
-class ChatOracle:
-    """A long-lived helper child; `ask()` never raises for what llama.cpp does.
+class LineChild:
+    """A contained child that answers each JSON request line with one JSON line, under a deadline.
 
-    The helper runs in a session of its own (`harness.contained`): its death is seen
-    at once, and a hang, a crash or `close()` kills its whole process group.
+    `exchange()` never raises for what the child does: no answer within `timeout` is a "hang"
+    (the child is killed), a child that dies is a "crash"; either way the next request starts a
+    fresh child (`_start`, the subclass's). `what` names the child in those answers.
     """
 
-    def __init__(self, binary: Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.binary = binary or chat_helper_build.build()
-        self.timeout = timeout
-        self.child: Contained | None = None
+    what = "the child"
+    timeout: float
+    child: Contained | None = None
 
-    @property
-    def proc(self) -> subprocess.Popen[bytes] | None:
-        return self.child.proc if self.child is not None else None
-
-    def _start(self) -> Contained:
-        if self.child is None or self.child.exited():
-            if self.child is not None:
-                self.child.close()
-            env = dict(os.environ, TZ="UTC", LC_ALL="C")
-            self.child = Contained([str(self.binary)], env=env, stderr=subprocess.DEVNULL)
-        return self.child
-
-    def ask(self, req: dict[str, Any]) -> ChatAnswer:
-        child = self._start()
+    def exchange(self, child: Contained, payload: bytes) -> ChatAnswer | dict[str, Any]:
+        """The child's answer to `payload` as data, or the `ChatAnswer` of a hang or a crash."""
         deadline = time.monotonic() + self.timeout
-        if not child.write(json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n", deadline):
+        if not child.write(payload, deadline):
             return self._died(child)
         line = child.readline(deadline)
         if line is None:
@@ -89,12 +83,13 @@ class ChatOracle:
             return ChatAnswer("hang", error=f"no answer within {self.timeout:g} s")
         if not line:
             return self._died(child)
-        return _answer(json.loads(line))
+        data: dict[str, Any] = json.loads(line)
+        return data
 
     def _died(self, child: Contained) -> ChatAnswer:
         child.wait_exit(5.0)
         code = self._end(child)
-        return ChatAnswer("crash", error=f"the helper died (exit status {code})")
+        return ChatAnswer("crash", error=f"{self.what} died (exit status {code})")
 
     def _end(self, child: Contained) -> int:
         self.child = None
@@ -105,11 +100,47 @@ class ChatOracle:
             self.child.close(grace=5.0)
             self.child = None
 
-    def __enter__(self) -> ChatOracle:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ChatOracle(LineChild):
+    """A long-lived helper child; `ask()` never raises for what llama.cpp does.
+
+    The helper runs in a session of its own (`harness.contained`): its death is seen
+    at once, and a hang, a crash or `close()` kills its whole process group. Its address
+    space is capped at `memory` bytes.
+    """
+
+    def __init__(self, binary: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 memory: int = DEFAULT_MEMORY) -> None:
+        self.binary = binary or chat_helper_build.build()
+        self.timeout = timeout
+        self.memory = memory
+        self.child = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.child.proc if self.child is not None else None
+
+    what = "the helper"
+
+    def _start(self) -> Contained:
+        if self.child is None or self.child.exited():
+            if self.child is not None:
+                self.child.close()
+            env = dict(os.environ, TZ="UTC", LC_ALL="C")
+            argv = [sys.executable, "-c", LIMITED_EXEC, str(self.memory), str(self.binary)]
+            self.child = Contained(argv, env=env, stderr=subprocess.DEVNULL)
+        return self.child
+
+    def ask(self, req: dict[str, Any]) -> ChatAnswer:
+        payload = json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+        got = self.exchange(self._start(), payload)
+        return got if isinstance(got, ChatAnswer) else _answer(got)
 
 
 def _answer(data: dict[str, Any]) -> ChatAnswer:

@@ -9,7 +9,7 @@ with its own Jinja path (the figure the README quotes).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,19 +120,39 @@ def offline(targets: list[Target], golden_dir: Path = chat_golden.GOLDEN_DIR) ->
     return summary
 
 
-def write_report(summary: ChatSummary, out: Path) -> Path:
-    """messages.json and messages.html in `out`; the page's path."""
+def write_report(summary: ChatSummary, out: Path, three_way: Sequence[Any] = ()) -> Path:
+    """messages.json and messages.html in `out`; the page's path. `three_way`: `ThreeWay` results."""
     from ..report.messages import write
-    return write(summary.data(), summary.lines(), out)
+    data, lines = with_three_way(summary, list(three_way))
+    return write(data, lines, out)
+
+
+def with_three_way(summary: ChatSummary, blocks: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """The summary's data and lines with the three-way blocks (`harness.chat.three_way.ThreeWay`) added."""
+    data = {**summary.data(), "three_way": [{**b.data(), "lines": b.lines()} for b in blocks]}
+    return data, summary.lines() + [line for b in blocks for line in b.lines()]
+
+
+def original_folder(reference: str | None) -> Path | None:
+    """The original's folder of an `hf:` reference (the only kind that carries a chat template), or None."""
+    if not reference or not reference.startswith("hf:"):
+        return None
+    from .original import folder_of
+    return folder_of(reference)
 
 
 def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: int | None,
-                 explicit: bool, log: Callable[[str], None] = print) -> tuple[dict, bool] | None:
+                 explicit: bool, reference: str | None = None,
+                 log: Callable[[str], None] = print) -> tuple[dict, bool] | None:
     """`run --messages`: the chat templates of the selected models, live. None when skipped.
 
     Writes messages.json and messages.html in `report_dir`; gives the report's "messages"
     section and whether every message agreed, for `harness.runs.finish.run_and_report` to put
     into report.json and report.html when it writes them (once).
+
+    With an `hf:` `reference`, each GGUF file among `models` is checked three ways against the
+    original folder (`harness.chat.three_way`): its templates, and every conversation rendered by
+    transformers, llama.cpp and us; our side against llama.cpp's counts as in the two-way check.
 
     By default (not `explicit`) it runs when the chat helper is already built, so that a
     plain `run` never starts a several-minute compile; `--messages` builds it if needed.
@@ -141,15 +161,40 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     from . import helper_build as chat_helper_build
     from .cases import gguf_targets
     targets = gguf_targets({short_name(m) for m in models})
-    if not targets:
+    folder = original_folder(reference)
+    files = [Path(m) for m in models if folder is not None and Path(m).is_file()]
+    if not targets and not files:
         return None
     if not explicit and not chat_helper_build.helper_path().is_file():
         log("messages: skipped (chat helper not built: python -m harness chat --build-helper)")
         return None
     with ChatOracle() as oracle:
         summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None)
-    write_report(summary, report_dir)
-    for line in summary.lines():
+        blocks = three_ways(files, folder, oracle, summary, fuzz=fuzz, seed=seed or 0, log=log)
+    write_report(summary, report_dir, blocks)
+    data, lines = with_three_way(summary, blocks)
+    for line in lines:
         log(line)
     log(f"messages: {report_dir / 'report.html'}#messages (and messages.json, messages.html)")
-    return {**summary.data(), "lines": summary.lines()}, summary.ok
+    return {**data, "lines": lines}, summary.ok and all(b.ok for b in blocks)
+
+
+def three_ways(files: list[Path], folder: Path | None, oracle: ChatOracle, summary: ChatSummary, *,
+               fuzz: int, seed: int, log: Callable[[str], None] = print) -> list[Any]:
+    """The three-way check of each GGUF in `files` against `folder` (none without transformers: said why)."""
+    if folder is None or not files:
+        return []
+    from . import three_way
+    from .transformers_side import missing
+    reason = missing()
+    if reason:
+        log(f"messages three ways: not checked ({reason})")
+        return []
+    blocks = []
+    for gguf in files:
+        block = three_way.check(gguf, folder, fuzz=fuzz, seed=seed, oracle=oracle, on_case=summary.add,
+                                log=lambda s: None)
+        summary.targets += len(block.checked)
+        summary.seconds += block.seconds
+        blocks.append(block)
+    return blocks

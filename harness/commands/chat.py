@@ -13,6 +13,7 @@ once from the pinned sdist; see harness/chat/oracle.py for exactly what it cover
     python -m harness chat --record                 # write golden/chat/*.json
     python -m harness chat --golden golden/chat     # offline replay, no llama.cpp
     python -m harness chat --report reports/chat    # messages.json + messages.html
+    python -m harness chat --model my.gguf --reference hf:ORIGINAL_DIR   # three ways (docs/chat.md)
 
 Exit status 0 when everything matched, 1 on a difference or a llama.cpp crash/hang.
 """
@@ -37,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a chat target (tmpl-<stem>, <model> or <model>.<variant>; repeatable)")
     parser.add_argument("--model", action="append", metavar="PATH",
                         help="every chat template of this GGUF file (repeatable; instead of --target)")
+    parser.add_argument("--reference", metavar="hf:DIR",
+                        help="with --model: also check three ways against the original folder (its chat "
+                             "templates, and each conversation through transformers' apply_chat_template)")
+    parser.add_argument("--real", action="store_true",
+                        help="three ways on the real set's originals given chat templates (harness/chat/real_chat.py): "
+                             "built and converted once, then checked like --model X --reference hf:DIR")
     parser.add_argument("--conversation", metavar="ID", help="only this conversation of the corpus")
     parser.add_argument("--no-corpus", dest="corpus", action="store_false",
                         help="only the fuzzed conversations, not corpora/conversations.jsonl")
@@ -71,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.model and args.target:
         raise SetupError("give --model PATH or --target NAME, not both")
+    if args.real and (args.model or args.target or args.reference):
+        raise SetupError("--real checks its own pairs: not with --model, --target or --reference")
+    if args.reference and not args.model:
+        raise SetupError("--reference needs --model PATH: the GGUF whose templates are checked against it")
+    if args.reference and (args.golden or args.record):
+        raise SetupError("--reference is a live check: not with --golden or --record")
+    if args.reference or args.real:
+        return _three_way(args)
     if args.model:
         from ..chat.cases import file_targets
         targets = [t for path in args.model for t in file_targets(path)]
@@ -100,6 +115,48 @@ def run(args: argparse.Namespace) -> int:
         chat_run.write_report(summary, args.report)
         print(f"report: {args.report / 'messages.html'}")
     return 0 if summary.ok else 1
+
+
+def _pairs(args: argparse.Namespace) -> list[tuple[Path, Path]]:
+    """(GGUF, original folder) to check three ways: `--real`'s built pairs, or each --model with --reference."""
+    if args.real:
+        from ..chat.real_chat import PAIRS, build
+        return [build(pair) for pair in PAIRS]
+    folder = chat_run.original_folder(args.reference)
+    if folder is None or not folder.is_dir():
+        raise SetupError(f"--reference {args.reference}: give hf:DIR, the original's folder (only an hf: "
+                         "original carries a chat template)")
+    for path in args.model:
+        if not Path(path).is_file():
+            raise SetupError(f"--model {path}: no such file")
+    return [(Path(path), folder) for path in args.model]
+
+
+def _three_way(args: argparse.Namespace) -> int:
+    """`chat --model X.gguf --reference hf:DIR` (or `chat --real`): the three-way message check."""
+    from ..chat.three_way import check
+    from ..chat.transformers_side import missing
+    if missing():
+        raise SetupError(str(missing()))
+    pairs = _pairs(args)
+    summary = chat_run.ChatSummary()
+    blocks = []
+    with ChatOracle(timeout=args.timeout) as oracle:
+        for gguf, folder in pairs:
+            block = check(gguf, folder, fuzz=args.fuzz, seed=args.seed, oracle=oracle, on_case=summary.add,
+                          timeout=args.timeout)
+            summary.targets += len(block.checked)
+            summary.seconds += block.seconds
+            blocks.append(block)
+    for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
+        print(diff_text(finding))
+    _, lines = chat_run.with_three_way(summary, blocks)
+    for line in lines:
+        print(line)
+    if args.report:
+        chat_run.write_report(summary, args.report, blocks)
+        print(f"report: {args.report / 'messages.html'}")
+    return 0 if summary.ok and all(b.ok for b in blocks) else 1
 
 
 def _shard(targets: list[Target], text: str | None) -> sharding.Partition | None:

@@ -91,4 +91,4 @@ def _messages(args: argparse.Namespace, config: RunConfig, sharded):
     models = config.models if sharded is None else tuple(  # a model's templates go with its own checks
         m for m in config.models if sharded[0].owns(short_name(m)))
     return lambda: run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),
-                                seed=config.seed, explicit=bool(args.messages))
+                                seed=config.seed, explicit=bool(args.messages), reference=config.reference)

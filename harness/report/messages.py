@@ -24,8 +24,25 @@ HTML_LIMIT = 500  # findings shown on the page; messages.json keeps them all
 def section(data: dict[str, Any], lines: list[str]) -> dict[str, Any]:
     findings = data["findings"] + data["oracle_crashes"]
     shown = [_display(f) for f in findings[:HTML_LIMIT]]
+    blocks = data.get("three_way") or []
+    cards = [c for block in blocks for c in block.get("cards", [])]
+    templates = [(Path(block["model"]).stem, t["class"]) for block in blocks for t in block.get("templates", [])]
+    targets = {f["target"] for f in findings} | {c["target"] for c in cards} | {t for t, _ in templates}
+    verdicts = {f["verdict"] for f in findings} | {c["class"] for c in cards} | {c for _, c in templates}
     return {"lines": lines, "findings": shown, "truncated": max(len(findings) - HTML_LIMIT, 0),
-            "targets": sorted({f["target"] for f in findings}), "verdicts": sorted({f["verdict"] for f in findings})}
+            "targets": sorted(targets), "verdicts": sorted(verdicts),
+            "three_way": [_three_way(block) for block in data.get("three_way") or []]}
+
+
+def _three_way(block: dict[str, Any]) -> dict[str, Any]:
+    """A GGUF's three-way block (`harness.chat.three_way.ThreeWay.data`) for the page: each card's three
+    sides, the original-against-llama.cpp character diff, and the template findings' line diffs."""
+    cards = []
+    for c in block.get("cards", [])[:HTML_LIMIT]:
+        shown = _display(c)
+        cards.append({**c, "turns": shown["turns"], "tools": shown["tools"],
+                      "add_generation_prompt": shown["add_generation_prompt"], "diff_html": shown["diff_html"]})
+    return {**block, "cards": cards, "target": Path(block["model"]).stem}
 
 
 def _display(finding: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +60,7 @@ def _display(finding: dict[str, Any]) -> dict[str, Any]:
 
 
 def diff_html(finding: dict[str, Any]) -> str:
-    """The character diff as HTML: deletions (llama.cpp only) and insertions (ours only) marked."""
+    """The character diff as HTML: deletions (the first side only) and insertions (the second only) marked."""
     parts = []
     for op, seg in finding.get("diff", []):
         text = html.escape(visible(seg, line_breaks=True))

@@ -306,13 +306,17 @@ def apply_template(source: str, messages: Sequence[Any], *, bos_token: str, eos_
                    add_bos: bool = False, add_eos: bool = False, add_generation_prompt: bool = True,
                    tools: Sequence[Any] | None = None, now: float | None = None,
                    seconds: float = chat_jinja.DEFAULT_TIME_BUDGET, size: int = chat_jinja.DEFAULT_SIZE_BUDGET,
-                   **variables: Any) -> str:
-    """The prompt text llama.cpp's Jinja path produces for `messages` (see the module doc)."""
+                   memory: int = chat_jinja.DEFAULT_MEMORY_BUDGET, **variables: Any) -> str:
+    """The prompt text llama.cpp's Jinja path produces for `messages` (see the module doc).
+
+    `seconds`, `size` and `memory` bound the render (`chat_jinja.Budget`): wall time, the
+    characters of any one value and of the output, and the bytes it may grow the process by.
+    """
     if not source or source == "chatml":
         source = CHATML
     source = _source_fixes(source)
     now = time.time() if now is None else now
-    budget = chat_jinja.Budget(seconds, size)
+    budget = chat_jinja.Budget(seconds, size, memory)
     caps = caps_of(source, budget)
     msgs = _special(source, prepare_messages(messages, source, caps))
     context: dict[str, Any] = {"messages": msgs, "bos_token": bos_token, "eos_token": eos_token,
