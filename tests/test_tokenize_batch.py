@@ -96,4 +96,4 @@ def test_batch_takes_str_and_bytes_and_refuses_other_types(pair_for):
     assert ours.tokenize_batch(["Hello world", b"\xff caf\xc3"], **kw) == expected
     assert ours.tokenize_batch([], **kw) == []
     with pytest.raises(TypeError, match="str or bytes"):
-        tok.tokenize_batch([1], **kw)  # type: ignore[list-item]
+        ours.tokenize_batch([1], **kw)  # type: ignore[list-item]

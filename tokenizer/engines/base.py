@@ -88,7 +88,7 @@ class Engine:
         return [self.tokenize(fragments, add_special=add_special) for fragments in inputs]
 
     def assemble(self, fragments: Sequence[bytes | int], *, add_special: bool,
-                 encode_into: Callable[[bytes, list[int]], None]) -> list[int]:
+                 encode_into: Callable[[bytes, list[int]], object]) -> list[int]:
         """The template of `tokenize`, each raw fragment (as `first_text` leaves it) given to `encode_into`."""
         out: list[int] = []
         if add_special:
