@@ -16,7 +16,7 @@ from harness.golden import files as goldens
 from harness.golden.records import FLAGS
 from harness.inputs.strategies import case_input
 from harness.models.shipped import project_root
-from harness.runs.replay import locate
+from tests.test_bpe_batch import golden_and_gguf
 from tokenizer import Tokenizer
 from tokenizer.engines import bpe
 
@@ -26,22 +26,12 @@ def _shipped_goldens() -> list:
             if p.name.startswith("ggml-vocab-")]
 
 
-def _golden_tokenizer(path):
-    golden = goldens.load_golden(path)
-    if golden.get("load_error"):
-        pytest.skip("llama.cpp refuses this vocabulary")
-    gguf_path, why = locate(golden["gguf"], path.parent)
-    if gguf_path is None:
-        pytest.skip(f"{why} (python -m harness fetch)")
-    return golden, gguf_path
-
-
 @pytest.mark.parametrize("merge", ["numpy", "word-by-word"])
 @pytest.mark.parametrize("path", _shipped_goldens())
 def test_batch_of_every_golden_case_gives_llama_ids(path, merge, monkeypatch):
     """All of a golden's cases in one call per flag combination, a fresh tokenizer each."""
     monkeypatch.setattr(bpe, "BATCH_MIN", 0 if merge == "numpy" else 1 << 40)
-    golden, gguf_path = _golden_tokenizer(path)
+    golden, gguf_path = golden_and_gguf(path)
     bad = []
     for k, (add, parse) in enumerate(FLAGS):
         cases = [(case, case["encode"][k]["ids"]) for case in golden["cases"]
