@@ -41,14 +41,20 @@ def _batch_mismatches(golden: dict, tok: Tokenizer) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("path", _bpe_goldens())
-def test_batch_merge_matches_golden(path, monkeypatch):
+def golden_and_gguf(path):
+    """A golden and the path of its GGUF; skips when llama.cpp refused it or the file is not built."""
     golden = goldens.load_golden(path)
     if golden.get("load_error"):
         pytest.skip("llama.cpp refuses this vocabulary")
     gguf_path, why = locate(golden["gguf"], path.parent)
     if gguf_path is None:
         pytest.skip(f"{why} (python -m harness fetch / python -m harness synth)")
+    return golden, gguf_path
+
+
+@pytest.mark.parametrize("path", _bpe_goldens())
+def test_batch_merge_matches_golden(path, monkeypatch):
+    golden, gguf_path = golden_and_gguf(path)
     monkeypatch.setattr(bpe, "BATCH_MIN", 0)  # every text, however short, as one batch
     bad = _batch_mismatches(golden, Tokenizer.from_gguf(gguf_path))
     assert not bad, f"{len(bad)} cases differ from llama.cpp, e.g. {bad[:5]}"

@@ -31,7 +31,7 @@ from .engines import Engine, engine_for
 from .engines.base import collector_paused
 from .errors import UnsupportedVocab
 from .gguf import reader as gguf
-from .special import partition
+from .special import Partitioner
 from .vocab import MODELS, ROLES, Vocab, load_vocab, model_name
 
 
@@ -49,6 +49,7 @@ class Tokenizer:
         self.engine = engine
         self._pieces: list[bytes | None] = [None] * len(vocab.texts)
         self._nl = vocab.linefeed if vocab.linefeed is not None else engine.linefeed()
+        self._specials = Partitioner(vocab)
 
     @classmethod
     def from_gguf(cls, path: str | os.PathLike[str]) -> Tokenizer:
@@ -71,14 +72,19 @@ class Tokenizer:
     # -- llama_tokenize / llama_detokenize / llama_token_to_piece ----------------
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
         """Token ids for `text`, as `llama_tokenize(text, add_special, parse_special)`."""
-        if isinstance(text, str):
-            data = text.encode("utf-8", "surrogateescape")  # as the reader and the oracle do
-        elif isinstance(text, (bytes, bytearray, memoryview)):
-            data = bytes(text)
-        else:
-            raise TypeError(f"tokenize() takes str or bytes, not {type(text).__name__}")
-        fragments = partition(data, self.vocab, parse_special=parse_special)
+        fragments = self._specials.partition(_as_bytes(text), parse_special=parse_special)
         return self.engine.tokenize(fragments, add_special=add_special)
+
+    def tokenize_batch(self, texts: Sequence[str | bytes], *, add_special: bool,
+                       parse_special: bool) -> list[list[int]]:
+        """`[tokenize(t, ...) for t in texts]`, faster: the engine shares the work between the texts.
+
+        The ids are those `tokenize` gives each text (BPE merges the words new to its
+        cache once for the whole batch); an input `tokenize` refuses makes the call raise.
+        """
+        inputs = [self._specials.partition(_as_bytes(text), parse_special=parse_special) for text in texts]
+        with collector_paused():  # the words of a whole batch, none in a cycle
+            return self.engine.tokenize_batch(inputs, add_special=add_special)
 
     def detokenize(self, ids: Sequence[int], *, remove_special: bool, unparse_special: bool) -> bytes:
         """The bytes of `ids`, as `llama_detokenize(ids, remove_special, unparse_special)`."""
@@ -190,6 +196,15 @@ class Tokenizer:
     def __repr__(self) -> str:
         v = self.vocab
         return f"<Tokenizer {v.vocab_type} model={v.model!r} pre={v.pre!r} n_tokens={len(v.texts)}>"
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    """The input as bytes: `str` as UTF-8 (lone surrogates U+DC80..U+DCFF as their raw bytes)."""
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogateescape")  # as the reader and the oracle do
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"tokenize() takes str or bytes, not {type(text).__name__}")
 
 
 def _special_getter(role: str) -> property:

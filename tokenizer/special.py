@@ -39,20 +39,43 @@ _RSTRIP = int(Attr.RSTRIP)
 
 def partition(data: bytes, vocab: Vocab, *, parse_special: bool) -> list[Fragment]:
     """`data` as raw byte fragments and special token ids, in order. Empty input gives []."""
-    if not data:
-        return []
-    spans: list[Span] = [(0, len(data))]
-    texts, attrs = vocab.texts, vocab.attrs
-    may_occur = _pair_filter(data, len(vocab.special_tokens))
-    for tid in vocab.special_tokens:
-        attr = attrs[tid]
-        if not parse_special and attr & _HIDDEN_UNLESS_SPECIAL:
-            continue
-        text = texts[tid]
-        if not may_occur(text) or text not in data:
-            continue
-        spans = _split_all(data, spans, text, tid, attr)
-    return [data[s[0]:s[1]] if isinstance(s, tuple) else s for s in spans]
+    return Partitioner(vocab).partition(data, parse_special=parse_special)
+
+
+class Partitioner:
+    """`partition` for one vocabulary, with the per-call work done once.
+
+    Which special tokens can split the input (all, or without CONTROL and UNKNOWN
+    under parse_special=False) is fixed by the vocabulary, and so are the few byte
+    pairs they start with: an input holding none of those pairs has no special token
+    in it (exact in its "no"), which most inputs show with a few `in` tests.
+    """
+
+    GATE_MAX = 16  # distinct leading pairs above which the gate costs more than it saves
+
+    def __init__(self, vocab: Vocab) -> None:
+        self.vocab = vocab
+        texts, attrs = vocab.texts, vocab.attrs
+        self._plans = {}
+        for parse_special in (False, True):
+            tokens = tuple((tid, texts[tid], attrs[tid]) for tid in vocab.special_tokens
+                           if parse_special or not attrs[tid] & _HIDDEN_UNLESS_SPECIAL)
+            leads = tuple(dict.fromkeys(text[:2] for _, text, _ in tokens))
+            self._plans[parse_special] = (tokens, leads if len(leads) <= self.GATE_MAX else None)
+
+    def partition(self, data: bytes, *, parse_special: bool) -> list[Fragment]:
+        if not data:
+            return []
+        tokens, leads = self._plans[parse_special]
+        if leads is not None and not any(lead in data for lead in leads):
+            return [data]
+        spans: list[Span] = [(0, len(data))]
+        may_occur = _pair_filter(data, len(tokens))
+        for tid, text, attr in tokens:
+            if not may_occur(text) or text not in data:
+                continue
+            spans = _split_all(data, spans, text, tid, attr)
+        return [data[s[0]:s[1]] if isinstance(s, tuple) else s for s in spans]
 
 
 _FILTER_MIN_WORK = 1 << 20  # bytes x special tokens below which plain `in` is cheaper

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import UnsupportedVocab
@@ -81,6 +81,15 @@ class Engine:
         `fragments` alternate raw text and special ids already split out
         (`tokenizer.special.partition`); an empty input arrives as `[]`.
         """
+        return self.assemble(fragments, add_special=add_special, encode_into=self.encode_into)
+
+    def tokenize_batch(self, inputs: Sequence[Sequence[bytes | int]], *, add_special: bool) -> list[list[int]]:
+        """`tokenize` of each partitioned input; an engine may share work between them."""
+        return [self.tokenize(fragments, add_special=add_special) for fragments in inputs]
+
+    def assemble(self, fragments: Sequence[bytes | int], *, add_special: bool,
+                 encode_into: Callable[[bytes, list[int]], object]) -> list[int]:
+        """The template of `tokenize`, each raw fragment (as `first_text` leaves it) given to `encode_into`."""
         out: list[int] = []
         if add_special:
             self.before(out)
@@ -90,7 +99,7 @@ class Engine:
                 out.append(fragment)
                 follows_special = True
             else:
-                self.encode_into(self.first_text(fragment) if follows_special else fragment, out)
+                encode_into(self.first_text(fragment) if follows_special else fragment, out)
                 follows_special = False
         if add_special:
             self.after(out)

@@ -145,17 +145,26 @@ def _pattern_stage(pattern: regex.Pattern, view: str) -> Stage:
             out.extend(zip(ends, islice(ends, 1, None)))
         return out
 
-    def words(text: Text) -> list[str]:
-        """The pieces of the whole text as strings: `stage` and slicing in one pass."""
-        s = getattr(text, view)
+    def words_of(cps: str) -> list[str]:
+        """The pieces of the whole text as strings: `stage` and slicing in one pass, no `Text` built."""
+        s = VIEWS[view](cps)
         found: list[str] = pattern.findall(s)
-        if s is text.cps:  # ASCII, or the view is the text itself
+        if s is cps:
             return found
         ends = list(accumulate(map(len, found)))
-        return list(map(text.cps.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+        return list(map(cps.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
-    stage.words = words  # type: ignore[attr-defined]
+    stage.words_of = words_of  # type: ignore[attr-defined]
     return stage
+
+
+# The views `Text` computes, for a text cut from no parent (`words_of`).
+VIEWS: dict[str, Callable[[str], str]] = {
+    "cps": lambda cps: cps,
+    "collapsed": uni.collapse,
+    "collapsed_han": lambda cps: uni.collapse(cps, han=True),
+    "wide": lambda cps: Text(cps).wide,
+}
 
 
 def _digit_groups(text: Text, spans: list[Span]) -> list[Span]:
@@ -337,8 +346,8 @@ class Splitter:
         alone: they are memoised per (stage, piece).
         """
         out: list[str] = []
-        if len(self.stages) == 1 and hasattr(self.stages[0], "words"):
-            return self.stages[0].words(Text(cps)) if cps else out
+        if len(self.stages) == 1 and hasattr(self.stages[0], "words_of"):
+            return self.stages[0].words_of(cps) if cps else out
         if cps:
             self._descend(Text(cps), [(0, len(cps))], 0, out)
         return out
