@@ -47,7 +47,7 @@ from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe, load_engine
-from . import check, reference
+from . import calls, check, documents, reference
 from .config import RunConfig
 from .outcomes import (
     both_refuse,
@@ -171,9 +171,12 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
             prepared = _prepare(path, name, arg, loaded, config, result)
             with reference.third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
-                check.judge_cases(subject, cases, LiveExpected(pool), result, bar, reference=third)
+                recorder = calls.Recorder(LiveExpected(pool))  # llama.cpp's records, for the calls phase
+                check.judge_cases(subject, cases, recorder, result, bar, reference=third)
                 if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar, third)
+                if part is None or part.owns(name):  # the shard holding the model's own unit
+                    _long_phases(subject, pool.sessions[0], config, result, third, cases, recorder)
         finally:
             _close(loaded[0], result)
     finally:
@@ -293,11 +296,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     llama.cpp aborts on some inputs for whole vocabulary families; without the
     second hunt such a crash would hide every engine bug behind it.
     """
-    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
-                           pieces=subject.table.pieces)
-    extra = reference.fuzz_specials(config, subject.path) if third is not None else ()
-    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.reference)
-        view = replace(view, specials=view.specials + extra)
+    view = _view(subject, config, third)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
     try:
@@ -326,6 +325,38 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
+
+
+def _view(subject: Subject, config: RunConfig, third: reference.ReferenceSide | None) -> strategies.VocabView:
+    """What the vocabulary-aware strategies draw from: the model's pieces and special tokens."""
+    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+                                 pieces=subject.table.pieces)
+    extra = reference.fuzz_specials(config, subject.path) if third is not None else ()
+    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.reference)
+        view = replace(view, specials=view.specials + extra)
+    return view
+
+
+def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
+                 third: reference.ReferenceSide | None, cases: list[dict], recorder: calls.Recorder) -> None:
+    """Long documents judged live, then many calls of the one engine object against the records kept.
+
+    The documents are composed of the corpus's texts, so they wait until the engine agrees on every
+    case: a short failure is the better reproduction, and a document holding it would only repeat it.
+    """
+    if config.long_docs > 0 and result.failing:
+        result.notes.append(f"long documents: not checked (the engine differs on {len(result.failing)} shorter "
+                            "case(s) already; they run once those agree)")
+    elif config.long_docs > 0:
+        judged: list = []
+        judge = _judge(subject, session, ignore_crashes=False, known_seen={}, judged=judged, third=third)
+        with _database(config.hypothesis_db):
+            generated = documents.check_documents(subject.name, judge, _view(subject, config, third),
+                                                  documents.corpus_texts(cases), result, docs=config.long_docs,
+                                                  max_bytes=config.long_bytes, seed=config.seed)
+        for case, expected, got in judged[:generated]:  # the documents, not the windows shrinking one
+            capmod.tally_case(result, subject.engine.caps, case, expected, got)
+    calls.check_calls(subject, recorder, config.calls, result, seed=config.seed)
 
 
 @contextmanager
