@@ -57,12 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="make the fuzzing reproducible (the example database is then not used)")
     parser.add_argument("--long-docs", type=int, default=None, metavar="N",
                         help="long documents per model, 66,000 bytes and up, a failing one shrunk to its smallest "
-                             "failing window (default 1; 6 with the nightly profile)")
+                             "failing window (default 1; 2 with the nightly profile)")
     parser.add_argument("--long-bytes", type=int, default=None, metavar="N",
                         help="the largest long document, in bytes (default 132,000; 1,100,000 nightly)")
     parser.add_argument("--calls", type=int, default=None, metavar="N",
                         help="tokenize calls of one engine object in a row on the corpus texts, each compared "
-                             "with llama.cpp's recorded answer (default 12,000; 100,000 nightly; 0: off)")
+                             "with llama.cpp's recorded answer (default 12,000; 40,000 nightly; 0: off)")
     engine_options.add_arguments(parser)
     reference_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",

@@ -153,6 +153,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
     result = ModelResult(name, family_of(name))
     attach_source(result, path)
     cases = gather_cases(path, name, config) if cases is None else cases
+    texts = documents.corpus_texts(cases)  # every shard composes its documents from the same texts
     if part is not None:
         cases = [c for c in cases if part.owns(name, str(c["id"]))]
     fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
@@ -176,7 +177,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
                 if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar, third)
                 if part is None or part.owns(name):  # the shard holding the model's own unit
-                    _long_phases(subject, pool.sessions[0], config, result, third, cases, recorder)
+                    _long_phases(subject, pool.sessions[0], config, result, third, texts, recorder)
         finally:
             _close(loaded[0], result)
     finally:
@@ -338,7 +339,7 @@ def _view(subject: Subject, config: RunConfig, third: reference.ReferenceSide | 
 
 
 def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-                 third: reference.ReferenceSide | None, cases: list[dict], recorder: calls.Recorder) -> None:
+                 third: reference.ReferenceSide | None, texts: tuple[str, ...], recorder: calls.Recorder) -> None:
     """Long documents judged live, then many calls of the one engine object against the records kept.
 
     The documents are composed of the corpus's texts, so they wait until the engine agrees on every
@@ -352,7 +353,7 @@ def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, re
         judge = _judge(subject, session, ignore_crashes=False, known_seen={}, judged=judged, third=third)
         with _database(config.hypothesis_db):
             generated = documents.check_documents(subject.name, judge, _view(subject, config, third),
-                                                  documents.corpus_texts(cases), result, docs=config.long_docs,
+                                                  texts, result, docs=config.long_docs,
                                                   max_bytes=config.long_bytes, seed=config.seed)
         for case, expected, got in judged[:generated]:  # the documents, not the windows shrinking one
             capmod.tally_case(result, subject.engine.caps, case, expected, got)
