@@ -1,7 +1,7 @@
 """What the boundary slice costs the main job's live run: with it (the default) and without, in one run.
 
-Issue 11 asks that the default parity run stay within 2x of its wall time before the
-boundary inputs joined the default corpora. This runs the main job's live part
+The default parity run should stay within 2x of its wall time without the boundary
+inputs in the default corpora. This runs the main job's live part
 (`python -m harness run --family spm --family bpe --family wpm --family ugm --fuzz 20
 --seed 0`) alternately with `GGUF_PARITY_BOUNDARIES=off` (the corpora as they were) and
 with the default slice, `--rounds` times each, and reports the cases and the best wall

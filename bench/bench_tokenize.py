@@ -20,7 +20,7 @@ llama.cpp is `harness.oracle.llama.LlamaOracle`: vocab-only load, one thread. Ti
 are this process's CPU time by default (`--clock wall` for elapsed time): on a
 machine shared with other jobs, elapsed time mostly measures the wait. Ratios
 are ours / llama.cpp throughput, and llama.cpp's load time / ours (above 1: ours
-is faster). Targets (issue 21): cold BPE and SPM >= 1.0x, WPM and UGM >= 0.5x,
+is faster). Targets: cold BPE and SPM >= 1.0x, WPM and UGM >= 0.5x,
 load >= 1.0x, ours >= 3x the peer. Every pass checks that both give the same ids.
 
     python bench/bench_tokenize.py                       # the default set, markdown tables

@@ -1,11 +1,8 @@
 """`python -m harness`: the command line.
 
-Exit codes (README, "Exit codes"): 0 success (for checks: every model checked
-and everything matched); 1 a check found a difference, a new llama.cpp crash
-or an engine error; 2 a usage, set-up or input error, or a model that could
-not be checked, always as one line `error: ...` naming the thing, never a
-traceback (`--debug` shows it); 3 a bug in gguf-parity itself (the traceback
-is printed: please report it); 130/143 stopped by SIGINT/SIGTERM.
+Exit codes: `harness.errors` defines them, the README's "Exit codes" table says what each
+means. An input or set-up error is one line `error: ...` naming the thing, never a traceback
+(`--debug` shows it); our own bug prints its traceback and exits 3.
 
 Only the command that runs is imported (`fetch --help` loads no pandas,
 Hypothesis or engine): a command module imports its heavy parts inside `run`.
@@ -19,7 +16,7 @@ import sys
 import traceback
 import zlib
 
-from .errors import SetupError
+from .errors import EXIT_BUG, EXIT_CODES, EXIT_USAGE, SetupError
 
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {
@@ -27,7 +24,7 @@ COMMANDS = {
     "convert": "convert",
     "inspect": "inspect",
     "run": "run",
-    "compare": "compare",
+    "compare": "replay",
     "merge-reports": "merge_reports",
     "record": "record",
     "drift": "drift",
@@ -37,7 +34,7 @@ COMMANDS = {
     "selftest": "selftest",
 }
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+EXIT_HELP = "exit status:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
 # commands whose --model may be a URL (harness.models.remote): they take --offline and --header-cap
 REMOTE_MODELS = ("inspect", "run", "compare", "record")
 
@@ -47,6 +44,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description="Check GGUF tokenizers against llama.cpp, token by token.",
+        epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -56,7 +54,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f"harness.commands.{module_name}")
         doc = (module.__doc__ or "").strip()
         summary = doc.split("\n", 1)[0] if doc else ""
-        p = sub.add_parser(name, help=summary, description=doc,
+        p = sub.add_parser(name, help=summary, description=doc, epilog=EXIT_HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error")
@@ -71,17 +69,24 @@ def _add_remote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true", default=False,
                         help="a URL model's header from the cache only, no request (as HF_HUB_OFFLINE=1)")
     parser.add_argument("--header-cap", default=None, metavar="SIZE",
-                        help="a URL model's Range window grows from 2M by doubling up to SIZE (default 64M; "
-                             "$GGUF_PARITY_HEADER_CAP); a server without Range support is refused above it")
+                        help="a URL model's header: at most SIZE bytes fetched in all, in windows from 2M "
+                             "doubling (default 64M, at most 1G; $GGUF_PARITY_HEADER_CAP); a server without "
+                             "Range support is refused above it")
+    parser.add_argument("--fetch-timeout", default=None, metavar="SECONDS",
+                        help="a URL model's header fetch must end within SECONDS (default 300; "
+                             "$GGUF_PARITY_FETCH_TIMEOUT); each request also times out after 10 s "
+                             "connecting, 30 s without a byte")
 
 
 def _configure_remote(args: argparse.Namespace) -> None:
-    """Apply --offline and --header-cap (harness.models.remote; imported only when given)."""
-    if getattr(args, "offline", False) or getattr(args, "header_cap", None):
+    """Apply --offline, --header-cap and --fetch-timeout (harness.models.remote; imported only when given)."""
+    timeout = getattr(args, "fetch_timeout", None)
+    if getattr(args, "offline", False) or getattr(args, "header_cap", None) or timeout:
         from .models import remote as remote_gguf
 
         cap = remote_gguf.parse_size(args.header_cap) if args.header_cap else None
-        remote_gguf.configure(cap=cap, offline=args.offline)
+        deadline = remote_gguf.parse_deadline(timeout) if timeout else None
+        remote_gguf.configure(cap=cap, offline=args.offline, deadline=deadline)
 
 
 def _command_in(argv: list[str]) -> str | None:

@@ -180,7 +180,7 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
         from .commands import run as run_command
         from .errors import SetupError
         from .runs.config import live_config
-        from .subjects.spec import load_engine
+        from .runs.engine import load_engine
     except ImportError as exc:
         raise pytest.UsageError(f"--parity-model needs the harness: pip install 'gguf-parity[harness]' ({exc})") \
             from None

@@ -9,7 +9,7 @@ starts a grandchild (`sleep 300`) that inherits its stdin and stdout, and exits:
 Every pid it starts (its own, the grandchild's) is appended to PIDFILE, one per line,
 so tests/test_contained.py can check that none is left alive after the run. The
 grandchild holding the pipes is what made the harness wait for an end of file
-that never came (issue 17, item 1).
+that never came.
 """
 
 from __future__ import annotations

@@ -7,6 +7,14 @@ of a file was fetched. `ranges=False` makes it ignore Range (200, the whole
 file, as a plain server does); `etag_after` changes the ETag after that many
 GETs (the file replaced between requests).
 
+A hostile server for the bounds tests: `mode="silent"` answers a GET with
+nothing at all, `"drip-head"` sends its GET reply one byte a second from the
+status line on, `"drip-body"` sends the headers and then one byte of body a
+second, `"wrong-bytes"` answers every range with a right Content-Range and
+the file's first bytes, `"gzip"` sends `gzip_body` with Content-Encoding gzip
+(although identity is asked). A held reply ends at the latest when the server
+stops (`HOLD_LIMIT` seconds otherwise), so no test leaves a thread waiting.
+
     with RangeServer({"/x.gguf": path}) as server:
         url = server.url("/x.gguf")
 """
@@ -20,12 +28,18 @@ from pathlib import Path
 from typing import Any
 
 CHUNK = 1 << 20
+HOLD_LIMIT = 60.0  # the longest a silent or dripping reply is held, in seconds
+MODES = (None, "silent", "drip-head", "drip-body", "wrong-bytes", "gzip")
 
 
 class RangeServer:
     def __init__(self, files: dict[str, Path], *, ranges: bool = True, etag: str = "v1",
-                 etag_after: int | None = None) -> None:
+                 etag_after: int | None = None, mode: str | None = None, gzip_body: bytes = b"") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: one of {MODES}")
         self.files, self.ranges, self.etag, self.etag_after = files, ranges, etag, etag_after
+        self.mode, self.gzip_body = mode, gzip_body
+        self.closing = threading.Event()
         self.sent = 0
         self.gets = 0
         self.log: list[dict[str, Any]] = []
@@ -41,6 +55,7 @@ class RangeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -81,6 +96,12 @@ def _handler(server: RangeServer) -> type[BaseHTTPRequestHandler]:
             with server.lock:
                 server.gets += 1
                 etag = server.current_etag()
+            if server.mode in ("silent", "drip-head"):
+                self._hold(path, size, match)
+                return
+            if server.mode == "gzip":
+                self._gzip(size, match)
+                return
             if server.ranges and match:
                 start = int(match[1])
                 stop = min(size, int(match[2]) + 1 if match[2] else size)
@@ -95,7 +116,48 @@ def _handler(server: RangeServer) -> type[BaseHTTPRequestHandler]:
             with server.lock:
                 server.log.append({"method": "GET", "range": self.headers.get("Range"), "start": start,
                                    "stop": stop, "auth": self.headers.get("Authorization")})
-            self._send(path, start, stop)
+            if server.mode == "drip-body":
+                self._drip(b"\0" * (stop - start))
+            else:
+                self._send(path, 0 if server.mode == "wrong-bytes" else start,
+                           stop - start if server.mode == "wrong-bytes" else stop)
+
+        def _hold(self, path: Path, size: int, match: re.Match | None) -> None:
+            """Nothing (silent), or a whole 206 reply one byte a second (drip-head)."""
+            if server.mode == "silent":
+                server.closing.wait(HOLD_LIMIT)
+                return
+            start = int(match[1]) if match else 0
+            self._drip(f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{size - 1}/{size}\r\n"
+                       f"Content-Length: {size - start}\r\n\r\n".encode())
+
+        def _drip(self, data: bytes) -> None:
+            for i in range(len(data)):
+                if server.closing.wait(1.0 if i else 0.0) or i >= HOLD_LIMIT:
+                    return
+                try:
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                with server.lock:
+                    server.sent += 1
+
+        def _gzip(self, size: int, match: re.Match | None) -> None:
+            """A 206 for the range asked, its body `gzip_body` with Content-Encoding gzip."""
+            start = int(match[1]) if match else 0
+            stop = min(size, int(match[2]) + 1) if match and match[2] else size
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(server.gzip_body)))
+            self.end_headers()
+            try:
+                self.wfile.write(server.gzip_body)
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            with server.lock:
+                server.sent += len(server.gzip_body)
 
         def _send(self, path: Path, start: int, stop: int) -> None:
             with path.open("rb") as fh:

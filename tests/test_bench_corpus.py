@@ -1,4 +1,4 @@
-"""corpora/diverse.txt, the cold benchmark text, is what issue 21 asks of it.
+"""corpora/diverse.txt, the cold benchmark text, is diverse: many scripts, many words that occur once.
 
 At least a dozen scripts, and at least half of its distinct words occurring
 once; `corpora/build_diverse.py` (which needs wordfreq and Faker to rebuild the

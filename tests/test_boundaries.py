@@ -1,4 +1,4 @@
-"""The boundary inputs derived from the tokenizer's rules (harness.inputs.boundaries, issue 11 §2)."""
+"""The boundary inputs derived from the tokenizer's rules (harness.inputs.boundaries)."""
 
 from __future__ import annotations
 

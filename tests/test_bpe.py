@@ -19,6 +19,7 @@ import pytest
 
 from harness.golden.records import evaluate_case, vocab_record
 from tests.bpe_inputs import inputs
+from tests.conformance import synthetic_or_skip
 from tokenizer import Tokenizer
 from tokenizer.attrs import Attr
 from tokenizer.unicode import LlamaCppAbort
@@ -64,19 +65,11 @@ def test_differential(pair_for, name, budget):
 SYNTHETIC_MODELS = ("model-gemma4", "model-hybriddna", "model-whitespace")
 
 
-def _synthetic(name: str):
-    from harness.models.synth import synthetic_path
-    path = synthetic_path(name)
-    if not path.is_file():
-        pytest.skip(f"{path.name} missing (build with: python -m harness synth)")
-    return path
-
-
 @pytest.mark.oracle
 @pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SYNTHETIC_MODELS])
 def test_synthetic_model_differential(pair_for, name, budget):
-    failures = differential(pair_for(_synthetic(name)), f"{name}:{_SEED_TAG[budget]}", budget)
+    failures = differential(pair_for(synthetic_or_skip(name)), f"{name}:{_SEED_TAG[budget]}", budget)
     assert not failures, f"{len(failures)} of {budget} inputs differ: {failures[:5]}"
 
 

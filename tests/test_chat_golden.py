@@ -2,7 +2,7 @@
 
 Policy: the files are recorded from llama.cpp by `python -m harness chat --record` and
 never edited by hand; a difference we cannot reasonably match is listed in
-`KNOWN_DIFFERENCES` with its reason and in the README's "differs from llama.cpp" table.
+`KNOWN_DIFFERENCES` with its reason and in docs/chat.md's "Differs from llama.cpp" table.
 A missing vocabulary skips with the command that fetches it.
 """
 
@@ -21,7 +21,7 @@ from harness.errors import SetupError
 from harness.models.shipped import models_dir
 
 GOLDEN = chat_golden.GOLDEN_DIR
-# target -> case keys where we knowingly differ (reason in the README table).
+# target -> case keys where we knowingly differ (reason in docs/chat.md's table).
 KNOWN_DIFFERENCES: dict[str, set[str]] = json.loads(
     (GOLDEN / "known_differences.json").read_text()) if (GOLDEN / "known_differences.json").is_file() else {}
 

@@ -1,4 +1,4 @@
-"""Process trees (issue 17, item 1): every child the harness starts is contained with its descendants.
+"""Process trees: every child the harness starts is contained with its descendants.
 
 A child runs in a session of its own (`harness.contained`); its exit is noticed at
 once, even while a grandchild it started holds its stdout open; and stopping it
@@ -97,7 +97,7 @@ def test_a_child_leaving_a_grandchild_behind_costs_bounded_time_and_leaves_nothi
                                                                                    mode, status):
     require_vocab("llama-spm")
     done, took, report, started = orphan_run(tmp_path, mode)
-    # bounded (the code before issue 17 waited for an end of file that never came, restart after restart)
+    # bounded (a client that waits for an end of file a grandchild holds open would wait restart after restart)
     assert took < BOUND, (took, done.stdout, done.stderr)
     assert done.returncode == 1, done.stdout + done.stderr  # engine errors: differences found
     errors = report["engine_errors"]

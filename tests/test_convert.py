@@ -41,7 +41,7 @@ def fake_converter(tmp_path, monkeypatch):
     monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path("python"))
     seen: dict = {"answer": None, "runs": []}
 
-    def run_driver(mode, args, *, timeout=900):
+    def run_driver(mode, args, *, timeout=900, folder_code=None):
         work = Path(args[0])
         seen["runs"].append((mode, args, {p.name: p.read_text() for p in work.iterdir()}))
         return {**seen["answer"], "output_tail": ["the converter's last lines"]}
@@ -181,6 +181,7 @@ def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_conver
     assert fake_converter["runs"][0][0] == "fingerprint"
     assert cli.main(["inspect", str(gguf), "--reference", "sp:x"]) == 2
     assert "expected hf:PATH, spm:PATH or tekken:PATH" in capsys.readouterr().err
+    (source / "tekken.json").write_text(json.dumps({"config": {"default_vocab_size": 2}, "vocab": []}))
     assert cli.main(["inspect", str(gguf), "--reference", f"tekken:{source}"]) == 1  # wants pre = tekken
     assert "INCONSISTENT: the converter's --mistral-format path writes 'tekken'" in capsys.readouterr().out
 
@@ -193,7 +194,7 @@ def test_a_fingerprint_the_converter_could_not_compute_is_a_setup_error(tmp_path
 
 @pytest.mark.nightly
 def test_the_real_converter_names_the_early_llama3_tokenizer_smaug_bpe(tmp_path):
-    """Issue 19's measurement: the pinned converter's fingerprint of the early Llama-3 tokenizer.json."""
+    """The pinned converter's fingerprint of the early Llama-3 tokenizer.json."""
     entry = real_set.find("llama3-early")
     if not real_set.is_fetched(entry):
         pytest.skip(f"the real set is not fetched: run {real_set.FETCH_REAL_COMMAND}")

@@ -69,7 +69,7 @@ def test_edge_corpus_is_what_build_edge_writes(tmp_path: Path, monkeypatch):
     "ws", "contraction", "digits", "combining", "cjk", "rtl", "emoji", "astral", "bytefallback",
     "empty", "long", "invalid",
 ])
-def test_edge_corpus_covers_issue_3_groups(group):
+def test_edge_corpus_covers_every_trap_group(group):
     ids = [c["id"] for c in load_corpus(EDGE)]
     assert any(i.startswith(group + "-") for i in ids)
 

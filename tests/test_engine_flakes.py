@@ -1,4 +1,4 @@
-"""Engine flakes (issue 17, item 2): an engine whose process fails once and answers on the re-check.
+"""Engine flakes: an engine whose process fails once and answers on the re-check.
 
 The failure is not repeated, so the fresh answer is compared (and agrees), but the
 engine under test did hang or crash: the run lists it as an engine flake in

@@ -1,4 +1,4 @@
-"""Exit codes and set-up errors (issue 10, items 2 and 8): 0 all checked and matching, 1 differences,
+"""Exit codes and set-up errors: 0 all checked and matching, 1 differences,
 2 usage/set-up/input error as ONE line naming the thing (never a traceback; `--debug` shows one),
 3 a bug of ours. And `python -m harness fetch --help` imports only what fetch needs.
 
@@ -11,6 +11,7 @@ import errno
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,24 @@ def test_an_unwritable_report_folder_is_refused_before_the_run(tmp_path: Path):
     model.write_bytes(b"")
     done = harness("run", "--model", str(model), "--report", str(blocker / "r"))
     assert_one_line_error(done, "--report", "not writable")
+
+
+def readme_exit_table() -> dict[str, str]:
+    """The README's "Exit codes" table: code cell -> meaning."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Exit codes\n"):]
+    section = section[:section.find("\n## ", 1)]
+    return dict(re.findall(r"^\| ([\d /]+) \| (.+) \|$", section, flags=re.M))
+
+
+def test_the_readme_and_help_give_the_same_exit_codes():
+    from harness.errors import EXIT_CODES
+    in_readme = {int(code) for cell in readme_exit_table() for code in cell.split(" / ")}
+    assert in_readme == set(EXIT_CODES)
+    assert all(str(code) in cli.EXIT_HELP for code in EXIT_CODES)
+
+
+def test_every_command_help_ends_with_the_exit_codes():
+    out = harness("compare", "--help")
+    assert out.returncode == 0
+    assert out.stdout.rstrip().endswith(cli.EXIT_HELP.splitlines()[-1].strip())

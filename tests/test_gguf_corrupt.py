@@ -1,6 +1,6 @@
 """The strict reader on hostile bytes: only ever `GGUFError`, fast and small.
 
-One explicit test per rejection case of issue 2 section 4, each checking that
+One explicit test per kind of corruption the reader rejects, each checking that
 the message names the byte offset (built by hand, so the offset is known) and
 the key or tensor. Then Hypothesis corrupts real and synthetic files
 (truncation, flipped bytes, inflated counts and lengths, bad types, duplicate

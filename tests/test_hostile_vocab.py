@@ -18,7 +18,7 @@ from tokenizer import vocab as vocab_mod
 from tokenizer.gguf.constants import ValueType
 from tokenizer.gguf.writer import write
 
-# Inputs we reject although llama.cpp loads them (README material).
+# Inputs we reject although llama.cpp loads them (docs/refusals.md).
 ACCEPTED_BY_LLAMA_CPP = {
     "special_id_out_of_range": "llama.cpp warns and keeps the type's default id",
     "scores_longer_than_tokens": "llama.cpp ignores the extra scores",

@@ -1,4 +1,4 @@
-"""No import cycles in `tokenizer/` or `harness/`.
+"""No import cycles in `tokenizer/` or `harness/`, and every folder keeps to its import rule.
 
 A cycle means neither module can be read (or tested, or moved) without the
 other, and its usual cure, an import inside a function, hides the dependency
@@ -13,6 +13,12 @@ A package's `__init__` is a module like any other; `from . import x` is an
 edge to the submodule `x` when there is one, else to the package. An import
 by a computed name (`importlib.import_module(f"...{name}")`) is an edge the
 graph cannot see, so those are refused too, except where listed in DYNAMIC.
+
+The import rules are data in the code itself: each folder's `__init__` docstring has a
+`May import:` sentence naming, in backticks, the modules or packages outside the folder
+its modules may import (a name covers what is under it; names inside parentheses are
+comments). `test_folders_keep_their_import_rules` holds every import to that sentence, so
+the rule a reader sees is the rule that holds.
 """
 
 from __future__ import annotations
@@ -27,8 +33,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tokenizer", "harness")
 
-# Edges allowed although they close a cycle, each with the reason; none today.
-KNOWN: set[tuple[str, str]] = set()
 # Modules allowed to import by a computed name: the user's `--engine MODULE:CALLABLE` (resolved
 # in the Python child), and the CLI's command table (each command is imported only when it runs).
 DYNAMIC = {"harness.subjects.spec", "harness.cli", "harness.children.python_child"}
@@ -86,8 +90,7 @@ def targets(name: str, path: Path, known: dict[str, Path]) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     known = modules()
-    return {name: targets(name, path, known) - {b for a, b in KNOWN if a == name}
-            for name, path in known.items()}
+    return {name: targets(name, path, known) for name, path in known.items()}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -156,13 +159,6 @@ def test_no_import_by_computed_name():
     assert found == {}
 
 
-def test_known_edges_still_exist():
-    """An allowance for an edge that is gone is stale: delete it from KNOWN."""
-    known = modules()
-    for a, b in KNOWN:
-        assert b in targets(a, known[a], known), f"{a} -> {b} no longer exists: remove it from KNOWN"
-
-
 def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path, monkeypatch):
     pkg = tmp_path / "tokenizer"
     pkg.mkdir()
@@ -177,3 +173,80 @@ def test_the_check_sees_a_cycle_through_a_function_level_import(tmp_path, monkey
     monkeypatch.setitem(globals(), "PACKAGES", ("tokenizer",))
     assert cycles(graph()) == [["tokenizer.a", "tokenizer.b"], ["tokenizer.e", "tokenizer.f"]]
     assert dynamic_imports(pkg / "d.py") == [2]
+
+
+# --- import rules: each folder's `May import:` sentence -------------------------------------------
+
+
+def folders() -> dict[str, Path]:
+    """Every folder (package) of the project below the top ones, by module name."""
+    return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("__init__.py"))
+            if p.parent != ROOT / pkg}
+
+
+def allowed_imports(docstring: str) -> list[str] | None:
+    """The backticked names of a docstring's `May import:` sentence, or None when it has none.
+
+    The sentence ends at the first full stop outside backticks and parentheses; names inside
+    parentheses are explanations, not rules.
+    """
+    start = docstring.find("May import")
+    if start < 0:
+        return None
+    text = docstring[docstring.index(":", start) + 1:]
+    names, depth, quoted, name = [], 0, False, ""
+    for i, char in enumerate(text):
+        if char == "`":
+            if quoted and depth == 0:
+                names.append(name)
+            quoted, name = not quoted, ""
+        elif quoted:
+            name += char
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "." and depth == 0 and (i + 1 == len(text) or text[i + 1].isspace()):
+            break
+    return names
+
+
+def rule_breaks() -> list[str]:
+    """Each import from a folder to a project module outside it that its rule does not name."""
+    edges, found = graph(), []
+    for folder, init in folders().items():
+        rule = allowed_imports(ast.get_docstring(parse(init)) or "")
+        if rule is None:
+            found.append(f"{folder}: its __init__ docstring has no 'May import:' sentence")
+            continue
+        for module in sorted(m for m in edges if m == folder or m.startswith(folder + ".")):
+            for target in sorted(edges[module]):
+                inside = target == folder or target.startswith(folder + ".")
+                if not inside and not any(target == name or target.startswith(name + ".") for name in rule):
+                    found.append(f"{module} imports {target}, which {folder}'s rule does not name")
+    return found
+
+
+def test_folders_keep_their_import_rules():
+    assert rule_breaks() == []
+
+
+def test_the_rule_check_sees_a_planted_break(tmp_path, monkeypatch):
+    for folder, doc in (("low", "May import: `tokenizer.errors` (its root, `tokenizer.high`)."),
+                        ("high", "May import: `tokenizer.low`."), ("bare", "Owns nothing.")):
+        (tmp_path / "tokenizer" / folder).mkdir(parents=True)
+        (tmp_path / "tokenizer" / folder / "__init__.py").write_text(f'"""{doc}"""\n')
+    (tmp_path / "tokenizer" / "__init__.py").write_text("")
+    (tmp_path / "tokenizer" / "errors.py").write_text("")
+    (tmp_path / "tokenizer" / "low" / "a.py").write_text("from .. import errors\nfrom ..high import b\n")
+    (tmp_path / "tokenizer" / "high" / "b.py").write_text("from ..low import a\n")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    monkeypatch.setitem(globals(), "PACKAGES", ("tokenizer",))
+    assert rule_breaks() == [
+        "tokenizer.bare: its __init__ docstring has no 'May import:' sentence",
+        "tokenizer.low.a imports tokenizer.high.b, which tokenizer.low's rule does not name",
+    ]
+
+
+def test_the_rule_sentence_is_read_to_its_full_stop():
+    doc = "Owns x.\nMay import: `a.b` (not `c`), `d`.\n`e` is not a rule. May import twice: `f`."
+    assert allowed_imports(doc) == ["a.b", "d"]
+    assert allowed_imports("Owns x.") is None

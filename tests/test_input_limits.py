@@ -1,4 +1,4 @@
-"""Reader bounds (issue 10, item 6, data side): hostile goldens, corpora and GGUF headers cost little.
+"""Reader bounds (data side): hostile goldens, corpora and GGUF headers cost little.
 
 Every hostile input is generated on the fly in tmp_path and refused with a
 clear error (exit 2 through the CLI), within a memory bound measured here

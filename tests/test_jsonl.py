@@ -1,4 +1,4 @@
-"""JSON Lines per the spec (issue 10, item 4): what the harness writes, it reads back exactly.
+"""JSON Lines per the spec: what the harness writes, it reads back exactly.
 
 Records are split on "\\n" only; U+2028, U+2029, U+0085 and lone surrogates
 are written as `\\uXXXX` escapes. Checked with Hypothesis over arbitrary

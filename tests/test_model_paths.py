@@ -1,4 +1,4 @@
-"""Paths (issue 10, item 1): both sides open the file the user named, whatever the current directory.
+"""Paths: both sides open the file the user named, whatever the current directory.
 
 The oracle's workers run in the project root and the engine in the caller's
 directory, so a relative `--model` used to name two different files. Now

@@ -41,7 +41,7 @@ def test_transformers_is_checked_on_what_it_offers_only(tmp_path):
     pytest.importorskip("torch")
     from harness.models.paths import resolve
     from harness.oracle.llama import LlamaOracle
-    from harness.subjects.hf import TransformersEngine
+    from harness.subjects.transformers_peer import TransformersEngine
 
     engine = TransformersEngine(resolve("llama-spm"))
     assert set(engine.capabilities) == {"tokenize", "detokenize", "token_text"}

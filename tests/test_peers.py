@@ -17,10 +17,10 @@ import pytest
 
 from harness.errors import SetupError
 from harness.runs import matrix as peers
+from harness.runs.engine import load_engine
 from harness.subjects import llama_release
 from harness.subjects import peers as peer_engines
 from harness.subjects.capabilities import new_tally
-from harness.subjects.spec import load_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,9 +18,9 @@ import pytest
 from harness.golden.records import FLAGS
 from harness.models.shipped import SetupError, cache_dir
 from harness.references import classify, gguf_keys, specs
+from harness.runs.engine import load_engine
 from harness.subjects.guard import EngineLoadError
 from harness.subjects.records import NotApplicable
-from harness.subjects.spec import load_engine
 from tests import reference_files as rf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -488,7 +488,7 @@ def test_run_with_a_reference_engine_shows_the_conversion_finding(tmp_path, pre,
     assert {m["text"] for m in report["mismatches"]} == ({" zebra"} if code else set())
 
 
-# --- the real files (issue 19's `fetch --real`) ---------------------------------------------------
+# --- the real files (`fetch --real`) ---------------------------------------------------------------
 
 REAL_LLAMA3 = cache_dir() / "real" / "llama3-early" / "tokenizer.json"  # where `fetch --real` puts it
 

@@ -53,12 +53,16 @@ def test_only_the_header_of_a_4_gib_file_is_fetched_in_growing_windows(big):
     assert got.etag == "v1" and not got.from_cache and Path(got.path).stat().st_size == server.sent
 
 
-def test_the_window_stops_growing_at_the_cap(big):
+def test_the_cap_bounds_what_is_fetched_in_all(big):
     path, header_bytes, _ = big
     with RangeServer({"/m.gguf": path}) as server:
-        remote_gguf.fetch_header(server.url("/m.gguf"), settings=online(cap=2 * MiB))
-        sizes = [e["stop"] - e["start"] for e in server.log if e["method"] == "GET"]
-    assert sizes == [2 * MiB] * 4 and server.sent <= header_bytes + 2 * MiB
+        remote_gguf.fetch_header(server.url("/m.gguf"), settings=online(cap=10 * MiB))
+        ranges = [(e["start"], e["stop"]) for e in server.log if e["method"] == "GET"]
+    assert ranges == [(0, 2 * MiB), (2 * MiB, 6 * MiB), (6 * MiB, 10 * MiB)]  # the last window cut at the cap
+    with RangeServer({"/m.gguf": path}) as server, \
+            pytest.raises(SetupError, match="more than the header cap of 4,194,304"):
+        remote_gguf.fetch_header(server.url("/m.gguf"), settings=online(cap=4 * MiB))
+    assert header_bytes > 4 * MiB and server.sent <= 4 * MiB
 
 
 def test_a_second_fetch_of_the_same_url_and_etag_comes_from_the_cache(big):

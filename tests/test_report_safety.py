@@ -1,4 +1,4 @@
-"""Crash-safe reports (issue 10, item 5).
+"""Crash-safe reports.
 
 - a full disk while writing keeps the previous good report, and leaves no temp file;
 - a second run into a report folder another run holds is refused (exit 2) before it starts;

@@ -134,7 +134,7 @@ def _bogus_vocab(tmp_path) -> Path:
 
 @pytest.mark.oracle
 @pytest.mark.parametrize(("engine", "extra", "code", "loads"), [
-    # both refusing is "not checked" (exit 2) unless the run expects refusals (issue 10, item 2)
+    # both refusing is "not checked" (exit 2) unless the run expects refusals
     pytest.param("tokenizer:Tokenizer.from_gguf", [], 2, False, id="both-refuse"),
     pytest.param("tokenizer:Tokenizer.from_gguf", ["--expect-refusal"], 0, False, id="both-refuse-expected"),
     pytest.param("tests.broken_engine:load_stub", [], 1, True, id="engine-accepts"),

@@ -1,4 +1,4 @@
-"""`run --reference SPEC`: the original tokenizer as the check's third side (harness/runs/reference.py).
+"""`run --reference SPEC`: the original tokenizer as the check's third side (harness/runs/third_side.py).
 
 The original is a tiny tokenizer.json built in the test by `tokenizers`
 (tests/reference_files.py); its GGUF twin is written with our writer, with a

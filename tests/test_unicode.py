@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conformance import synthetic_or_skip
 from tests.llama_sources import llama_source
 from tokenizer import unicode as uni
 from tokenizer.attrs import Attr
@@ -115,11 +116,7 @@ PROBE_VOCABS = [
 def _vocab_path(name: str, require_vocab) -> Path:
     if not name.startswith("synthetic:"):
         return require_vocab(name)
-    from harness.models.synth import synthetic_path
-    path = synthetic_path(name.split(":", 1)[1])
-    if not path.is_file():
-        pytest.skip(f"{path.name} missing (build with: python -m harness synth)")
-    return path
+    return synthetic_or_skip(name.split(":", 1)[1])
 
 
 def _separator(tok) -> bytes:

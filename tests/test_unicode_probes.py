@@ -1,4 +1,4 @@
-"""Boundary inputs from inside llama.cpp's Unicode tables (harness.inputs.unicode_probes, issue 22 §2).
+"""Boundary inputs from inside llama.cpp's Unicode tables (harness.inputs.unicode_probes).
 
 The slice must reach the interior of every UnicodeData First/Last range and every
 block whose code points llama.cpp's tables class differently from Python's

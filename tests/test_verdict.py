@@ -1,4 +1,4 @@
-"""An honest verdict (issue 10, item 2): a model nothing was compared on is "not checked", never a pass.
+"""An honest verdict: a model nothing was compared on is "not checked", never a pass.
 
 Both sides refusing a file (unreadable, empty, not GGUF, truncated, a hostile
 header) leaves it not checked: exit 2, a one-line reason, listed under

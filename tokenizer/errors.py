@@ -19,6 +19,18 @@ class GGUFError(ValueError):
     """A GGUF file, or the tokenizer metadata it carries, is malformed."""
 
 
+class GGUFTruncated(GGUFError):
+    """The bytes end before what they announce: `needed` is the smallest size that could hold it.
+
+    A reader of a file's first bytes (a remote header fetched in windows) asks
+    for more only on this error, and no further than `needed` says.
+    """
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
 class UnsupportedVocab(ValueError):
     """A well-formed vocabulary that this package refuses to reproduce."""
 

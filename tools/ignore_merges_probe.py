@@ -1,7 +1,7 @@
 """Measure what `ignore_merges` changes: the original tokenizer.json against llama.cpp on its GGUF.
 
 A one-off measurement for docs/real-models.md, not the three-way check (that is
-`--reference` on `run`, issue 19 section 1). For every vocabulary entry of a BPE
+`--reference` on `run`). For every vocabulary entry of a BPE
 `tokenizer.json` that the original (HF `tokenizers`, `ignore_merges` as the file
 sets it) encodes as that one token, it compares the original's ids, the same
 tokenizer with `ignore_merges` off, llama.cpp's ids on the GGUF, and ours:

@@ -1,4 +1,4 @@
-"""Line and branch coverage of tokenizer/ under the default parity run (issue 11, "coverage as a signal").
+"""Line and branch coverage of tokenizer/ under the default parity run (coverage as a signal of what the checks reach).
 
 Runs the main job's two parts under coverage.py, as `./quickstart.sh parity`
 runs them (golden replay, then the live run over the default corpora with

@@ -1,1 +1,4 @@
-"""Reference children of the engine protocol (docs/engine-protocol.md): Python and Node.js."""
+"""Reference children of the engine protocol (docs/engine-protocol.md): Python and Node.js.
+
+May import: `harness.subjects` (the protocol's records).
+"""

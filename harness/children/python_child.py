@@ -7,11 +7,16 @@ The default engine is ours (`tokenizer:Tokenizer.from_gguf`). `run` and
 `compare` start this child for every `--engine MODULE:CALLABLE`, so that a
 third-party engine's hang, crash or `sys.exit()` costs one case, not the run.
 The module is imported the documented way: the current directory first on
-`sys.path`, then the installed packages.
+`sys.path`, then the installed packages. A reference child (`harness.references.specs`)
+starts with `python -P`, and then the current directory is not put on `sys.path`: its
+engine is the harness's own, and a model folder's modules must not shadow its library.
 
 The protocol owns the real stdout: the engine's own prints go to stderr, SIGINT
 is ignored (the harness ends the child), and the child exits when the harness
-that started it is gone.
+that started it is gone. With `--memory-limit BYTES` (the reference children,
+`llama.cpp@VERSION`) the child caps its own address space before the engine
+is imported, as a llama.cpp worker does: an engine that needs more fails with
+a `MemoryError` naming the limit, and the machine keeps its memory.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def resolve(spec: str) -> Callable[..., Any]:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise SpecError(f"--engine {spec!r}: expected MODULE:CALLABLE, e.g. {DEFAULT_ENGINE}")
-    if os.getcwd() not in sys.path:
+    if not sys.flags.safe_path and os.getcwd() not in sys.path:  # a reference child runs with -P: never the cwd
         sys.path.insert(0, os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)
@@ -52,6 +57,16 @@ def resolve(spec: str) -> Callable[..., Any]:
     if not callable(target):
         raise SpecError(f"--engine {spec!r}: {attr_path} is not callable")
     return target
+
+
+def _bounded(factory: Callable[..., Any], limit: int) -> Callable[..., Any]:
+    """`factory`, its `MemoryError` naming the address-space cap it hit."""
+    def load(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return factory(*args, **kwargs)
+        except MemoryError:
+            raise MemoryError(f"over the memory limit of {limit:,} bytes (--memory-limit) while loading") from None
+    return load
 
 
 def _watch_parent() -> None:
@@ -78,7 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.children.python_child")
     parser.add_argument("--engine", default=DEFAULT_ENGINE, metavar="MODULE:CALLABLE")
     parser.add_argument("--check", action="store_true", help="only check that the engine resolves")
+    parser.add_argument("--memory-limit", type=int, default=None, metavar="BYTES",
+                        help="cap this child's address space before the engine is imported")
     args = parser.parse_args(argv)
+    if args.memory_limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
     try:
         factory = resolve(args.engine)
     except SpecError as exc:
@@ -86,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         return 0
+    if args.memory_limit:
+        factory = _bounded(factory, args.memory_limit)
     from harness.subjects.protocol import Server, serve
     out = _protocol_stream()
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,20 +7,11 @@ four add_special x parse_special flags with detokenizations, then N fuzzed
 inputs per model (Hypothesis; the first failure is shrunk to a minimal input
 and saved to corpora/found/<model>.jsonl for later runs).
 
-Exit status: 0 every model checked and all match; 1 any mismatch, engine
-error or new oracle crash, or an engine flake (the engine's process failed on a
-request once and a fresh one answered it) unless --allow-flakes; 2 usage or set-up error, or a model that could not
-be checked (both sides refuse the file, 0 cases; see --expect-refusal);
-130/143 stopped by SIGINT/SIGTERM (a partial report marked `interrupted` is
-written). A llama.cpp crash on the known-crashes list (--known-crashes,
-default corpora/known_crashes.json) is shown in the report but does not make
-the exit status 1. With --reference SPEC (the original tokenizer, a third side:
-docs/references.md) exit 0 means engine, llama.cpp and the original agreed on
-everything checked; any class of finding (parity, conversion, engine vs
-original, decode: the original decoding llama.cpp's ids otherwise than
-llama.cpp, where no documented difference explains it) or a reference error
-gives 1, and a model on which the original could be compared on no case is
-not checked (2).
+Exit status: the README's "Exit codes" table. A llama.cpp crash on the known-crashes
+list (--known-crashes, default corpora/known_crashes.json) is shown but does not make it 1;
+with --reference SPEC (the original tokenizer, a third side: docs/references.md) every
+class of finding counts, and 0 means engine, llama.cpp and the original agreed on
+everything checked.
 """
 
 from __future__ import annotations

@@ -26,14 +26,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import SetupError
+from ..errors import EXIT_FOUND, EXIT_OK, SetupError
 from ..runs import shard as sharding
 from ..selftest.mutants import MutantError, load, select
 from ..selftest.report import MAIN, html_page, markdown, text_table
 from ..selftest.run import DETECTORS, Settings, load_prior, write_json
 from ..selftest.run import run as run_selftest
-
-EXIT_OK, EXIT_FOUND = 0, 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# reference_findings: `run --reference` (harness.runs.reference): conversion, engine vs original, reference errors
+# reference_findings: `run --reference` (harness.runs.third_side): conversion, engine vs original, reference errors
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches", "reference_findings")
 LISTS = (*FINDINGS, "known_oracle_crashes")
 # Worker deaths a fresh worker did not repeat (harness.oracle.workers): listed and counted, never
@@ -41,8 +41,9 @@ class ModelResult:
     capabilities: dict = field(default_factory=dict)  # check -> counts (harness.subjects.capabilities)
     not_applicable: set[str] = field(default_factory=set)  # cases the engine cannot take (str-only)
     source: dict | None = None  # a URL or cut file checked through its header (harness.models.paths.source_of)
-    reference_findings: list[dict] = field(default_factory=list)  # `run --reference` (harness.runs.reference)
+    reference_findings: list[dict] = field(default_factory=list)  # `run --reference` (harness.runs.third_side)
     reference: dict = field(default_factory=dict)  # its classify.Counts block, for summary.reference
+    fuzz: dict = field(default_factory=dict)  # --fuzz N: {"asked", "ran", "stopped"} (harness.report.fuzz_summary)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -70,7 +71,8 @@ class ModelResult:
                 "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities,
                 **({"source": self.source} if self.source else {}),
                 "reference_findings": len(self.reference_findings),
-                **({"reference": self.reference} if self.reference else {})}
+                **({"reference": self.reference} if self.reference else {}),
+                **({"fuzz": self.fuzz} if self.fuzz else {})}
 
     def add_fault(self, fault: dict) -> None:
         """A harness fault (`harness.oracle.workers.fault_record`): listed, and named in the notes."""

@@ -12,9 +12,9 @@ hostile files); the model is then shown as "refused as expected"
 (`summary.refused_as_expected`), and a side that *loads* such a file is a
 finding.
 
-Exit status: 0 every model checked and all match; 1 differences found, or an
-engine flake without `--allow-flakes`; 2 a model not checked (even when others
-differ: the run did not do what was asked).
+The exit status (`exit_status`; the codes are `harness.errors`', their meaning the README's
+"Exit codes" table): a model not checked gives 2 even when others differ, since the run did
+not do what was asked.
 
 An *engine flake* (`summary.engine_flakes`, harness.subjects.client) is a failure of
 the engine under test's process that a fresh process did not repeat: the answer
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE
 from ..subjects.capabilities import clean_verdict
 from .result import FINDINGS, ModelResult
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 NO_CASES = "0 cases checked (empty corpus, or every case filtered out)"
 
 

@@ -2,17 +2,21 @@
 
 With the disk full, or a run killed mid-write, the target keeps its old
 content (a good older report stays good) and no half-written file is ever
-read back. The temp file is removed when the write fails.
+read back. The temp file is removed when the write fails. `locked(path)` is
+the lock two runs building the same shared folder take (the converter venv).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes | bytearray) -> Path:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, `os.replace`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,3 +44,19 @@ def _unlink_quietly(name: str) -> None:
         os.unlink(name)
     except OSError:
         pass
+
+
+@contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive `flock` on the file `path` (created) for the block; another process waits.
+
+    The kernel drops the lock when the holder exits, killed or not: no stale lock to clean up.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

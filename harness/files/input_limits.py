@@ -26,6 +26,10 @@ MAX_GOLDEN_BYTES = 16 << 20   # a golden file, and what a .json.gz may inflate t
 MAX_CORPUS_BYTES = 16 << 20   # a corpus or found file
 MAX_LINE_BYTES = 1 << 20      # one JSON Lines record (one case's input)
 MAX_JSON_DEPTH = 64           # nesting of arrays and objects in any JSON the harness reads
+# An original tokenizer's files (a reference's, a folder's): about 4x the largest known of each kind
+MAX_TOKENIZER_JSON_BYTES = 128 << 20  # tokenizer.json, tekken.json (Gemma 3's tokenizer.json is 33 MB)
+MAX_SPM_MODEL_BYTES = 32 << 20        # a SentencePiece .model (Gemma 3's is 4.7 MB)
+MAX_CONFIG_BYTES = 16 << 20           # tokenizer_config.json (large ones list added tokens: about 2 MB)
 _CHUNK = 1 << 20
 
 
@@ -47,6 +51,22 @@ def read_capped(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
     if path.suffix != ".gz":
         return raw
     return _inflate(raw, limit, f"{path}: {what}")
+
+
+def tokenizer_file_limit(path: str | os.PathLike[str]) -> int:
+    """The size limit of an original tokenizer's file, by its kind (its name)."""
+    path = Path(path)
+    if path.name == "tokenizer_config.json":
+        return MAX_CONFIG_BYTES
+    if path.suffix == ".model":
+        return MAX_SPM_MODEL_BYTES
+    return MAX_TOKENIZER_JSON_BYTES
+
+
+def read_tokenizer_file(path: str | os.PathLike[str]) -> bytes:
+    """An original tokenizer's file (tokenizer.json, tokenizer_config.json, tekken.json, a `.model`),
+    `InputTooLarge` above its limit (`tokenizer_file_limit`)."""
+    return read_capped(path, tokenizer_file_limit(path), "an original tokenizer's file")
 
 
 def _inflate(raw: bytes, limit: int, where: str) -> bytes:

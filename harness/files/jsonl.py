@@ -2,10 +2,9 @@
 
 JSON strings may hold U+2028, U+2029 and U+0085 raw, and `str.splitlines`
 splits on them (and on \\v, \\f, \\x1c-\\x1e), so a reader that uses it cannot
-read back what a plain `json.dumps(..., ensure_ascii=False)` wrote (issue 10,
-item 4). Here every writer escapes those characters, and lone surrogates, as
-`\\uXXXX` (still valid JSON, still readable UTF-8 for everything else), and
-the reader splits the bytes on b"\\n" alone, so whatever the harness writes it
+read back what a plain `json.dumps(..., ensure_ascii=False)` wrote. Here every writer
+escapes those characters, and lone surrogates, as `\\uXXXX` (still valid JSON, still
+readable UTF-8 for everything else), and the reader splits the bytes on b"\\n" alone, so whatever the harness writes it
 reads back exactly: `tests/test_jsonl.py` checks the round trip with
 Hypothesis over arbitrary Unicode.
 

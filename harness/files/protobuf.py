@@ -6,22 +6,26 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+MAX_VARINT_BYTES = 10  # a 64-bit value takes at most 10 bytes of 7 bits
+
 
 class ProtobufError(ValueError):
     """Bytes that are not a whole protobuf message; the message names the byte offset."""
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
+    """The varint at `pos` and where it ends; longer than 10 bytes is refused (no 64-bit value is),
+    so a run of 0xFF costs 10 steps, not a number that grows with the file."""
+    start, value = pos, 0
+    for shift in range(0, 7 * MAX_VARINT_BYTES, 7):
         if pos >= len(buf):
             raise ProtobufError(f"truncated varint at byte {pos}")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
-        shift += 7
         if not byte & 0x80:
             return value, pos
+    raise ProtobufError(f"varint at byte {start} is longer than {MAX_VARINT_BYTES} bytes")
 
 
 def fields(buf: bytes) -> list[tuple[int, int, Any]]:

@@ -16,8 +16,10 @@ requirements bound them, and the sdist's gguf-py. `HF_HUB_OFFLINE=1` and
 
 `harness/models/convert_driver.py` runs the converter in that venv and records what it decided
 (the pre-tokenizer fingerprint `chkhsh`, the name it chose) or how it refused. The
-converter reads a work folder of links to the input's files, never the input folder
-itself, plus what it needs and the folder lacks, each one said and recorded:
+converter reads a work folder of copies of the input's data files, never the input folder
+itself and never a file of it that is not data (`harness.models.folder_data`: no `*.py`,
+`auto_map` removed, transformers' loader of a folder's code refusing in the driver), plus
+what it needs and the folder lacks, each one said and recorded:
 
 - `config.json` (the converter picks its model class from `architectures`): the
   architecture given, or guessed (a `tokenizer.model` or a BPE `tokenizer.json`: Llama;
@@ -43,10 +45,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import SetupError
-from ..files import protobuf
-from ..files.atomic import write_text_atomic
-from . import fetch
-from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, venvs_dir
+from ..files.atomic import locked, write_text_atomic
+from ..files.input_limits import tokenizer_file_limit
+from . import fetch, folder_data
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, child_memory, physical_memory, venvs_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"
@@ -57,6 +59,8 @@ _ROOT = "vendor/llama.cpp/"
 _KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
 MODEL_TYPES = {"LlamaForCausalLM": "llama", "BertModel": "bert", "MistralForCausalLM": "mistral"}
 Log = Callable[[str], None]
+CUSTOM_CODE = "CustomCodeRefused"  # the driver's error type when transformers was about to run a folder's code
+FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # the custom tokenizer auto_map named, for the driver
 
 
 def _stderr(message: str) -> None:
@@ -128,18 +132,37 @@ def is_ready() -> bool:
 
 
 def ensure_venv(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
-    """The converter venv's python, built on first use (a few minutes: torch is large)."""
-    sources = ensure_sources(sdist=sdist, log=log)
-    if is_ready():
-        return venv_python()
-    where = venv_dir()
-    log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
-    shutil.rmtree(where, ignore_errors=True)
+    """The converter venv's python, built on first use (a few minutes: torch is large).
+
+    Two runs at once take turns (`locked`, on `<venvs>/convert-<version>.lock`): the
+    second finds the venv the first built. It is built in a temporary folder beside its
+    place and renamed there when complete, so no run ever sees half a venv (the harness
+    runs `bin/python` only, which finds its packages wherever the folder is).
+    """
+    with locked(venv_dir().with_name(venv_dir().name + ".lock")):
+        sources = ensure_sources(sdist=sdist, log=log)
+        if is_ready():
+            return venv_python()
+        where = venv_dir()
+        log(f"building the converter's venv once in {where}: {' '.join(CONVERTER_DEPS)} and gguf-py ...")
+        for stale in where.parent.glob(f".{where.name}.building-*"):  # a build killed midway; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        building = where.with_name(f".{where.name}.building-{os.getpid()}")
+        try:
+            _build_venv(building, sources)
+            shutil.rmtree(where, ignore_errors=True)
+            building.rename(where)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return venv_python()
+
+
+def _build_venv(where: Path, sources: Path) -> None:
+    python = where / "bin" / "python"
     _run([sys.executable, "-m", "venv", str(where)], what=f"creating {where}")
-    _run([str(venv_python()), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
+    _run([str(python), "-m", "pip", "install", "-q", *CONVERTER_DEPS, str(sources / "gguf-py")],
          what=f"installing the converter's dependencies into {where}")
     (where / READY).write_text(_stamp(), encoding="utf-8")
-    return venv_python()
 
 
 def _run(argv: list[str], *, what: str) -> None:
@@ -153,14 +176,9 @@ def _run(argv: list[str], *, what: str) -> None:
 def guess_architecture(folder: Path) -> str:
     """The model class for a folder without config.json: Llama, or BERT for a WordPiece tokenizer.json."""
     tj = folder / "tokenizer.json"
-    if not (folder / "tokenizer.model").is_file() and tj.is_file():
-        try:
-            model = json.loads(tj.read_text(encoding="utf-8")).get("model") or {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SetupError(f"{tj}: not JSON: {exc}") from None
-        if model.get("type") == "WordPiece":
-            return "BertModel"
-    return "LlamaForCausalLM"
+    wordpiece = (not (folder / "tokenizer.model").is_file() and tj.is_file()
+                 and folder_data.read_tokenizer_json(tj)["model"].get("type") == "WordPiece")
+    return "BertModel" if wordpiece else "LlamaForCausalLM"
 
 
 def minimal_config(architecture: str, vocab_size: int) -> dict[str, Any]:
@@ -177,36 +195,27 @@ def vocab_size(folder: Path) -> int:
     """The original's vocabulary size: highest id + 1 in tokenizer.json, or the pieces of tokenizer.model."""
     tj = folder / "tokenizer.json"
     if tj.is_file():
-        try:
-            data = json.loads(tj.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SetupError(f"{tj}: not JSON: {exc}") from None
-        vocab = (data.get("model") or {}).get("vocab") or {}
+        data = folder_data.read_tokenizer_json(tj)
+        vocab = data["model"].get("vocab", {})
         ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
-        ids += [t["id"] for t in data.get("added_tokens") or [] if isinstance(t.get("id"), int)]
+        ids += [t["id"] for t in data.get("added_tokens", [])]
         return max(ids, default=-1) + 1
-    return sentencepiece_pieces((folder / "tokenizer.model").read_bytes())
-
-
-def sentencepiece_pieces(data: bytes) -> int:
-    """How many pieces a SentencePiece ModelProto holds: its top-level field 1, counted from the wire format."""
-    try:
-        return sum(number == 1 and wire == 2 for number, wire, _ in protobuf.fields(data))
-    except protobuf.ProtobufError as exc:
-        raise SetupError(f"tokenizer.model: not a SentencePiece model ({exc})") from None
+    return folder_data.sentencepiece_pieces(folder / "tokenizer.model")
 
 
 def work_folder(source: Path, work: Path, *, architecture: str | None = None) -> list[dict[str, Any]]:
-    """Fill `work` with links to `source`'s files and what the converter needs besides; what was supplied."""
+    """Fill `work` with copies of `source`'s data files and what the converter needs besides; what was
+    supplied (a copy rewritten without `auto_map` included). No file of `source` that is not data
+    reaches `work` (`harness.models.folder_data`); a tokenizer that is only custom code is a `SetupError`."""
     if not source.is_dir():
         raise SetupError(f"{source}: not a folder (convert takes a folder holding tokenizer.json "
                          "or tokenizer.model)")
     if not any((source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
         raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model (nor tekken.json)")
-    for file in source.iterdir():
-        if file.is_file():
-            (work / file.name).symlink_to(file.resolve())
-    supplied: list[dict[str, Any]] = []
+    if (source / "tokenizer.json").is_file():
+        folder_data.read_tokenizer_json(source / "tokenizer.json")
+    folder_data.copy_data(source, work)
+    supplied = folder_data.without_code(source)
     if is_mistral_format(source):
         if not (source / "params.json").is_file():
             supplied.append({"file": "params.json", "content": minimal_params(source),
@@ -241,12 +250,7 @@ _PARAMS = {"dim": 5120, "n_layers": 1, "head_dim": 128, "hidden_dim": 14336, "n_
 
 
 def minimal_params(folder: Path) -> dict[str, Any]:
-    try:
-        config = json.loads((folder / "tekken.json").read_text(encoding="utf-8")).get("config") or {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SetupError(f"{folder / 'tekken.json'}: not JSON: {exc}") from None
-    if not isinstance(config.get("default_vocab_size"), int):
-        raise SetupError(f"{folder / 'tekken.json'}: no config.default_vocab_size")
+    config = folder_data.read_tekken(folder / "tekken.json")["config"]
     return {**_PARAMS, "vocab_size": config["default_vocab_size"]}
 
 
@@ -255,12 +259,28 @@ def sidecar_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".gguf") + ".convert.json")
 
 
-def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str, Any]:
-    """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output."""
+def converter_memory() -> int:
+    """The converter's address-space cap: twice a worker's (`child_memory`), as torch and transformers
+    map far more than they use, and never more than the machine's RAM."""
+    ram = physical_memory()
+    return min(2 * child_memory(), ram) if ram else 2 * child_memory()
+
+
+def run_driver(mode: str, args: list[str], *, timeout: float = 900, folder_code: str | None = None) -> dict[str, Any]:
+    """Run `convert_driver.py MODE` in the converter venv; its result JSON plus the converter's output.
+
+    `folder_code`: the custom tokenizer the original's `auto_map` named (removed from the copies);
+    the driver refuses a `trust_remote_code=True` load of the tokenizer then (`FOLDER_CODE_ENV`).
+    """
     python = ensure_venv()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONPATH="")
     with tempfile.TemporaryDirectory() as tmp:
+        # HF_MODULES_CACHE: an empty folder of this run, so no module a past run cached can be imported
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+                   TOKENIZERS_PARALLELISM="false", PYTHONPATH="", HF_MODULES_CACHE=str(Path(tmp) / "modules"),
+                   GGUF_PARITY_CHILD_MEMORY=str(converter_memory()))
+        env.pop(FOLDER_CODE_ENV, None)
+        if folder_code:
+            env[FOLDER_CODE_ENV] = folder_code
         result_file = Path(tmp) / "result.json"
         try:
             done = subprocess.run([str(python), str(DRIVER), mode, str(sources_dir()), str(result_file), *args],
@@ -272,8 +292,17 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900) -> dict[str,
             tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
             raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
         result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    if (result.get("error") or {}).get("type") == "MemoryError":
+        raise SetupError(f"the converter ran out of memory: over its limit of {converter_memory():,} bytes "
+                         "(twice --memory-limit)")
     result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
     return result
+
+
+def _refuse_custom_code(source: Path, result: dict[str, Any]) -> None:
+    """The driver's wall held (the converter asked for the folder's code): bad input, exit 2, not a refusal."""
+    if (result.get("error") or {}).get("type") == CUSTOM_CODE:
+        raise SetupError(f"{source}: {result['error']['message']}")
 
 
 def gguf_facts(path: Path) -> dict[str, Any]:
@@ -284,23 +313,44 @@ def gguf_facts(path: Path) -> dict[str, Any]:
     return {key: tok[key] for key in ("model", "pre", "vocab_size", "merges", "flags", "special_ids")}
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tekken.json", "tokenizer.model")
+
+
+def check_sizes(folder: Path) -> None:
+    """`SetupError` for a tokenizer file of `folder` over its size limit (`tokenizer_file_limit`), before
+    the harness or the converter reads any of them."""
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        size = path.stat().st_size if path.is_file() else 0
+        if size > tokenizer_file_limit(path):
+            raise SetupError(f"{path}: {size:,} bytes, over the limit of {tokenizer_file_limit(path):,} "
+                             "for an original tokenizer's file")
+
+
 def convert(source: Path, out: Path, *, architecture: str | None = None, log: Log = print) -> dict[str, Any]:
     """Convert `source` with llama.cpp's converter into `out`; the record written to the sidecar.
 
     A refusal by the converter is a result: `record["refusal"]` holds it and no GGUF is left.
     """
-    ensure_venv()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
+    check_sizes(source)
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / source.name
+        work = Path(tmp) / (source.resolve().name or "model")
         work.mkdir()
         supplied = work_folder(source, work, architecture=architecture)
+        ensure_venv()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.unlink(missing_ok=True)
+        if skipped := folder_data.left_out(source):
+            log(f"left out of the converter's copy (not tokenizer data; no file of the folder runs): "
+                f"{', '.join(skipped)}")
         for item in supplied:
-            log(f"supplied {item['file']} ({item['why']}): {json.dumps(item['content'])}")
+            shown = json.dumps(item["content"])
+            log(f"supplied {item['file']} ({item['why']}): {shown if len(shown) <= 300 else shown[:300] + ' ...'}")
         log(f"running llama.cpp's convert_hf_to_gguf.py --vocab-only on {source} ...")
         mistral = ["--mistral-format"] if is_mistral_format(source) else []
-        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())])
+        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())],
+                            folder_code=folder_data.tokenizer_code(source))
+    _refuse_custom_code(source, result)
     record = _record(source, out, supplied, result)
     write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
@@ -341,11 +391,15 @@ def describe(record: dict[str, Any]) -> str:
 def fingerprint(path: Path) -> dict[str, Any]:
     """The converter's fingerprint of a tokenizer folder and the name it maps it to (None if unknown)."""
     folder = path.parent if path.is_file() else path
+    check_sizes(folder)
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / folder.name
+        work = Path(tmp) / (folder.resolve().name or "model")
         work.mkdir()
+        if (reason := folder_data.custom_code(folder)) is not None:
+            raise SetupError(reason)
         work_folder(folder, work)
-        result = run_driver("fingerprint", [str(work)], timeout=300)
+        result = run_driver("fingerprint", [str(work)], timeout=300, folder_code=folder_data.tokenizer_code(folder))
+    _refuse_custom_code(path, result)
     decision = (result["decisions"] or [{}])[-1]
     if not decision.get("chkhsh"):
         err = result["error"] or {"type": "?", "message": "no fingerprint computed"}

@@ -13,18 +13,53 @@ the wrapper keeps what it decided, the fingerprint it computed (read from its ow
 line `chkhsh: ...`, so the hash is the converter's, not a copy of its recipe) and the
 name it returned, or the exception it raised. RESULT_JSON gets that and, when the
 converter stopped with an error (a refusal), the error's type and first line.
+
+No code of the model folder runs: before the converter starts, transformers' one loader of
+a folder's own Python (`get_class_from_dynamic_module`, behind every `trust_remote_code=True`
+of `AutoTokenizer`, `AutoConfig` and the other auto classes) is replaced by one that raises
+`CustomCodeRefused`, which the harness reports as bad input (exit 2), not as a refusal.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import traceback
 from pathlib import Path
 
 _CHKHSH = re.compile(r"chkhsh:\s+([0-9a-f]{64})")
+_LOADER = "get_class_from_dynamic_module"  # transformers' one loader of a folder's own Python
+FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # harness.models.convert.FOLDER_CODE_ENV (nothing is imported from it)
+
+
+class CustomCodeRefused(RuntimeError):
+    """transformers was about to import Python from the model folder (or the hub's module cache)."""
+
+
+def _refuse_custom_code(result: dict) -> None:
+    """Make every transformers route to a folder's own code raise `CustomCodeRefused`.
+
+    The refusal is also kept in `result["custom_code"]`, so that a converter catching
+    the exception and failing otherwise is still reported as the refusal it was.
+    """
+    def refuse(class_reference, pretrained_model_name_or_path, *args, **kwargs):
+        result["custom_code"] = (f"the tokenizer needs custom code: the converter asked for the folder's own "
+                                 f"{class_reference}, and gguf-parity runs no code from a model folder")
+        raise CustomCodeRefused(result["custom_code"])
+
+    try:
+        from transformers import dynamic_module_utils
+    except ImportError:  # no transformers: nothing here loads a folder's code
+        return
+    _refuse_trusted_tokenizer(result, refuse)
+    original = getattr(dynamic_module_utils, _LOADER)
+    setattr(dynamic_module_utils, _LOADER, refuse)  # what a module imported from now on gets
+    for module in list(sys.modules.values()):  # and the modules that imported it by name already
+        if getattr(module, _LOADER, None) is original:
+            setattr(module, _LOADER, refuse)
 
 
 class _Hashes(logging.Handler):
@@ -41,6 +76,25 @@ class _Hashes(logging.Handler):
         found = _CHKHSH.search(record.getMessage())
         if found:
             self.seen.append(found.group(1))
+
+
+def _refuse_trusted_tokenizer(result: dict, refuse) -> None:
+    """`AutoTokenizer.from_pretrained(..., trust_remote_code=True)` on a folder whose `auto_map` named a
+    custom tokenizer (removed from the copy the converter reads) is the converter asking for that code."""
+    code = os.environ.get(FOLDER_CODE_ENV)
+    if not code:
+        return
+    import transformers
+
+    auto = transformers.AutoTokenizer
+    original = auto.from_pretrained
+
+    def from_pretrained(path, *args, **kwargs):
+        if kwargs.get("trust_remote_code"):
+            refuse(code, path)
+        return original(path, *args, **kwargs)
+
+    auto.from_pretrained = staticmethod(from_pretrained)
 
 
 def _watch(result: dict) -> None:
@@ -86,11 +140,25 @@ def _fingerprint(path: str) -> None:
     base.TextModel.get_vocab_base_pre(None, tokenizer)
 
 
+def _limit_memory() -> int:
+    """Cap this process's address space at $GGUF_PARITY_CHILD_MEMORY bytes (`harness.models.convert`
+    sets it), so a hostile folder costs a MemoryError here, not the machine's memory; the cap in force."""
+    import os
+    import resource
+
+    limit = int(os.environ.get("GGUF_PARITY_CHILD_MEMORY") or 0)
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return int(resource.getrlimit(resource.RLIMIT_AS)[0])
+
+
 def main(argv: list[str]) -> int:
     mode, llama_cpp, out, rest = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
+    memory = _limit_memory()
     sys.path[:0] = [str(llama_cpp), str(llama_cpp / "gguf-py")]
-    result: dict = {"mode": mode, "decisions": [], "error": None}
+    result: dict = {"mode": mode, "decisions": [], "error": None, "memory_limit": memory}
     try:
+        _refuse_custom_code(result)
         _watch(result)
         if mode == "convert":
             _convert(rest, llama_cpp)
@@ -103,6 +171,8 @@ def main(argv: list[str]) -> int:
         text = str(exc).strip().splitlines()
         result["error"] = {"type": type(exc).__name__, "message": text[0] if text else "",
                            "traceback": traceback.format_exc()[-3000:]}
+    if result.get("custom_code"):
+        result["error"] = {"type": CustomCodeRefused.__name__, "message": result["custom_code"]}
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0
 

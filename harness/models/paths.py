@@ -4,7 +4,7 @@ Every command resolves its `--model` arguments here, in the parent process,
 before any worker starts. The result is absolute: the oracle's workers run
 with the project root as their working directory, and the engine runs in the
 caller's, so a relative path handed on as given would name two different
-files (issue 10, item 1).
+files.
 
 `fingerprint(path)` is the file's size and the sha256 of its first
 `FINGERPRINT_BYTES`; `check_same(path, expected, side)` refuses with a

@@ -3,5 +3,5 @@
 Owns the C API behind the `tokenizer.Tokenizer` API (llama), the crash-isolated worker
 processes (workers, worker_limits), one persistent oracle per vocabulary (session) and the
 list of known llama.cpp crashes (known_crashes).
-May import: `harness.golden`, `harness.models`, `harness.files`, `harness.contained`.
+May import: `harness.golden`, `harness.models`, `harness.files`, `harness.contained`, `harness.errors`.
 """

@@ -24,12 +24,17 @@ import time
 from dataclasses import dataclass
 
 from ..errors import SetupError
+from ..models.shipped import (  # noqa: F401 - the workers' limits, shared with every child the harness starts
+    DEFAULT_MEMORY,
+    GIB,
+    MIN_MEMORY,
+    default_memory,
+    physical_memory,
+    set_child_memory,
+)
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 3600.0          # an hour per case is already a hang
-GIB = 1 << 30
-DEFAULT_MEMORY = 4 * GIB       # or half the machine's memory, whichever is smaller
-MIN_MEMORY = 256 << 20         # below this the worker cannot even import llama.cpp
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\Z", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": GIB, "T": 1 << 40}
 PARENT_POLL = 0.2  # seconds between a worker's checks that its parent is alive
@@ -42,20 +47,6 @@ class Limits:
     jobs: int = 1
     timeout: float = DEFAULT_TIMEOUT
     memory: int | None = None   # None: default_memory() at the time a worker starts
-
-
-def physical_memory() -> int | None:
-    """Bytes of RAM on this machine, or None where the OS does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def default_memory() -> int:
-    """4 GiB, or half the RAM on a smaller machine (never below MIN_MEMORY)."""
-    ram = physical_memory()
-    return DEFAULT_MEMORY if ram is None else max(MIN_MEMORY, min(DEFAULT_MEMORY, ram // 2))
 
 
 def check_timeout(seconds: float) -> float:
@@ -101,12 +92,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              f"more than 0, at most {MAX_TIMEOUT:g} (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--memory-limit", default=None, metavar="SIZE",
                         help="address-space cap of each llama.cpp worker, e.g. 4G or 512M "
-                             "(default 4G, or half the RAM if smaller); hitting it is a crash")
+                             "(default 4G, or half the RAM if smaller); hitting it is a crash. The "
+                             "reference, converter and llama.cpp@VERSION children get the same cap")
 
 
 def from_args(args: argparse.Namespace) -> Limits:
     """The validated `Limits` of the parsed options; `SetupError` (exit 2) naming the bad one."""
     memory = parse_memory(args.memory_limit) if args.memory_limit is not None else None
+    set_child_memory(memory)  # the reference, converter and llama.cpp@VERSION children get the same cap
     return Limits(jobs=check_jobs(args.jobs, force=args.force_jobs), timeout=check_timeout(args.timeout),
                   memory=memory)
 

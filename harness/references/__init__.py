@@ -1,4 +1,4 @@
-"""The model's original tokenizer as a second truth beside llama.cpp (issue 19, section 1).
+"""The model's original tokenizer as a second truth beside llama.cpp.
 
 This package owns everything about a *reference*: the original `tokenizer.json`
 or SentencePiece model a GGUF was converted from, run by its own library.
@@ -13,14 +13,14 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     decoding.py   the original's decode of llama.cpp's ids against llama.cpp's detokenize (the `decode` request)
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
 
-What it may import: the standard library; the `tokenizer` package (a GGUF's keys and
-token table, llama.cpp's flags per pre name, GPT-2's byte table); `harness.errors`,
-`harness.files` and `harness.golden.records` (a record's exact bytes); the engine
-protocol's client side (`harness.subjects.client`, `.protocol`, `.records`,
-`harness.models.shipped`); `harness.models.convert`'s fingerprint, inside `pre_check`.
+May import: `tokenizer` (a GGUF's keys and token table, llama.cpp's flags per pre name, GPT-2's
+byte table), `harness.errors`, `harness.files`, `harness.golden.records` (a record's exact bytes),
+`harness.subjects.client`, `harness.subjects.protocol`, `harness.subjects.records` (the engine
+protocol's client side), `harness.models.shipped`, `harness.models.convert` (the fingerprint, in
+`pre_check`), `harness.models.folder_data` (a folder's tokenizer files read, bounded).
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules
-(`live_run`, `replay`, `report`): the per-model check wires it in, not the
+(`harness.runs`, `harness.report`): the per-model check wires it in, not the
 other way round. docs/references.md has the flag mapping and the classes.
 """

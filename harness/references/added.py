@@ -34,14 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..models.shipped import child_env
+from ..files.input_limits import loads, read_tokenizer_file
+from ..models.shipped import child_env, child_memory
 from .gguf_keys import read_spm
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
 
 SPM_SPECIAL_TYPES = (2, 3, 4)  # UNKNOWN, CONTROL, USER_DEFINED
 USER_DEFINED = 4
-CHILD_TIMEOUT = 120.0
+CHILD_TIMEOUT = 120.0  # seconds for the tekken child; its address space is capped as a worker's
 
 
 def texts(spec: str | ReferenceSpec) -> list[tuple[str, bool]]:
@@ -60,14 +61,17 @@ def _texts(ref: ReferenceSpec) -> tuple[tuple[str, bool], ...]:
 def _read(ref: ReferenceSpec) -> list[tuple[str, bool]]:
     try:
         if ref.kind == "hf":
-            return hf_texts(json.loads(ref.path.read_text(encoding="utf-8")), config_beside(ref.path))
+            return hf_texts(loads(read_tokenizer_file(ref.path), str(ref.path)), config_beside(ref.path))
         if ref.kind == "spm":
-            model = read_spm(ref.path.read_bytes())
+            model = read_spm(read_tokenizer_file(ref.path))
             return _once((p, t != USER_DEFINED) for p, t in zip(model["pieces"], model["types"], strict=True)
                          if t in SPM_SPECIAL_TYPES)
         if ref.kind == "tekken":
             return tekken_texts(ref.path)
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"reference {ref.spec}: cannot read its special tokens: the tekken child did not "
+                         f"finish in {CHILD_TIMEOUT:g} s (killed)") from None
+    except (OSError, ValueError) as exc:
         raise SetupError(f"reference {ref.spec}: cannot read its special tokens: {exc}") from None
     return []
 
@@ -91,8 +95,9 @@ def tekken_texts(path: Path) -> list[tuple[str, bool]]:
     Every one is special: `Tekkenizer.encode` matches none of them in text, whatever its
     `is_control`, and the converter writes them all CONTROL.
     """
-    done = subprocess.run([sys.executable, "-m", "harness.references.tekken", str(path)], capture_output=True,
-                          text=True, timeout=CHILD_TIMEOUT, stdin=subprocess.DEVNULL, env=child_env(), check=False)
+    done = subprocess.run([sys.executable, "-m", "harness.references.tekken", str(path), str(child_memory())],
+                          capture_output=True, text=True, timeout=CHILD_TIMEOUT, stdin=subprocess.DEVNULL,
+                          env=child_env(), check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         raise ValueError(f"mistral-common could not list them: {last}")

@@ -1,4 +1,4 @@
-"""The original's decode against llama.cpp's detokenize, case by case (issue 19: "decoding").
+"""The original's decode against llama.cpp's detokenize, case by case .
 
 What is decoded: **llama.cpp's ids**. For each of a case's four (add_special,
 parse_special) id lists from llama.cpp, the reference's library decodes those

@@ -34,7 +34,6 @@ A discrepancy is a lead, not a verdict: the cases decide (docs/references.md).
 from __future__ import annotations
 
 import base64
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from tokenizer.unicode import byte_to_char
 
 from ..errors import SetupError
 from ..files import protobuf
+from ..files.input_limits import loads, read_tokenizer_file
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
 
@@ -73,11 +73,11 @@ def discrepancies(gguf_path: str | Path, spec: str | ReferenceSpec) -> list[Disc
     ref = parse(spec) if isinstance(spec, str) else spec
     tok = Tokenizer.from_gguf(gguf_path)
     if ref.kind == "hf":
-        return hf_discrepancies(tok, json.loads(ref.path.read_text(encoding="utf-8")), config_beside(ref.path))
+        return hf_discrepancies(tok, loads(read_tokenizer_file(ref.path), str(ref.path)), config_beside(ref.path))
     if ref.kind == "spm":
-        return spm_discrepancies(tok, read_spm(ref.path.read_bytes()), config_beside(ref.path))
+        return spm_discrepancies(tok, read_spm(read_tokenizer_file(ref.path)), config_beside(ref.path))
     if ref.kind == "tekken":
-        return tekken_discrepancies(tok, json.loads(ref.path.read_text(encoding="utf-8")))
+        return tekken_discrepancies(tok, loads(read_tokenizer_file(ref.path), str(ref.path)))
     return []
 
 

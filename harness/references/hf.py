@@ -22,11 +22,11 @@ cannot express.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from ..files.input_limits import loads, read_tokenizer_file
 from .flags import NotExpressible, clean_up_tokenization, needs_text
 
 TEXT_MODELS = ("BPE", "Unigram")
@@ -37,7 +37,7 @@ def config_beside(path: Path) -> dict:
     config = path.parent / "tokenizer_config.json"
     if not config.is_file():
         return {}
-    data = json.loads(config.read_text(encoding="utf-8"))
+    data = loads(read_tokenizer_file(config), str(config))
     return data if isinstance(data, dict) else {}
 
 
@@ -51,10 +51,10 @@ class HFReference:
         self.hf.no_padding()
         self.hf.no_truncation()
         self.config = config_beside(path)
-        model = json.loads(self.hf.to_str()).get("model") or {}
+        model = type(self.hf.model).__name__  # not json.loads(to_str()): a second copy of a large file
         vocab = self.hf.get_vocab(with_added_tokens=True)
         self.n_tokens = max(vocab.values(), default=-1) + 1
-        self.capabilities = ("tokenize", "token_text") if model.get("type") in TEXT_MODELS else ("tokenize",)
+        self.capabilities = ("tokenize", "token_text") if model in TEXT_MODELS else ("tokenize",)
         added = self.hf.get_added_tokens_decoder()
         self.special_ids = frozenset(i for i, t in added.items() if t.special)
 

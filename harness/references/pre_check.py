@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..models import folder_data
 
 KINDS = ("hf", "spm", "tekken")
 
@@ -32,16 +33,31 @@ def parse_spec(spec: str) -> tuple[str, Path]:
 
 
 def original_fingerprint(spec: str) -> dict[str, Any]:
-    """What the converter makes of the original: {spec, kind, chkhsh, expected_pre}."""
+    """What the converter makes of the original: {spec, kind, chkhsh, expected_pre}.
+
+    An spm: or tekken: file is opened and checked first (a SentencePiece model with its
+    pieces, a tekken file with its config and vocab): a file that is neither is a
+    `SetupError`, never "consistent".
+    """
     kind, path = parse_spec(spec)
     if kind == "spm":
+        folder_data.sentencepiece_pieces(_file(path, "tokenizer.model"))
         return {"spec": spec, "kind": kind, "chkhsh": None, "expected_pre": None}
     if kind == "tekken":  # `_set_vocab_mistral` names every tekken vocabulary so, without a fingerprint
+        folder_data.read_tekken(_file(path, "tekken.json"))
         return {"spec": spec, "kind": kind, "chkhsh": None, "expected_pre": "tekken"}
     from ..models.convert import fingerprint
 
     found = fingerprint(path)
     return {"spec": spec, "kind": kind, "chkhsh": found["chkhsh"], "expected_pre": found["pre"]}
+
+
+def _file(path: Path, name: str) -> Path:
+    """`path`, or `path/name` for a folder; `SetupError` when that is not a file."""
+    file = path / name if path.is_dir() else path
+    if not file.is_file():
+        raise SetupError(f"--reference: no such file {file}")
+    return file
 
 
 def check_pre(summary: dict[str, Any], original: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,11 @@
 
 The reference's library is imported only in the Python reference child
 (`harness.children.python_child`), the one every `--engine MODULE:CALLABLE`
-runs in: a crash or a hang costs one case, as for any engine. The child is
+runs in: a crash or a hang costs one case, as for any engine. Its address
+space is capped as a llama.cpp worker's is (`--memory-limit`, by default 4 GiB
+or half the RAM), its load by the engine load timeout and each request by
+`--engine-timeout`; the reference's file is refused above its size limit
+(`harness.files.input_limits.tokenizer_file_limit`) before any child starts. The child is
 handed the GGUF path at `hello` like any engine, and ignores it: the
 reference's own file comes in the `reference` argument.
 """
@@ -20,11 +24,13 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..models.shipped import child_env
+from ..files.input_limits import loads, read_tokenizer_file, tokenizer_file_limit
+from ..models.shipped import child_env, child_memory
 from ..subjects.client import RemoteEngine
 from ..subjects.records import NotApplicable
 from .classify import outcome_ids
@@ -37,6 +43,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "tekken": ("harness.references.tekken:load", ("mistral_common", "tiktoken"), "tekken.json"),
 }
 NOT_APPLICABLE_TYPE = "NotApplicable"
+MAX_TEKKEN_SPECIALS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,29 @@ def parse(spec: str) -> ReferenceSpec:
         path = path / KINDS[kind][2]
     if not path.is_file():
         raise SetupError(f"reference {spec!r}: no such file {path}")
+    limit = tokenizer_file_limit(path)
+    if path.stat().st_size > limit:
+        raise SetupError(f"reference {spec!r}: {path} is {path.stat().st_size:,} bytes, over the limit of "
+                         f"{limit:,} for an original tokenizer's file")
+    if kind == "tekken":
+        _check_tekken(spec, path, path.stat().st_mtime_ns)
     return ReferenceSpec(kind, path)
+
+
+@lru_cache(maxsize=8)
+def _check_tekken(spec: str, path: Path, mtime: int) -> None:
+    """A tekken file's special-token count within bounds: mistral-common builds each filler token one by
+    one, so `default_num_special_tokens = 2**31` once took 23 GB before failing (the child's cap stops it
+    too, after minutes; this says why at once)."""
+    try:
+        data = loads(read_tokenizer_file(path), str(path))
+    except ValueError as exc:
+        raise SetupError(f"reference {spec!r}: {exc}") from None
+    config = data.get("config") if isinstance(data, dict) else None
+    count = config.get("default_num_special_tokens") if isinstance(config, dict) else None
+    if count is not None and (type(count) is not int or not 0 <= count <= MAX_TEKKEN_SPECIALS):
+        raise SetupError(f"reference {spec!r}: config.default_num_special_tokens is {count!r}; at most "
+                         f"{MAX_TEKKEN_SPECIALS:,} (Mistral's files have 1,000)")
 
 
 def missing(kind: str) -> str | None:
@@ -80,11 +109,15 @@ def missing(kind: str) -> str | None:
 
 
 def child_argv(kind: str) -> list[str]:
-    return [sys.executable, "-m", "harness.children.python_child", "--engine", KINDS[kind][0]]
+    """The reference child's command: `-P`, so that no module of the current directory (a model folder,
+    say) can stand in for the reference's library; its address space capped (`child_memory`:
+    --memory-limit or the workers' default)."""
+    return [sys.executable, "-P", "-m", "harness.children.python_child", "--engine", KINDS[kind][0],
+            "--memory-limit", str(child_memory())]
 
 
 def reference_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
-    """GGUF path -> a contained engine handle serving the reference (as `engine_spec.load_engine` returns).
+    """GGUF path -> a contained engine handle serving the reference (as `harness.runs.engine.load_engine` returns).
 
     `SetupError` for a bad spec or a missing library, before anything starts.
     """

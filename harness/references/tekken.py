@@ -102,16 +102,24 @@ def load(path: str | os.PathLike[str], *, reference: str = "", **engine_args: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.references.tekken FILE`: the file's special token texts as JSON, by id (the
-    library's defaults and fillers where the file lists none), for `harness.references.added`."""
+    """`python -m harness.references.tekken FILE [MEMORY_LIMIT]`: the file's special token texts as JSON,
+    by id (the library's defaults and fillers where the file lists none), for `harness.references.added`;
+    with MEMORY_LIMIT (bytes) the process caps its address space first."""
     import json
+    import resource
     import sys
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m harness.references.tekken FILE", file=sys.stderr)
+    if len(args) not in (1, 2) or not all(a.isdigit() for a in args[1:]):
+        print("usage: python -m harness.references.tekken FILE [MEMORY_LIMIT]", file=sys.stderr)
         return 2
+    if len(args) == 2:
+        resource.setrlimit(resource.RLIMIT_AS, (int(args[1]), int(args[1])))
     try:
         reference = TekkenReference(args[0])
+    except MemoryError:
+        print(f"error: MemoryError: over the memory limit of {int(args[1]):,} bytes (--memory-limit)"
+              if len(args) == 2 else "error: MemoryError", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001 - the library's own error, one line for the caller
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

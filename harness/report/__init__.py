@@ -2,5 +2,6 @@
 
 Owns the report's content and page (build), the run's `--report DIR` (folder), the one jinja2
 environment of every page (templating, templates/), and the messages section (messages).
-May import: `harness.compare`, `harness.subjects`, `harness.files`, `harness.models`.
+May import: `harness.compare`, `harness.references` (the three-way classes it counts), `harness.subjects`,
+`harness.files`, `harness.models`, `harness.errors`.
 """

@@ -52,7 +52,7 @@ from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
-from . import reference_summary
+from . import fuzz_summary, reference_summary
 from .templating import environment
 
 REPORT_VERSION = 1
@@ -85,9 +85,11 @@ def summarize(per_model: dict[str, dict]) -> dict:
         per_family = {fam: _with_rate({k: int(v) for k, v in row.items()})
                       for fam, row in grouped.iterrows()}
     tally = caps.add_tallies(c.get("capabilities") or {} for c in per_model.values())
-    return _with_rate({**totals, "models": len(per_model), "capabilities": tally, "per_model":
-                       {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
-                       "per_family": per_family, **_unchecked(per_model)})
+    summary = _with_rate({**totals, "models": len(per_model), "capabilities": tally, "per_model":
+                          {m: _with_rate(dict(c)) for m, c in sorted(per_model.items())},
+                          "per_family": per_family, **_unchecked(per_model)})
+    fuzz_summary.attach(summary, per_model)  # `--fuzz N`: summary.fuzz, inputs ran of asked
+    return summary
 
 
 def _unchecked(per_model: dict[str, dict]) -> dict:
@@ -136,7 +138,7 @@ def one_line(report: dict) -> str:
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
-            + _messages_figures(report.get("messages")) + reference_summary.line(s))
+            + _messages_figures(report.get("messages")) + fuzz_summary.line(s) + reference_summary.line(s))
 
 
 def _set_aside(s: dict) -> str:
@@ -251,6 +253,7 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
     if counts.get("source"):
         into["source"] = counts["source"]
     reference_summary.fold(into, counts)
+    fuzz_summary.fold(into, counts)
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 `DIR/.lock` (released by the kernel if the process dies, so it never goes
 stale). A folder that cannot be created or written, or that another run
 holds, is a `SetupError` (exit 2) before any model is checked, rather than a
-traceback after the whole run (issue 10, item 5). The reports themselves are
+traceback after the whole run. The reports themselves are
 written atomically by `harness.report.build.write`.
 """
 

@@ -10,8 +10,9 @@ Once both sides are loaded, a model is checked the same way whatever the expecte
 
 Where the expected side comes from is the only difference, behind `Expected`: llama.cpp
 live (`harness.runs.live.LiveExpected`), a golden file (`harness.runs.replay.GoldenExpected`),
-and, as a third side, the model's original tokenizer (issue 19's `--reference`) answers
-the same two calls.
+and, as a third side, the model's original tokenizer (`--reference`,
+`harness.runs.third_side.ReferenceSide`): asked for its ids and its decode of llama.cpp's
+ids beside the expected side, each case then counted per class.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .outcomes import save_failing
 from .progress import Progress
 
 if TYPE_CHECKING:
-    from .reference import ReferenceSide
+    from .third_side import ReferenceSide
 
 # One case's expected answer: (llama.cpp's record, None), or (None, the crash it met).
 Answer = tuple[dict | None, dict | None]
@@ -84,7 +85,7 @@ def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, res
 
     With a `reference` (the original tokenizer, `run` / `compare --reference`), it is asked too,
     each case is judged three ways, and the original decodes llama.cpp's ids beside llama.cpp's
-    detokenize (`harness.runs.reference`).
+    detokenize (`harness.runs.third_side`).
     """
     answers = expected.ask(cases)
     asked = [case for case in cases if expected.engine_needed(case)]

@@ -59,11 +59,15 @@ class RunConfig:
     calls: int = 0  # --calls: tokenize calls of one engine object in a row (harness.runs.calls); `run`: 12,000
 
 
-def selected_models(args: argparse.Namespace) -> tuple[str, ...]:
+def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
+    """`--model` and `--family` expanded, in order, each model once; `SetupError` for a family with
+    no models, or (when `required`) for no selection at all."""
     names = list(args.model)
     for family in args.family:
         names += models_of(family)
-    if not names:
+    if args.family and len(names) == len(args.model):
+        raise SetupError(f"family {', '.join(args.family)} has no models yet")
+    if required and not names:
         raise SetupError("give --model NAME|PATH or --family FAMILY (shipped: " + ", ".join(SHIPPED) + ")")
     return tuple(dict.fromkeys(names))
 
@@ -105,7 +109,7 @@ def live_config(args: argparse.Namespace) -> RunConfig:
     """`run`'s config from its parsed arguments."""
     limits = worker_limits.from_args(args)
     kwargs = found_fields(args) | reference_fields(args) | long_fields(args)
-    return RunConfig(  # paths absolute once, here: workers run in another directory (issue 10, item 1)
+    return RunConfig(  # paths absolute once, here: workers run in another directory
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
@@ -118,12 +122,7 @@ def live_config(args: argparse.Namespace) -> RunConfig:
 
 def replay_config(args: argparse.Namespace) -> RunConfig:
     """`compare`'s config from its parsed arguments."""
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    if args.family and not names:
-        raise SetupError(f"family {', '.join(args.family)} has no models yet")
-    return RunConfig(models=tuple(names), report_dir=args.report.absolute(), quiet=args.quiet,
+    return RunConfig(models=selected_models(args, required=False), report_dir=args.report.absolute(), quiet=args.quiet,
                      known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
                      shard=sharding.from_text(args.shard), **engine_fields(args), **reference_fields(args))
 

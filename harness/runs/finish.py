@@ -16,7 +16,7 @@ from typing import Any
 
 from ..compare import verdict
 from ..compare.result import ModelResult
-from ..errors import SetupError
+from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, SetupError
 from ..report.folder import ReportDir
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals
@@ -43,7 +43,7 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
         meta = {**meta, **reporting.versions(), **({"interrupted": stop.name} if stop else {})}
         report = reporting.build(results, meta=meta, known_crashes=config.known_crashes.describe())
         status = verdict.exit_status(report)
-        if messages is not None and stop is None and status in (verdict.EXIT_OK, verdict.EXIT_FOUND):
+        if messages is not None and stop is None and status in (EXIT_OK, EXIT_FOUND):
             try:
                 checked = messages()
             except BaseException:  # the run's own results stand: written before the error goes on
@@ -51,7 +51,7 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
                 raise
             if checked is not None:
                 report["messages"], ok = checked
-                status = verdict.EXIT_FOUND if not ok else status
+                status = EXIT_FOUND if not ok else status
         try:
             _, html_path = reporting.write(report, folder.path)
         except OSError as exc:
@@ -62,6 +62,6 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
     if stop is not None:
         print(f"{stop}: partial report of the {len(results)} model(s) finished", file=sys.stderr)
         return stop.exit_status
-    if status == verdict.EXIT_USAGE:
+    if status == EXIT_USAGE:
         print(f"error: {verdict.unchecked_line(report) or 'no model was checked'}", file=sys.stderr)
     return status

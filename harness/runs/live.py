@@ -45,10 +45,12 @@ from ..models.paths import Fingerprint, attach_source, check_same, fingerprint, 
 from ..models.shipped import short_name
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+from ..report import fuzz_summary
 from ..subjects import capabilities as capmod
-from ..subjects.spec import describe, load_engine
-from . import calls, check, documents, reference
+from ..subjects.spec import describe
+from . import calls, check, documents
 from .config import RunConfig
+from .engine import load_engine
 from .outcomes import (
     both_refuse,
     close_engine,
@@ -61,6 +63,7 @@ from .outcomes import (
 )
 from .progress import Progress
 from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
+from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials, third_side
 
 
 def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
@@ -68,7 +71,7 @@ def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
     cases: list[dict] = []
     try:
         if config.default_corpora:
-            cases += default_corpora(path) + reference.boundary_cases(config, path)
+            cases += default_corpora(path) + boundary_cases(config, path)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
         found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
@@ -170,7 +173,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
             return result
         try:
             prepared = _prepare(path, name, arg, loaded, config, result)
-            with reference.third_side(config, path, prepared, result) as (subject, third), \
+            with third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 recorder = calls.Recorder(LiveExpected(pool))  # llama.cpp's records, for the calls phase
                 check.judge_cases(subject, cases, recorder, result, bar, reference=third)
@@ -257,7 +260,7 @@ def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result:
 
 
 def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
-           judged: list | None = None, third: reference.ReferenceSide | None = None):
+           judged: list | None = None, third: ReferenceSide | None = None):
     """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
 
     A known llama.cpp crash always counts as passing (the hunt goes on for real
@@ -291,15 +294,18 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
 
 
 def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-          bar: Progress, third: reference.ReferenceSide | None = None) -> None:
+          bar: Progress, third: ReferenceSide | None = None) -> None:
     """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
 
     llama.cpp aborts on some inputs for whole vocabulary families; without the
-    second hunt such a crash would hide every engine bug behind it.
+    second hunt such a crash would hide every engine bug behind it. How many inputs
+    ran of the budget, and why the hunt stopped short of it, go to `result.fuzz`
+    and the notes (`harness.report.fuzz_summary`).
     """
     view = _view(subject, config, third)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
+    stopped: str | None = "when the run itself stopped (an interruption or an error)"
     try:
         while budget > 0:
             seed = None if config.seed is None else config.seed + int(ignore_crashes)
@@ -316,6 +322,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
                 if third is not None and case["id"] in third.seen:
                     third.count(expected, got, *third.seen[case["id"]])
             budget -= outcome.generated
+            stopped = _stop_reason(outcome, budget)
             if outcome.case is None:
                 return
             _record_fuzz_failure(config, result, outcome)
@@ -323,23 +330,24 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
                 return
             ignore_crashes = True
     finally:
+        _record_fuzz_stop(result, asked=config.fuzz, ran=config.fuzz - budget, stopped=stopped if budget > 0 else None)
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
 
 
-def _view(subject: Subject, config: RunConfig, third: reference.ReferenceSide | None) -> strategies.VocabView:
+def _view(subject: Subject, config: RunConfig, third: ReferenceSide | None) -> strategies.VocabView:
     """What the vocabulary-aware strategies draw from: the model's pieces and special tokens."""
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                                  pieces=subject.table.pieces)
-    extra = reference.fuzz_specials(config, subject.path) if third is not None else ()
-    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.reference)
+    extra = fuzz_specials(config, subject.path) if third is not None else ()
+    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.third_side)
         view = replace(view, specials=view.specials + extra)
     return view
 
 
 def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
-                 third: reference.ReferenceSide | None, texts: tuple[str, ...], recorder: calls.Recorder) -> None:
+                 third: ReferenceSide | None, texts: tuple[str, ...], recorder: calls.Recorder) -> None:
     """Long documents judged live, then many calls of the one engine object against the records kept.
 
     The documents are composed of the corpus's texts, so they wait until the engine agrees on every
@@ -377,6 +385,22 @@ def _database(path: Path | None) -> Iterator[None]:
             os.environ[DB_ENV] = saved
 
 
+def _stop_reason(outcome, budget: int) -> str | None:
+    """Why a hunt ended with `budget` inputs left (None when it ran them all)."""
+    if budget <= 0:
+        return None
+    if outcome.case is not None:
+        return f"at the first failing input {outcome.case['id']} (shrunk; the fuzzer stops at a failure)"
+    notes = [str(entry) for kind, entry in outcome.findings if kind == "note"]
+    return f"Hypothesis stopped: {notes[0]}" if notes else "Hypothesis generated no further distinct input"
+
+
+def _record_fuzz_stop(result: ModelResult, *, asked: int, ran: int, stopped: str | None) -> None:
+    result.fuzz = fuzz_summary.block(asked, ran, stopped)
+    if stopped:
+        result.notes.append(f"fuzz: {ran} of {asked} inputs ran, stopped {stopped}")
+
+
 def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
     for kind, entry in outcome.findings:
         result.add(kind, {**entry, "fuzz": True})
@@ -391,7 +415,7 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     known = {c["id"] for c in load_corpus(path)} if path.is_file() else set()
     if case["id"] in known:
         return
-    jsonl.append(path, case)  # escaped line breaks: later runs read it back (issue 10, item 4)
+    jsonl.append(path, case)  # escaped line breaks: later runs read it back
 
 
 def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
@@ -423,7 +447,7 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
     `plan`) limits the run to one shard: models it holds nothing of are skipped.
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
-    reference.check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
+    check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     for arg in config.models:
         resolve(arg)  # fail fast on a bad name or file before any work
     for corpus in config.corpora:

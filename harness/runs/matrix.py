@@ -91,7 +91,8 @@ def slug(text: str) -> str:
 
 
 def run_argv(name: str, model: str, out: Path, options: Options) -> list[str]:
-    argv = [sys.executable, "-m", "harness", "run", "--model", model, "--report", str(out), "--quiet",
+    # -P: a model folder as the current directory cannot put its modules before the installed ones
+    argv = [sys.executable, "-P", "-m", "harness", "run", "--model", model, "--report", str(out), "--quiet",
             "--fuzz", str(options.fuzz), "--jobs", str(options.jobs)]
     if options.seed is not None:
         argv += ["--seed", str(options.seed)]

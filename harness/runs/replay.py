@@ -9,7 +9,7 @@ crashed while recording stays an oracle crash in the report, or a known crash
 when it matches the known-crashes list (`RunConfig.known_crashes`).
 
 With `--reference SPEC` the model's original tokenizer is the third side, as in
-`run --reference` (`harness.runs.reference`): the golden's llama.cpp records are
+`run --reference` (`harness.runs.third_side`): the golden's llama.cpp records are
 the middle truth, and the original is asked live beside the engine.
 """
 
@@ -26,9 +26,9 @@ from ..golden.identity import mismatch
 from ..models.families import family_of
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
-from ..subjects.spec import load_engine
-from . import check, reference
+from . import check
 from .config import RunConfig
+from .engine import load_engine
 from .outcomes import (
     both_refuse,
     close_engine,
@@ -39,6 +39,7 @@ from .outcomes import (
 )
 from .progress import Progress
 from .shard import MODEL, Partition, Unit, case_part, partition
+from .third_side import check_spec, third_side
 
 
 def _can_validate() -> bool:
@@ -152,7 +153,7 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         prepared = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
                                  vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
                                  config=config, result=result)
-        with reference.third_side(config, path, prepared, result) as (subject, third), \
+        with third_side(config, path, prepared, result) as (subject, third), \
                 Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
             check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third)
     finally:
@@ -212,7 +213,7 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
 
     With `part` (from `plan`) only that shard's share: goldens it holds nothing of are skipped.
     """
-    reference.check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
+    check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = [] if results is None else results
     for golden_file, given in chosen_goldens(golden_dir, config):

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..models.shipped import project_root
 
-# Areas, in the order the kill table lists them (issue 11's list).
+# Areas, in the order the kill table lists them.
 AREAS = (
     "spm", "bpe", "pre-contractions", "pre-digits", "pre-whitespace", "pre-unicode",
     "pre-punctuation", "unicode", "special", "bos-eos", "detokenize", "wpm", "ugm",

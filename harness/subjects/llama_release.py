@@ -26,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SetupError
-from ..models.shipped import venvs_dir
+from ..files.atomic import locked
+from ..models.shipped import child_memory, venvs_dir
 
 PREFIX = "llama.cpp@"
 ORACLE_ENGINE = "harness.oracle.llama:LlamaOracle.from_gguf"
@@ -111,9 +112,18 @@ def build_wheel(version: str, log: Log = _stderr) -> Path:
 
 
 def ensure(version: str, log: Log = _stderr) -> Path:
-    """The python of the release's worker venv, made (wheel built, venv installed) on first use."""
+    """The python of the release's worker venv, made (wheel built, venv installed) on first use.
+
+    Two runs at once take turns (`locked`): the second finds what the first made."""
     if is_ready(version):
         return venv_python(version)
+    with locked(venv_dir(version).with_name(venv_dir(version).name + ".lock")):
+        if not is_ready(version):
+            _make(version, log)
+    return venv_python(version)
+
+
+def _make(version: str, log: Log) -> None:
     wheel = build_wheel(version, log)
     where = venv_dir(version)
     log(f"installing {wheel.name} into {where} ...")
@@ -127,7 +137,6 @@ def ensure(version: str, log: Log = _stderr) -> Path:
         raise SetupError(f"{where}: llama_cpp does not import as version {version}: "
                          f"{(got.stderr or got.stdout).strip()[-300:]}")
     (where / READY).write_text(_stamp(version), encoding="utf-8")
-    return venv_python(version)
 
 
 def _run(argv: list[str], *, what: str, env: dict[str, str] | None = None) -> None:
@@ -139,5 +148,7 @@ def _run(argv: list[str], *, what: str, env: dict[str, str] | None = None) -> No
 
 
 def child_argv(version: str) -> list[str]:
-    """The protocol child for `version`: the Python reference child, in its venv, serving llama.cpp."""
-    return [str(venv_python(version)), "-m", "harness.children.python_child", "--engine", ORACLE_ENGINE]
+    """The protocol child for `version`: the Python reference child, in its venv, serving llama.cpp,
+    its address space capped as a worker's (`child_memory`)."""
+    return [str(venv_python(version)), "-m", "harness.children.python_child", "--engine", ORACLE_ENGINE,
+            "--memory-limit", str(child_memory())]

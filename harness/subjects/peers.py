@@ -1,7 +1,7 @@
 """The built-in peers `--engine` knows by name, besides ours, MODULE:CALLABLE and cmd:.
 
     --engine transformers          Hugging Face transformers' fast tokenizer built from the GGUF
-                                   (harness.subjects.hf; needs the [transformers] extra)
+                                   (harness.subjects.transformers_peer; needs the [transformers] extra)
     --engine llama.cpp@VERSION     another llama-cpp-python release in its own venv
                                    (harness.subjects.llama_release; built once, about 5 minutes)
 
@@ -21,7 +21,7 @@ from ..errors import SetupError
 from . import llama_release
 
 TRANSFORMERS = "transformers"
-HF_ENGINE = "harness.subjects.hf:load"
+HF_ENGINE = "harness.subjects.transformers_peer:load"
 HF_EXTRA = "pip install 'gguf-parity[transformers]'   (torch==2.13.0 is the CPU build; see docs/peers.md)"
 
 
@@ -51,7 +51,7 @@ def child_argv(spec: str) -> list[str]:
 
 
 def peer_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
-    """GGUF path -> engine handle for a built-in peer (as `engine_spec.load_engine` returns)."""
+    """GGUF path -> engine handle for a built-in peer (as `harness.runs.engine.load_engine` returns)."""
     from ..models.shipped import child_env
     from .client import RemoteEngine
     argv, env = child_argv(spec), child_env()

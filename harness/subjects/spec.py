@@ -6,7 +6,8 @@
     --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release
     --engine hf:PATH | spm:PATH | tekken:PATH
                                   the model's original tokenizer as the "engine": llama.cpp against
-                                  the original (docs/references.md; harness.references)
+                                  the original (docs/references.md); resolved a floor up, by
+                                  `harness.runs.engine.load_engine`, since its client builds on ours
 
 `load_engine` checks the spec once (a bad one is a `SetupError`, exit 2) and
 returns a factory: GGUF path -> engine handle (`harness.subjects.guard`). The
@@ -30,7 +31,6 @@ from typing import Any
 from ..contained import probe
 from ..errors import SetupError
 from ..models.shipped import child_env
-from ..references.specs import is_reference, reference_factory
 from .peers import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
@@ -67,8 +67,6 @@ def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
         return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout)
     if is_peer(spec):  # transformers, llama.cpp@VERSION: docs/peers.md
         return peer_factory(spec, args=args, timeout=timeout)
-    if is_reference(spec):  # hf:, spm:, tekken: the original tokenizer, contained (docs/references.md)
-        return reference_factory(spec, args=args, timeout=timeout)
     if is_ours(spec):
         from tokenizer import Tokenizer
 

@@ -2,6 +2,8 @@
 
 `Tokenizer.from_gguf` looks an engine up here (`engine_for`), once per file;
 nothing else does.
+May import: `tokenizer.vocab`, `tokenizer.vocab_rules`, `tokenizer.attrs`, `tokenizer.pieces`, `tokenizer.gguf`,
+`tokenizer.normalize`, `tokenizer.pretokenize`, `tokenizer.unicode`, `tokenizer.cache`, `tokenizer.errors`.
 """
 
 from __future__ import annotations

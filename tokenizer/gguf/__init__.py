@@ -1,4 +1,4 @@
 """The GGUF format: a strict reader (reader), a writer (writer) and the on-disk facts (constants).
 
-May import: `tokenizer.errors` only.
+May import: `tokenizer.errors`.
 """

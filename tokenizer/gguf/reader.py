@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GGUFError
+from ..errors import GGUFError, GGUFTruncated
 from .constants import (
     DEFAULT_ALIGNMENT,
     GGML_TYPES,
@@ -173,11 +173,16 @@ class _Cursor:
         at = self.pos if at is None else at
         return GGUFError(f"{self.name}: {what} (offset {at:#x})")
 
+    def short(self, what: str, needed: int, at: int | None = None) -> GGUFTruncated:
+        """A `GGUFTruncated` naming the offset: `needed` bytes of file would hold what is announced."""
+        at = self.pos if at is None else at
+        return GGUFTruncated(f"{self.name}: {what} (offset {at:#x})", needed)
+
     def need(self, n: int, what: str) -> None:
         if n < 0 or n > self.size - self.pos:
-            raise self.fail(
-                f"truncated: {what} needs {n} bytes but only {self.size - self.pos} remain"
-            )
+            raise self.short(
+                f"truncated: {what} needs {n} bytes but only {self.size - self.pos} remain",
+                self.pos + max(n, 0))
 
     def take(self, n: int, what: str) -> bytes:
         self.need(n, what)
@@ -245,14 +250,14 @@ class _Cursor:
         for i in range(count):
             if width > size - pos:
                 self.pos = pos
-                raise self.fail(f"truncated: length of element {i} of {what}")
+                raise self.short(f"truncated: length of element {i} of {what}", pos + width)
             (n,) = unpack(buf, pos)
             pos += width
             if n > size - pos:
                 self.pos = pos - width
-                raise self.fail(
+                raise self.short(
                     f"truncated: element {i} of {what} claims {n} bytes "
-                    f"but only {size - pos} remain")
+                    f"but only {size - pos} remain", pos + n)
             out.append(buf[pos:pos + n].decode("utf-8", "surrogateescape"))
             pos += n
         self.pos = pos
@@ -438,12 +443,12 @@ class _Parser:
         etype = self.value_type(f"element type of array {key!r}")
         count_at = self.cur.pos
         count = self.length(f"element count of array {key!r}")
-        if count > self.cur.remaining() // _min_size(etype, self.len_type):
-            raise self.cur.fail(
+        min_size = _min_size(etype, self.len_type)
+        if count > self.cur.remaining() // min_size:
+            raise self.cur.short(
                 f"key {key!r}: array claims {count} elements of type {etype.name}, "
                 f"more than the {self.cur.remaining()} remaining bytes can hold",
-                count_at,
-            )
+                self.cur.pos + count * min_size, count_at)
         if etype in SCALAR_DTYPES:
             return self.scalar_array(key, etype, count)
         if etype == ValueType.STRING:
@@ -521,9 +526,9 @@ class _Parser:
 
     def check_count(self, count: int, min_size: int, what: str, at: int) -> None:
         if count > self.cur.remaining() // min_size:
-            raise self.cur.fail(
+            raise self.cur.short(
                 f"{what} is {count}, more than the {self.cur.remaining()} remaining "
-                f"bytes can hold", at)
+                f"bytes can hold", self.cur.pos + count * min_size, at)
 
     def tensor_infos(self, n_tensors: int) -> list[_RawTensor]:
         w = _len_width(self.len_type)
