@@ -113,6 +113,13 @@ PARITY_FUZZ = int(os.environ.get("GGUF_PARITY_FUZZ", "20"))          # per vocab
 NIGHTLY_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_FUZZ", "1000"))           # per shipped vocabulary
 NIGHTLY_SYNTH_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_SYNTH_FUZZ", "100"))  # per synthetic one (96 of them)
 PARITY_SEED = os.environ.get("GGUF_PARITY_SEED", "0")                # fixed: reproducible CI; "none": unseeded
+# The long phases (docs/long-inputs.md) in the main job and the per-family sessions: run's defaults (one long
+# document, 12,000 calls) would cost our Python engine some 15 s per vocabulary (measured under load), so the
+# main job asks 1,200 calls (every corpus case once more, after the others) and no composed document (our
+# engines' long paths are the corpora's and goldens' own long documents' to check). The nightly takes run's
+# nightly-profile budgets instead.
+MAIN_LONG = ("--long-docs", os.environ.get("GGUF_PARITY_LONG_DOCS", "0"),
+             "--calls", os.environ.get("GGUF_PARITY_CALLS", "1200"))
 JOBS = str(min(os.cpu_count() or 1, 2))
 # K/N: the parity sessions run only that shard (`--shard`, docs/sharding.md) into
 # reports/<session>/shard-K-of-N/{golden,live}, and leave the merge to `merge-reports`.
@@ -141,7 +148,7 @@ def found_nothing(report_dir: Path) -> bool:
 
 
 def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None,
-                 live: list[tuple[str, list[str], int]] | None = None) -> bool:
+                 live: list[tuple[str, list[str], int]] | None = None, long: tuple[str, ...] = ()) -> bool:
     """Golden replay + live run (corpora and fuzz) for `selection`, merged into reports/<session>/.
 
     `live` splits the live run into named parts with their own fuzz budgets
@@ -159,7 +166,7 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
         parts.append(out / "golden")
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
     for name, chosen, budget in live or [("live", selection, fuzz)]:
-        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, "--jobs", JOBS, *shard,
+        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long, "--jobs", JOBS, *shard,
                 "--report", str(out / name))
         parts.append(out / name)
     if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
@@ -181,7 +188,7 @@ def parity(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
     families = SHIPPED_FAMILIES + MAIN_SYNTHETIC_FAMILIES
     selection = [arg for family in families for arg in ("--family", family)]
-    if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED):
+    if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED, long=MAIN_LONG):
         session.error("differences found: see reports/parity/report.html")
 
 
@@ -190,7 +197,8 @@ def _family_session(family: str):
         install(session)
         if family in SYNTHETIC_FAMILIES:
             session.run("python", "-m", "harness", "synth", "--family", family)
-        if not parity_check(session, selection=["--family", family], fuzz=PARITY_FUZZ, seed=PARITY_SEED):
+        if not parity_check(session, selection=["--family", family], fuzz=PARITY_FUZZ, seed=PARITY_SEED,
+                            long=MAIN_LONG):
             session.error(f"differences found: see reports/{session.name}/report.html")
     session_fn.__doc__ = f"Parity of the {family} family (golden + corpora + fuzz) -> reports/parity-{family}/."
     return nox.session(name=f"parity-{family}")(session_fn)

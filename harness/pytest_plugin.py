@@ -11,6 +11,10 @@ harness until then). Per model it collects:
     <model>::vocab::<check>   one item per vocabulary record check (text, score, attr, pieces, ...)
     <model>::<case id>        one item per corpus case (or golden case, with --parity-golden)
     <model>::<fuzz>           with --parity-fuzz N: the hunt; fails with the minimal failing input
+    <model>::<long>           with --parity-long-docs N, long documents: fails with the smallest
+                              failing window of the first failing one
+    <model>::<calls>          many calls of one engine object (--parity-calls N, default 12,000): fails
+                              with the first case whose answer changed, and the call it came at
 
 Nothing is judged here. At a model's first item the harness's own per-model
 check runs once (`harness.runs.live.check_model` live, `harness.runs.replay.compare_golden`
@@ -67,6 +71,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only the --parity-corpus files")
     group.addoption("--parity-fuzz", type=int, default=0, metavar="N",
                     help="fuzzed inputs per model (one <fuzz> item per model; live only)")
+    group.addoption("--parity-long-docs", type=int, default=None, metavar="N",
+                    help="long documents per model (one <long> item per model; live only; default 0: off)")
+    group.addoption("--parity-calls", type=int, default=None, metavar="N",
+                    help="tokenize calls of one engine object in a row (one <calls> item per model; live only; "
+                         "default 12,000, 0: off)")
     group.addoption("--parity-seed", type=int, default=None, metavar="S", help="make the fuzzing reproducible")
     group.addoption("--parity-known-crashes", default=None, metavar="FILE|none",
                     help="known llama.cpp crashes, reported as xfail (default: the project's list)")
@@ -125,8 +134,10 @@ class ParityRun:
 
             from .runs.live import check_model
             chosen = [c for c in plan.cases if plan.selected is None or str(c["id"]) in plan.selected]
-            fuzz = self.config.fuzz if plan.selected is None or "<fuzz>" in plan.selected else 0
-            config = replace(self.config, fuzz=fuzz)
+            chose = {item: plan.selected is None or item in plan.selected for item in ("<fuzz>", "<long>", "<calls>")}
+            config = replace(self.config, fuzz=self.config.fuzz if chose["<fuzz>"] else 0,
+                             long_docs=self.config.long_docs if chose["<long>"] else 0,
+                             calls=self.config.calls if chose["<calls>"] else 0)
             self.results[plan.name] = check_model(plan.arg, config, self.factory, cases=chosen)
         except SetupError as exc:
             self.errors[plan.name] = f"cannot check {plan.arg}: {exc}"
@@ -144,6 +155,9 @@ def _run_argv(options: Any, report_dir: Path) -> list[str]:
         argv += ["--engine-timeout", str(options.parity_engine_timeout)]
     if options.parity_seed is not None:
         argv += ["--seed", str(options.parity_seed)]
+    argv += ["--long-docs", str(options.parity_long_docs or 0)]  # opt-in: a suite picks the cases its engine meets
+    if options.parity_calls is not None:
+        argv += ["--calls", str(options.parity_calls)]
     if options.parity_known_crashes:
         argv += ["--known-crashes", options.parity_known_crashes]
     flags = {"--no-default-corpora": options.parity_no_default_corpora,
@@ -257,6 +271,10 @@ class ParityModel(pytest.Collector):
                  *((cid, "case", cid) for cid in self.plan.case_ids)]
         if self.run.config.fuzz:
             specs.append(("<fuzz>", "fuzz", ""))
+        if self.run.config.long_docs and self.run.golden_dir is None:
+            specs.append(("<long>", "long", ""))
+        if self.run.config.calls and self.run.golden_dir is None:
+            specs.append(("<calls>", "calls", ""))
         return [ParityItem.from_parent(self, name=name, kind=kind, key=key) for name, kind, key in specs]
 
 
@@ -279,7 +297,9 @@ class ParityItem(pytest.Item):
         verdict = {"case": lambda: verdicts.case_verdict(result, self.key, known=run.known),
                    "vocab": lambda: verdicts.vocab_verdict(result, self.key),
                    "model": lambda: verdicts.model_verdict(result, known=run.known),
-                   "fuzz": lambda: verdicts.fuzz_verdict(result)}[self.kind]()
+                   "fuzz": lambda: verdicts.fuzz_verdict(result),
+                   "long": lambda: verdicts.phase_verdict(result, "long"),
+                   "calls": lambda: verdicts.phase_verdict(result, "calls")}[self.kind]()
         for text in verdict.warnings:
             warnings.warn(ParityHarnessFault(f"{self.nodeid}: {text}"), stacklevel=1)
         if verdict.outcome == "flake" and run.config.allow_flakes:

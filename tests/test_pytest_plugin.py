@@ -83,7 +83,7 @@ def test_junit_failures_are_the_failing_cases_of_harness_run(serial, tmp_path):
     assert failed(results) == {("llama-spm", case_id) for case_id in failing}
     assert len(failed(results)) == report["summary"]["failing_cases"] > 0
     passed_cases = {k for k, (o, _) in results.items() if o == "passed" and k[0] == "llama-spm"} - {
-        ("llama-spm", "<model>")}
+        ("llama-spm", "<model>"), ("llama-spm", "<calls>")}
     assert len(passed_cases) == report["summary"]["passed"]
     not_offered = {c for c, row in report["summary"]["capabilities"].items() if row["status"] == "not offered"}
     skipped = {name for (cls, name), (o, _) in results.items() if cls == "llama-spm.vocab" and o == "skipped"}
@@ -231,7 +231,8 @@ def test_the_third_party_example_passes_and_fails_as_it_should(tmp_path, require
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("parity-report", "junit.xml", ".pytest_cache"))
     done, good = pytest_in(folder)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    assert len(good) == 17 and failed(good) == set()  # 16 parity items and the repository's own test
+    assert len(good) == 18 and failed(good) == set()  # 17 parity items (<calls> among them), the repository's test
+    assert good[("llama-spm", "<calls>")][0] == "passed"
     assert {n for (c, n), (o, _) in good.items() if o == "skipped"} == {"pieces", "attr", "specials", "eog", "control"}
     done, bad = pytest_in(folder, env={"EXAMPLE_ENGINE": "broken"}, cache=True)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr

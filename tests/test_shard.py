@@ -197,8 +197,11 @@ def test_three_shards_merge_to_the_unsharded_run(tmp_path, require_vocab):
     corpus = tmp_path / "planted.jsonl"  # planted faults, so the lists compared are not empty
     corpus.write_text("".join(json.dumps({"id": f"p{i}", "text": t}) + "\n"
                               for i, t in enumerate(["a ZQXWRONG b", "ZQXRAISE", "\tx"])), encoding="utf-8")
+    # Without the long phases: they run per model in the shard holding the model, on that shard's cases
+    # (docs/long-inputs.md), so only the phases' notes and the documents' counts would differ.
     whole, merged, metas = run_sharded(tmp_path, ["run", *SMALL, "--corpus", str(corpus), "--fuzz", "5", "--seed",
-                                                  "0", "--engine", "tests.broken_engine:load_tab", "--quiet"], 3)
+                                                  "0", "--engine", "tests.broken_engine:load_tab", "--quiet",
+                                                  "--long-docs", "0", "--calls", "0"], 3)
     assert whole["mismatches"] and whole["engine_errors"] and whole["summary"]["cases"] > 100
     assert [m["index"] for m in metas] == [1, 2, 3] and len({m["partition"] for m in metas}) == 1
     assert sum(m["owned_units"] for m in metas) == metas[0]["units"]

@@ -46,6 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"fuzzed inputs per model (default 0, or the max_examples of ${PROFILE_ENV})")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="make the fuzzing reproducible (the example database is then not used)")
+    parser.add_argument("--long-docs", type=int, default=None, metavar="N",
+                        help="long documents per model, 66,000 bytes and up, a failing one shrunk to its smallest "
+                             "failing window (default 1; 2 with the nightly profile)")
+    parser.add_argument("--long-bytes", type=int, default=None, metavar="N",
+                        help="the largest long document, in bytes (default 132,000; 1,100,000 nightly)")
+    parser.add_argument("--calls", type=int, default=None, metavar="N",
+                        help="tokenize calls of one engine object in a row on the corpus texts, each compared "
+                             "with llama.cpp's recorded answer (default 12,000; 40,000 nightly; 0: off)")
     engine_options.add_arguments(parser)
     reference_options.add_arguments(parser)
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
@@ -74,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     sharded = plan(config) if config.shard else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
-            "fuzz": config.fuzz, "seed": config.seed, "known_crashes": config.known_crashes.source,
+            "fuzz": config.fuzz, "seed": config.seed,
+            "long_docs": config.long_docs, "long_bytes": config.long_bytes, "calls": config.calls,
+            "known_crashes": config.known_crashes.source,
             "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),

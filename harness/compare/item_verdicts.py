@@ -95,13 +95,25 @@ def model_verdict(result: ModelResult, *, known: dict | None = None) -> Verdict:
 
 def fuzz_verdict(result: ModelResult) -> Verdict:
     """The `<fuzz>` item: fails with the minimal failing input the hunt shrank to, if it found one."""
-    found = [e for kind in FINDINGS for e in getattr(result, kind) if e.get("fuzz")]
+    found = [e for kind in FINDINGS for e in getattr(result, kind) if e.get("fuzz") and not e.get("long")]
     if not found:
         return Verdict("pass")
     first = found[0]
     shown = repr(bytes.fromhex(first["bytes"])) if first.get("bytes") else repr(first.get("text", ""))
     head = f"fuzzing found a failing input, shrunk to {shown} (case {first['case_id']})"
     return Verdict("fail", _joined([head, *(entry_text(e) for e in found)]))
+
+
+def phase_verdict(result: ModelResult, phase: str) -> Verdict:
+    """The `<long>` or `<calls>` item (`harness.runs.documents`, `harness.runs.calls`): its findings, with the note."""
+    found = [e for kind in FINDINGS for e in getattr(result, kind) if e.get(phase)]
+    prefix = {"long": "long documents:", "calls": "calls:"}[phase]
+    notes = [n for n in result.notes if n.startswith(prefix)]
+    if found:
+        return Verdict("fail", _joined([*notes, *(entry_text(e) for e in found)]))
+    if any("not checked" in n for n in notes):
+        return Verdict("skip", _joined(notes))
+    return Verdict("pass")
 
 
 def _model_entries(result: ModelResult) -> list[dict]:

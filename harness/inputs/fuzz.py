@@ -108,8 +108,11 @@ class Hunt:
 
 
 def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int, seed: int | None, key: str,
-         shrink_budget: int = 150, on_example: Callable[[], None] | None = None) -> Hunt:
+         shrink_budget: int = 150, on_example: Callable[[], None] | None = None, shrink: bool = True) -> Hunt:
     """Run the hunt; see the module docstring.
+
+    With `shrink` false the first failing input is returned as found (a long document is
+    shrunk by `harness.inputs.shrink` instead, a window at a time).
 
     Hypothesis' public `find` does the search and the shrinking; `database_key`
     names this model's entries in the example database.
@@ -132,7 +135,7 @@ def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int
         return bool(memo[case["id"]])
 
     try:
-        value = find(strategy, fails, settings=_settings(n, seed),
+        value = find(strategy, fails, settings=_settings(n, seed, shrink=shrink),
                      random=None if seed is None else _SeedAsIs(seed),
                      database_key=None if seed is not None else f"gguf-parity:{key}".encode())
     except NoSuchExample:
@@ -155,9 +158,10 @@ class _SeedAsIs(Random):
         return self._seed % (1 << k)
 
 
-def _settings(n: int, seed: int | None) -> settings:
+def _settings(n: int, seed: int | None, *, shrink: bool = True) -> settings:
     """Up to `n` examples, quiet, no deadline; with a `seed`, no example database (it would change what runs)."""
     database = None if seed is not None else example_database()
-    phases = [Phase.generate, Phase.shrink] if seed is not None else [Phase.reuse, Phase.generate, Phase.shrink]
+    phases = [Phase.generate] if seed is not None else [Phase.reuse, Phase.generate]
+    phases += [Phase.shrink] if shrink else []
     return settings(max_examples=max(n, 1), database=database, deadline=None, phases=phases,
                     verbosity=Verbosity.quiet, derandomize=False)

@@ -306,6 +306,61 @@ def fuzz_inputs(draw, view: VocabView | None = None):
     return draw(draw(st.sampled_from(options)))
 
 
+# --- long documents -------------------------------------------------------------------------
+
+LONG_MIN_BYTES = 66_000  # past 64 KiB: a buffer, chunk or index of that size goes wrong only there
+LONG_SEPARATORS = (" ", "\n", "", "  ", "\t", " | ")
+LONG_SHAPES = ("repeat", "numbered", "cycle")  # the simplest (first drawn) spells shortest
+
+
+@st.composite
+def long_documents(draw, view: VocabView | None = None, *, texts: tuple[str, ...] = (),
+                   min_bytes: int = LONG_MIN_BYTES, max_bytes: int = 2 * LONG_MIN_BYTES):
+    """A document of `min_bytes` to `max_bytes` (UTF-8) composed from short inputs, with a planted hard part.
+
+    Buffers, chunked reads, caches and batch paths meet only long calls. A few short parts
+    (the corpus's own `texts`, words of many scripts, the vocabulary's material) are joined
+    into a line; the line is repeated (`repeat`), numbered so that thousands of words are
+    distinct (`numbered`), or the parts are cycled one per line (`cycle`), until the document
+    is long enough; one Unicode trap or special token is planted at a drawn place. The draws
+    are few whatever the size, so Hypothesis composes a 1 MB document as cheaply as a word.
+    """
+    sources = [script_words(), unicode_heavy(max_parts=3)]
+    if texts:
+        sources.insert(0, st.sampled_from(texts))
+    if view is not None:
+        sources.append(vocab_aware(view, max_parts=2).map(_as_text))
+    parts = draw(st.lists(st.one_of(*sources), min_size=1, max_size=6))
+    sep = draw(st.sampled_from(LONG_SEPARATORS))
+    shape = draw(st.sampled_from(LONG_SHAPES))
+    size = draw(st.integers(min_bytes, max(min_bytes, max_bytes)))
+    hard = draw(special_tokens(view) if view is not None and view.specials else unicode_heavy(max_parts=2))
+    where = draw(st.integers(0, 100))
+    return compose_document(parts, sep=sep, shape=shape, size=size, hard=hard, where=where)
+
+
+def compose_document(parts: list[str], *, sep: str, shape: str, size: int, hard: str = "", where: int = 0) -> str:
+    """Lines made of `parts` (see `long_documents`) until at least `size` bytes, `hard` planted `where`% in."""
+    line = sep.join(parts)
+    unit = len(line.encode("utf-8", "surrogatepass")) + 1
+    if shape == "repeat":
+        lines = [line + "\n"] * (size // unit + 1)
+    else:
+        lines, total = [], 0
+        while total < size:
+            text = parts[len(lines) % len(parts)] if shape == "cycle" else line
+            text = f"{text}{sep or ' '}{len(lines)}\n" if shape == "numbered" else text + "\n"
+            lines.append(text)
+            total += len(text.encode("utf-8", "surrogatepass"))
+    at = len(lines) * where // 100
+    lines[at:at] = [hard]
+    return "".join(lines)
+
+
+def _as_text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 # --- cases ----------------------------------------------------------------------------------
 
 def _text_if_valid(data: bytes) -> str | bytes:

@@ -54,6 +54,9 @@ class RunConfig:
     shard: Shard | None = None  # --shard K/N: only that part of the work (harness.runs.shard)
     reference: str | None = None  # --reference hf:PATH|spm:PATH|tekken:PATH: the original tokenizer (third_side.py)
     reference_args: tuple[tuple[str, str], ...] = ()  # --reference-arg KEY=VALUE (spm: add_bos=, add_eos=)
+    long_docs: int = 0  # --long-docs: long documents per model (harness.runs.documents); `run` defaults to 1
+    long_bytes: int = 132_000  # --long-bytes: the largest of them, in UTF-8 bytes
+    calls: int = 0  # --calls: tokenize calls of one engine object in a row (harness.runs.calls); `run`: 12,000
 
 
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
@@ -83,10 +86,29 @@ def fuzz_budget(args: argparse.Namespace) -> int:
     return 0
 
 
+# The long phases' budgets, by default and under the nightly profile: (documents, their largest size, calls).
+# 12,000 calls reach past a 10,000th call whatever the corpus; the nightly goes to 1.1 MB and 40,000 calls
+# (our engine: about 30 s per 1 MB document with llama.cpp's side, 3 ms per case of 4 calls).
+LONG_DEFAULTS = {"default": (1, 132_000, 12_000), "nightly": (2, 1_100_000, 40_000)}
+
+
+def long_fields(args: argparse.Namespace) -> dict:
+    """RunConfig fields for --long-docs, --long-bytes and --calls (`SetupError` on a bad one)."""
+    docs, size, calls = LONG_DEFAULTS["nightly" if os.environ.get(PROFILE_ENV) == "nightly" else "default"]
+    if getattr(args, "case", None):  # a reproduce command (--case ID) checks its cases, not new documents
+        docs, calls = 0, 0
+    given = {"long_docs": getattr(args, "long_docs", None), "long_bytes": getattr(args, "long_bytes", None),
+             "calls": getattr(args, "calls", None)}
+    for key, value in given.items():
+        if value is not None and value < 0:
+            raise SetupError(f"--{key.replace('_', '-')} must be 0 or more")
+    return {"long_docs": docs, "long_bytes": size, "calls": calls} | {k: v for k, v in given.items() if v is not None}
+
+
 def live_config(args: argparse.Namespace) -> RunConfig:
     """`run`'s config from its parsed arguments."""
     limits = worker_limits.from_args(args)
-    kwargs = found_fields(args) | reference_fields(args)
+    kwargs = found_fields(args) | reference_fields(args) | long_fields(args)
     return RunConfig(  # paths absolute once, here: workers run in another directory
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),

@@ -48,7 +48,7 @@ from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..report import fuzz_summary
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe
-from . import check
+from . import calls, check, documents
 from .config import RunConfig
 from .engine import load_engine
 from .outcomes import (
@@ -156,6 +156,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
     result = ModelResult(name, family_of(name))
     attach_source(result, path)
     cases = gather_cases(path, name, config) if cases is None else cases
+    texts = documents.corpus_texts(cases)  # every shard composes its documents from the same texts
     if part is not None:
         cases = [c for c in cases if part.owns(name, str(c["id"]))]
     fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
@@ -174,9 +175,12 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
             prepared = _prepare(path, name, arg, loaded, config, result)
             with third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
-                check.judge_cases(subject, cases, LiveExpected(pool), result, bar, reference=third)
+                recorder = calls.Recorder(LiveExpected(pool))  # llama.cpp's records, for the calls phase
+                check.judge_cases(subject, cases, recorder, result, bar, reference=third)
                 if fuzz:
                     _fuzz(subject, pool.sessions[0], config, result, bar, third)
+                if part is None or part.owns(name):  # the shard holding the model's own unit
+                    _long_phases(subject, pool.sessions[0], config, result, third, texts, recorder)
         finally:
             _close(loaded[0], result)
     finally:
@@ -298,11 +302,7 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
     ran of the budget, and why the hunt stopped short of it, go to `result.fuzz`
     and the notes (`harness.report.fuzz_summary`).
     """
-    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
-                           pieces=subject.table.pieces)
-    extra = fuzz_specials(config, subject.path) if third is not None else ()
-    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.third_side)
-        view = replace(view, specials=view.specials + extra)
+    view = _view(subject, config, third)
     budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
     stopped: str | None = "when the run itself stopped (an interruption or an error)"
@@ -334,6 +334,38 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
+
+
+def _view(subject: Subject, config: RunConfig, third: ReferenceSide | None) -> strategies.VocabView:
+    """What the vocabulary-aware strategies draw from: the model's pieces and special tokens."""
+    view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
+                                 pieces=subject.table.pieces)
+    extra = fuzz_specials(config, subject.path) if third is not None else ()
+    if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.third_side)
+        view = replace(view, specials=view.specials + extra)
+    return view
+
+
+def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
+                 third: ReferenceSide | None, texts: tuple[str, ...], recorder: calls.Recorder) -> None:
+    """Long documents judged live, then many calls of the one engine object against the records kept.
+
+    The documents are composed of the corpus's texts, so they wait until the engine agrees on every
+    case: a short failure is the better reproduction, and a document holding it would only repeat it.
+    """
+    if config.long_docs > 0 and result.failing:
+        result.notes.append(f"long documents: not checked (the engine differs on {len(result.failing)} shorter "
+                            "case(s) already; they run once those agree)")
+    elif config.long_docs > 0:
+        judged: list = []
+        judge = _judge(subject, session, ignore_crashes=False, known_seen={}, judged=judged, third=third)
+        with _database(config.hypothesis_db):
+            generated = documents.check_documents(subject.name, judge, _view(subject, config, third),
+                                                  texts, result, docs=config.long_docs,
+                                                  max_bytes=config.long_bytes, seed=config.seed)
+        for case, expected, got in judged[:generated]:  # the documents, not the windows shrinking one
+            capmod.tally_case(result, subject.engine.caps, case, expected, got)
+    calls.check_calls(subject, recorder, config.calls, result, seed=config.seed)
 
 
 @contextmanager
