@@ -96,9 +96,8 @@ def _add(card: dict, entry: dict) -> None:
     pair = _pair_name(entry)
     _once(card["causes"], cause_of(entry))
     _once(card["categories"], str(entry.get("category")))
-    evidence = evidence_of(entry)
-    if evidence is not None:
-        _once(card["evidence"], json.dumps(evidence, ensure_ascii=False))
+    for row in _pair_evidence(entry):
+        _once(card["evidence"], row)
     for line in entry.get("gguf_keys") or []:
         _once(card["gguf_keys"], str(line))
     card["pairs"].append({"category": entry.get("category"), "class": entry.get("class"), "flags": pair,
@@ -114,6 +113,17 @@ def _add(card: dict, entry: dict) -> None:
                 _once(table["flags"], pair)
                 return
         card["tables"].append({"key": key, "flags": [pair], "rows": window(rows)})
+
+
+def _pair_evidence(entry: dict) -> list[dict]:
+    """The cause's evidence for this entry's own flag pair (the ids after the change, both sides), shown
+    once per pair on the card; evidence of another shape is shown whole."""
+    evidence = evidence_of(entry)
+    if not isinstance(evidence, list):
+        return [] if evidence is None else [{"raw": json.dumps(evidence, ensure_ascii=False)}]
+    rows = [row for row in evidence if isinstance(row, dict) and "original" in row
+            and row.get("add_special") == entry.get("add_special") and row.get("parse_special") == entry.get("parse_special")]
+    return [{"flags": _pair_name(entry), "original": row["original"], "llama": row.get("llama.cpp")} for row in rows]
 
 
 def clip(text: str) -> str:

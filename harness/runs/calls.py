@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from random import Random
 
-from ..compare.findings import Subject, findings
+from ..compare.findings import Subject
 from ..compare.result import ModelResult
 from ..golden.records import FLAGS
-from .check import Answer, Expected
+from .check import Answer, Expected, judge_case
 
 CHUNK = 256  # cases asked of the engine per evaluate_many: the engine batches them as in the corpus phase
 ROUND = 1000  # the reproduce command's --calls is rounded up to this
@@ -77,7 +77,7 @@ def check_calls(subject: Subject, recorder: Recorder, calls: int, result: ModelR
         chunk = [agreed[i] for i in order[start:start + CHUNK]]
         answers = subject.engine.evaluate_many([case for case, _ in chunk])
         for offset, ((case, record), got) in enumerate(zip(chunk, answers, strict=True)):
-            found = findings(subject, case, record, got)
+            found, _ = judge_case(subject, case, record, got)
             if found:
                 _report(subject, result, found, case, call=before + (start + offset) * len(FLAGS) + 1,
                         phase_call=(start + offset) * len(FLAGS) + 1)

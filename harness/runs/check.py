@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..compare.findings import (
     EngineError,
@@ -95,15 +95,26 @@ def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, res
         record, crash = answer()
         got = got_of.get(case["id"])
         result.cases += 1
-        found = findings(subject, case, record, got, crash=crash)
+        found, decoded = judge_case(subject, case, record, got, crash=crash, reference=reference, ours=ours)
         if reference is not None:
-            decoded = reference.decoded(record)  # the original decodes llama.cpp's ids
             reference.count(record, got, ours, decoded)
-            found = reference.findings(subject, case, record, got, ours, found, decoded)
         for kind, entry in found:
             result.add(kind, entry)
         capmod.tally_case(result, subject.engine.caps, case, record, got)
         bar.advance(note=f"{len(result.failing)} failing")
+
+
+def judge_case(subject: Subject, case: dict, record: dict | None, got: Any, *, crash: dict | None = None,
+               reference: ReferenceSide | None = None, ours: Any = None) -> tuple[list[tuple[str, dict]], Any]:
+    """One case's findings, the one judge of golden, live and fuzzed cases: the engine's outcome `got`
+    against the expected `record` (or llama.cpp's `crash`), and with a `reference` the original's
+    outcome `ours` too. Returns the findings and the original's decode of llama.cpp's ids (None
+    without a reference), which the caller counts: live and replay at once, the fuzzer for the
+    cases it keeps."""
+    found = findings(subject, case, record, got, crash=crash)
+    if reference is None:
+        return found, None
+    return reference.judge(subject, case, record, got, ours, found)
 
 
 def engine_unloaded(result: ModelResult, cases: Sequence[dict]) -> ModelResult:

@@ -30,7 +30,6 @@ from queue import Queue
 from ..compare.findings import (
     Subject,
     crash_finding,
-    findings,
     run_engine,
 )
 from ..compare.result import ModelResult
@@ -281,11 +280,10 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
         got = run_engine(subject.engine, case)
         if judged is not None:
             judged.append((case, expected, got))
-        found = findings(subject, case, expected, got, crash=crash)
+        ours = third.outcome(case) if third is not None else None
+        found, decoded = check.judge_case(subject, case, expected, got, crash=crash, reference=third, ours=ours)
         if third is not None:
-            ours, decoded = third.outcome(case), third.decoded(expected)
             third.seen[case["id"]] = (ours, decoded)
-            found = third.findings(subject, case, expected, got, ours, found, decoded)
         for kind, entry in found:
             if kind == "known_oracle_crashes":
                 known_seen.setdefault(entry["known_crash"], set()).add(case["id"])

@@ -141,6 +141,14 @@ class ReferenceSide:
             for outcome in decoded.outcomes():
                 self.counts.add_decode(outcome)
 
+    def judge(self, subject: Subject, case: dict, record: dict | None, got: Any, ours: Any,
+              found: list[tuple[str, dict]]) -> tuple[list[tuple[str, dict]], Any]:
+        """One case three ways, in one call: the original decodes llama.cpp's ids in `record`, and `found`
+        (the case's parity findings) comes back with the reference's own findings; with the decode,
+        which `count` takes."""
+        decoded = self.decoded(record)
+        return self.findings(subject, case, record, got, ours, found, decoded), decoded
+
     def findings(self, subject: Subject, case: dict, record: dict | None, got: Any, ours: Any,
                  found: list[tuple[str, dict]], decoded: Any = None) -> list[tuple[str, dict]]:
         """`found` (the case's parity findings) with three rows each, plus the reference's own findings.
