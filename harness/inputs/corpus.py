@@ -82,12 +82,13 @@ def _check_item(item, where: str) -> dict:
             bytes.fromhex(item["bytes"])
         except (TypeError, ValueError):
             raise CorpusError(f"{where}: \"bytes\" is not hex") from None
-    elif not _encodable(item["text"]):
+    elif not encodable(item["text"]):
         raise CorpusError(f"{where}: \"text\" has a lone surrogate; give such input as \"bytes\" (hex)")
     return {k: item[k] for k in ("id", "text", "bytes") if k in item}
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """Whether `text` is valid UTF-8 text (no lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -148,17 +149,8 @@ def vocab_cases(model: str | os.PathLike) -> list[dict]:
     after a newline and at the end of a sentence, so the special-token
     partition, lstrip/rstrip handling and parse_special are all exercised.
     """
-    from tokenizer import GGUFError
-    from tokenizer.gguf import reader as gguf  # here, so the oracle side never needs the engines
-
-    try:
-        metadata = gguf.read(model).metadata
-    except (GGUFError, OSError):
-        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
-    tokens = metadata.get("tokenizer.ggml.tokens") or []
-    chosen = _chosen_tokens(tokens, metadata.get("tokenizer.ggml.token_type"))
     cases = []
-    for token_id, text in chosen:
+    for token_id, text in chosen_tokens(model):
         for variant, template in _VARIANTS.items():
             cases.append(make_case(f"vocab-{token_id}-{variant}", template.format(t=text)))
     return cases
@@ -172,6 +164,18 @@ _VARIANTS = {
     "line": "first line\n{t}second",
     "tail": "The end. {t}",
 }
+
+
+def chosen_tokens(model: str | os.PathLike) -> list[tuple[int, str]]:
+    """(id, text) of up to 8 control and 8 user-defined tokens, read from the GGUF ([] if our reader refuses it)."""
+    from tokenizer import GGUFError
+    from tokenizer.gguf import reader as gguf  # here, so the oracle side never needs the engines
+
+    try:
+        metadata = gguf.read(model).metadata
+    except (GGUFError, OSError):
+        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
+    return _chosen_tokens(metadata.get("tokenizer.ggml.tokens") or [], metadata.get("tokenizer.ggml.token_type"))
 
 
 def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
@@ -189,7 +193,7 @@ def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
 
 
 def default_corpora(model: str | os.PathLike) -> list[dict]:
-    """The default cases for one vocabulary: `.inp` vectors, edge cases, prose, vocabulary and boundary cases."""
+    """The default cases for one vocabulary: `.inp` vectors, edge, prose, vocabulary, boundary and document cases."""
     cases = []
     inp = inp_path(model)
     if inp is not None:
@@ -200,6 +204,8 @@ def default_corpora(model: str | os.PathLike) -> list[dict]:
     cases += vocab_cases(model)
     from . import boundaries  # the rules' edges: a packed slice by default, all with GGUF_PARITY_BOUNDARIES=full
     cases += boundaries.cases(Path(model), boundaries.level())
+    from . import documents  # long documents: the engines' batch paths (GGUF_PARITY_DOCUMENTS=off leaves them out)
+    cases += documents.documents(model)
     return unique_ids(cases)
 
 
