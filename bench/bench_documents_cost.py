@@ -11,6 +11,7 @@ their ratio (alternating keeps the ratio meaningful on a shared machine):
 
     python bench/bench_documents_cost.py                  # one round each
     python bench/bench_documents_cost.py --rounds 2 --part live
+    python bench/bench_documents_cost.py --cpu --model llama-spm --model bert-bge   # CPU seconds, two vocabularies
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -27,13 +29,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("spm", "bpe", "wpm", "ugm", "sensitivity")
 SELECTION = [arg for family in FAMILIES for arg in ("--family", family)]
+CPU = False  # --cpu: CPU seconds (harness and llama.cpp workers), which a shared machine's load does not inflate
+
+
+def cpu_seconds() -> float:
+    """User and system CPU of every child process waited for so far (the harness and its workers)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def timed(cmd: list[str], env: dict[str, str], report: Path) -> tuple[float, int]:
-    """(wall seconds, cases) of one harness command writing `report`."""
-    start = time.perf_counter()
+    """(seconds, cases) of one harness command writing `report`: CPU seconds with --cpu, else wall."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds = cpu_seconds() - cpu if CPU else time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"error: {' '.join(cmd)} exited {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
     return seconds, json.loads((report / "report.json").read_text(encoding="utf-8"))["summary"]["cases"]
@@ -70,7 +79,14 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="llama.cpp workers, as the main job uses")
     parser.add_argument("--part", choices=("golden", "live", "both"), default="both")
     parser.add_argument("--before", default="main", help="the commit whose goldens have no documents")
+    parser.add_argument("--model", action="append", default=[],
+                        help="only these vocabularies (default: the main job's)")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds instead of wall seconds")
     args = parser.parse_args()
+    global CPU, SELECTION
+    CPU = args.cpu
+    if args.model:
+        SELECTION = [arg for model in args.model for arg in ("--model", model)]
     best: dict[tuple[str, str], tuple[float, int]] = {}
     with tempfile.TemporaryDirectory(prefix="gguf-parity-bench-") as tmp:
         before = old_goldens(args.before, Path(tmp) / "before") if args.part != "live" else None
@@ -84,7 +100,8 @@ def main() -> int:
                         seconds, cases = golden_run(before if label == "without" else ROOT / "golden", report)
                     else:
                         seconds, cases = live_run("off" if label == "without" else "default", args.jobs, report)
-                    print(f"round {r + 1}: {part:6} {label:7} documents  {cases:6} cases  {seconds:6.1f} s", flush=True)
+                    print(f"round {r + 1}: {part:6} {label:7} documents  {cases:6} cases  {seconds:6.1f} s"
+                          f"{' CPU' if CPU else ''}", flush=True)
                     if (part, label) not in best or seconds < best[(part, label)][0]:
                         best[(part, label)] = (seconds, cases)
     total = {label: sum(best[(p, label)][0] for p in ("golden", "live") if (p, label) in best)

@@ -21,19 +21,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
 from ..files import input_limits, jsonl
-from .cases import make_case, spread
+from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
 INP_SEPARATOR = b"\n__ggml_vocab_test__\n"
 
-# GGUF token types (llama.cpp's LLAMA_TOKEN_TYPE_*) worth building cases around.
-CONTROL, USER_DEFINED = 3, 4
-MAX_TOKENS_PER_TYPE = 8   # special-token cases stay a few dozen per vocabulary
-MAX_TOKEN_BYTES = 48
 
 
 class CorpusError(ValueError):
@@ -85,15 +79,6 @@ def _check_item(item, where: str) -> dict:
     elif not encodable(item["text"]):
         raise CorpusError(f"{where}: \"text\" has a lone surrogate; give such input as \"bytes\" (hex)")
     return {k: item[k] for k in ("id", "text", "bytes") if k in item}
-
-
-def encodable(text: str) -> bool:
-    """Whether `text` is valid UTF-8 text (no lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def split_inp(raw: bytes) -> list[bytes]:
@@ -164,32 +149,6 @@ _VARIANTS = {
     "line": "first line\n{t}second",
     "tail": "The end. {t}",
 }
-
-
-def chosen_tokens(model: str | os.PathLike) -> list[tuple[int, str]]:
-    """(id, text) of up to 8 control and 8 user-defined tokens, read from the GGUF ([] if our reader refuses it)."""
-    from tokenizer import GGUFError
-    from tokenizer.gguf import reader as gguf  # here, so the oracle side never needs the engines
-
-    try:
-        metadata = gguf.read(model).metadata
-    except (GGUFError, OSError):
-        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
-    return _chosen_tokens(metadata.get("tokenizer.ggml.tokens") or [], metadata.get("tokenizer.ggml.token_type"))
-
-
-def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
-    from tokenizer.gguf import reader as gguf
-
-    if types is None or not tokens:
-        return []
-    types = np.asarray(types)
-    chosen: list[tuple[int, str]] = []
-    for kind in (CONTROL, USER_DEFINED):
-        ids = [int(i) for i in np.nonzero(types == kind)[0]
-               if 0 < len(gguf.as_bytes(tokens[i])) <= MAX_TOKEN_BYTES]
-        chosen.extend((i, tokens[i]) for i in spread(ids, MAX_TOKENS_PER_TYPE))
-    return chosen
 
 
 def default_corpora(model: str | os.PathLike) -> list[dict]:

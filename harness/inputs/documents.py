@@ -28,7 +28,7 @@ import os
 import random
 from pathlib import Path
 
-from .cases import make_case
+from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
 DIVERSE = CORPORA_DIR / "diverse.txt"
@@ -158,9 +158,7 @@ def document_case(case_id: str, text: str) -> dict:
 
 def special_texts(model: str | os.PathLike) -> list[str]:
     """The texts of the vocabulary's chosen control and user-defined tokens (`corpus.vocab_cases`' choice)."""
-    from . import corpus
-
-    return [text for _, text in corpus.chosen_tokens(model) if corpus.encodable(text)]
+    return [text for _, text in chosen_tokens(model) if encodable(text)]
 
 
 def attach_inputs(cases: list[dict], model: str | os.PathLike) -> list[dict]:
