@@ -130,3 +130,26 @@ def test_every_shipped_golden_holds_the_documents_as_digests(name):
     assert set(docs) == {"doc-diverse", "doc-mixed"}
     for case in docs.values():
         assert "digest" in case or "crash" in case
+
+
+class _Counting:
+    """An API whose detokenize is counted (ids and bytes are not what this test checks)."""
+
+    def __init__(self) -> None:
+        self.detokenized = 0
+
+    def tokenize(self, data, *, add_special: bool, parse_special: bool):
+        return [1] * (len(data) // 1000)
+
+    def detokenize(self, ids, *, remove_special: bool, unparse_special: bool):
+        self.detokenized += 1
+        return b"x" * len(ids)
+
+
+@pytest.mark.parametrize(("size", "calls"), [pytest.param(100, 16, id="short: every call"),
+                                             pytest.param(96 << 10, 4, id="document: once per id list")])
+def test_a_long_inputs_repeated_id_lists_are_detokenized_once(size, calls):
+    api = _Counting()
+    record = evaluate_case(api, {"id": "x", "text": "a" * size})
+    assert api.detokenized == calls
+    assert all(len(e["detokenize"]) == 4 for e in record["encode"])
