@@ -132,9 +132,12 @@ SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names", "sensitivity
 MAIN_SYNTHETIC_FAMILIES = ("sensitivity",)   # synthetic families the main job runs too (built first)
 
 
-def harness(session: nox.Session, *args: str) -> None:
+HARNESS = ("python", "-m", "harness")
+
+
+def harness(session: nox.Session, *args: str, command: tuple[str, ...] = HARNESS) -> None:
     """`python -m harness ...`; exit 1 (differences found) does not stop the session, exit 2 does."""
-    session.run("python", "-m", "harness", *args, success_codes=[0, 1])
+    session.run(*command, *args, success_codes=[0, 1])
 
 
 def found_nothing(report_dir: Path) -> bool:
@@ -148,26 +151,28 @@ def found_nothing(report_dir: Path) -> bool:
 
 
 def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None,
-                 live: list[tuple[str, list[str], int]] | None = None, long: tuple[str, ...] = ()) -> bool:
+                 live: list[tuple[str, list[str], int]] | None = None, long: tuple[str, ...] = (),
+                 command: tuple[str, ...] = HARNESS, out: Path | None = None) -> bool:
     """Golden replay + live run (corpora and fuzz) for `selection`, merged into reports/<session>/.
 
     `live` splits the live run into named parts with their own fuzz budgets
     (the nightly); by default it is one run of `selection` with `fuzz`.
     Returns True when the merged report holds no mismatch, engine error or oracle crash.
+    `command` runs the harness (the coverage session: under coverage.py).
     """
-    out = Path("reports") / session.name
+    out = out or Path("reports") / session.name
     shard = ["--shard", SHARD] if SHARD else []
     if SHARD:
         out = out / f"shard-{SHARD.replace('/', '-of-')}"
     parts = []
     if any(Path("golden").glob("*.json*")):
         harness(session, "compare", "--golden", "golden", *selection, "--quiet", *shard,
-                "--report", str(out / "golden"))
+                "--report", str(out / "golden"), command=command)
         parts.append(out / "golden")
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
     for name, chosen, budget in live or [("live", selection, fuzz)]:
         harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long, "--jobs", JOBS, *shard,
-                "--report", str(out / name))
+                "--report", str(out / name), command=command)
         parts.append(out / name)
     if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
         return all(found_nothing(part) for part in parts)
@@ -188,8 +193,37 @@ def parity(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
     families = SHIPPED_FAMILIES + MAIN_SYNTHETIC_FAMILIES
     selection = [arg for family in families for arg in ("--family", family)]
+    # The long documents are checked by the golden replay (their digests); asked of llama.cpp live
+    # they would cost the main job about as much again (docs/coverage.md, "Cost"): the nightly does that.
+    session.env.setdefault("GGUF_PARITY_DOCUMENTS", "off")
     if not parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED, long=MAIN_LONG):
         session.error("differences found: see reports/parity/report.html")
+
+
+@nox.session
+def coverage(session: nox.Session) -> None:
+    """Line coverage of tokenizer/ under the main job (golden replay, then the live run with fuzz, exactly as
+    `parity` runs them, each under coverage.py) -> reports/coverage/ (coverage.txt, coverage.json, html/);
+    docs/coverage.md has the figures and the reason for every line left unreached."""
+    install(session, "test")
+    for family in MAIN_SYNTHETIC_FAMILIES:
+        session.run("python", "-m", "harness", "synth", "--family", family)
+    out = Path("reports") / session.name
+    out.mkdir(parents=True, exist_ok=True)
+    session.env["COVERAGE_FILE"] = str((out / ".coverage").resolve())
+    session.env.setdefault("GGUF_PARITY_DOCUMENTS", "off")  # as `parity` runs it
+    session.run("python", "-m", "coverage", "erase")
+    command = ("python", "-m", "coverage", "run", "--parallel-mode", "--source", "tokenizer",
+               "-m", "harness")
+    families = SHIPPED_FAMILIES + MAIN_SYNTHETIC_FAMILIES
+    selection = [arg for family in families for arg in ("--family", family)]
+    parity_check(session, selection=selection, fuzz=PARITY_FUZZ, seed=PARITY_SEED, long=MAIN_LONG,
+                 command=command, out=out)
+    session.run("python", "-m", "coverage", "combine")
+    session.run("sh", "-c", f"python -m coverage report --show-missing > {out / 'coverage.txt'}", external=True)
+    session.run("python", "-m", "coverage", "json", "-o", str(out / "coverage.json"))
+    session.run("python", "-m", "coverage", "html", "-d", str(out / "html"))
+    session.log((out / "coverage.txt").read_text(encoding="utf-8"))
 
 
 def _family_session(family: str):
@@ -328,6 +362,7 @@ def nightly(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
     session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.inputs.boundaries)
+    session.env["GGUF_PARITY_DOCUMENTS"] = "full"    # the live run adds a 900 KiB document (harness.inputs.documents)
     shipped = [arg for family in SHIPPED_FAMILIES for arg in ("--family", family)]
     synthetic = [arg for family in SYNTHETIC_FAMILIES for arg in ("--family", family)]
     # The synthetic vocabularies share a few small token lists and differ in their pre-tokenizer;

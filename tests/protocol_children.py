@@ -14,6 +14,7 @@ tokenize, and the fresh child that replaces it at hello; the one after answers.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -66,6 +67,10 @@ def main(mode: str, state: str | None = None) -> int:
             os._exit(9)
         elif mode == "hang":
             time.sleep(3600)
+        elif mode == "slow-per-64k":  # 0.3 s per 64 KiB of input, then answers: slow, not hung
+            size = sum(len(base64.b64decode(i)) for i in request["inputs"])
+            time.sleep(0.3 * size / (64 << 10))
+            reply({"id": rid, "ok": True, "results": [[{"ids": [len(i)]}] * 4 for i in request["inputs"]]})
         elif mode == "die":
             os._exit(9)
         elif mode == "exit-after-reply":  # answers, then is gone: every next request needs a fresh child

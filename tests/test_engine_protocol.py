@@ -111,6 +111,17 @@ def test_a_hanging_child_is_killed_and_restarted():
     assert engine.child.proc.poll() is not None  # and close() ends it
 
 
+def test_a_long_input_gets_the_engine_timeout_per_64_kib():
+    """A 384 KiB document that a child takes 1.8 s over is slow, not hung, under a 1 s --engine-timeout."""
+    engine = remote("slow-per-64k", timeout=1.0)
+    try:
+        (outcome,) = engine.evaluate_many([{"id": "doc", "text": "a" * (384 << 10)}])
+        assert not isinstance(outcome, EngineError), outcome
+        assert not engine.flakes
+    finally:
+        engine.close()
+
+
 def test_a_good_child_round_trips():
     engine = remote("ok")
     try:

@@ -225,3 +225,26 @@ def test_the_three_way_line_gives_the_decode_counts_apart(tmp_path):
     (tmp_path / "report.json").write_text(json.dumps({"summary": summary}))
     assert noxfile.three_way_line(tmp_path) == ("conversion 3/4 agree (2 not applicable), "
                                                 "decode 10/16 agree (5 explained, 1 differ, 4 not applicable)")
+
+
+def test_the_coverage_session_runs_the_main_job_under_coverage_then_reports(tmp_path, monkeypatch):
+    noxfile = _noxfile()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(noxfile, "llama_wheel", lambda session: Path("llama_cpp_python.whl"))
+    monkeypatch.setattr(noxfile, "found_nothing", lambda report_dir: True)
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / "ggml-vocab-x.json").write_text("{}")
+    (tmp_path / "reports" / "coverage").mkdir(parents=True)
+    (tmp_path / "reports" / "coverage" / "coverage.txt").write_text("TOTAL 61%\n")
+    session = FakeSession([])
+    session.name = "coverage"
+    noxfile.coverage.func(session)
+    commands = [" ".join(args) for args, _ in session.calls]
+    under = "python -m coverage run --parallel-mode --source tokenizer -m harness"
+    families = "--family spm --family bpe --family wpm --family ugm --family sensitivity"
+    steps = [f"{under} compare --golden golden {families} --quiet --report reports/coverage/golden",
+             f"{under} run {families} --fuzz 20 --seed 0", "python -m coverage combine",
+             "sh -c python -m coverage report", "python -m coverage json"]
+    at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
+    assert at == sorted(at), commands
+    assert session.env["COVERAGE_FILE"].endswith("reports/coverage/.coverage")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -113,6 +114,61 @@ def test_buffer_too_small_is_retried_with_the_size_llama_cpp_asks_for(require_vo
     ids = [long_id] * 4
     assert oracle.detokenize(ids, remove_special=False, unparse_special=True) == piece * 4
     assert oracle.token_to_piece(long_id, lstrip=1, special=True) == piece.removeprefix(b" ")
+
+
+@pytest.mark.vocab
+def test_a_long_document_through_buffers_too_small_gives_the_same_ids_and_bytes(require_vocab, oracle_for):
+    """llama_tokenize and llama_detokenize answer a short buffer with minus the size they need;
+    the oracle retries once with it. With first buffers of one id and one byte, a 96 KiB
+    document takes that path on every call and gives llama.cpp's answer from full buffers."""
+    from harness.inputs import documents
+    from harness.oracle.llama import LlamaOracle
+
+    path = require_vocab("llama-bpe")
+    data = next(c for c in documents.documents(path) if c["id"] == "doc-mixed")["text"].encode()
+    full = oracle_for(path)
+    ids = full.tokenize(data, add_special=True, parse_special=True)
+    text = full.detokenize(ids, remove_special=False, unparse_special=True)
+
+    class Tight(LlamaOracle):
+        asked: ClassVar[list[int]] = []
+
+        @staticmethod
+        def first_token_buffer(n_bytes: int) -> int:
+            return 1
+
+        @staticmethod
+        def first_text_buffer(n_ids: int) -> int:
+            return 1
+
+        @staticmethod
+        def _grow(size: int, wanted: int, what: str) -> int:
+            Tight.asked.append(wanted)
+            return LlamaOracle._grow(size, wanted, what)
+
+    with Tight(path) as tight:
+        assert tight.tokenize(data, add_special=True, parse_special=True) == ids
+        assert tight.detokenize(ids, remove_special=False, unparse_special=True) == text
+    assert Tight.asked == [len(ids), len(text)] and len(ids) > 20_000
+
+
+def test_inputs_and_buffers_over_int32_are_refused_not_wrapped(monkeypatch):
+    """llama.cpp's lengths and buffer sizes are int32: a 2 GiB input is refused with a message,
+    and a size llama.cpp asks for past int32 is never passed on (it would wrap negative)."""
+    from harness.oracle import llama
+
+    class Huge(bytes):
+        def __len__(self) -> int:
+            return 2**31
+
+    oracle = object.__new__(llama.LlamaOracle)
+    monkeypatch.setattr(llama, "as_bytes", lambda text: Huge(b"x"))
+    with pytest.raises(llama.OracleError, match=r"2,147,483,648 bytes exceeds llama\.cpp's int32 length"):
+        oracle.tokenize(b"x", add_special=False, parse_special=False)
+    with pytest.raises(llama.OracleError, match=r"over llama\.cpp's int32 size"):
+        llama.LlamaOracle._grow(1 << 20, 2**31, "llama_detokenize")
+    assert llama.LlamaOracle.first_token_buffer(2**31 - 1) == 2**31 - 1
+    assert llama.LlamaOracle.first_text_buffer(2**28) == 2**31 - 1
 
 
 def test_unloadable_file_raises_oracle_error(tmp_path: Path):

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import SetupError
 from ..golden import files as goldens
 from ..golden.identity import mismatch
+from ..inputs import documents
 from ..models.paths import resolve
 from ..models.shipped import models_dir, short_name
 from ..models.synth import synthetic_dir
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             old = goldens.load_golden(file)
             path = find_gguf(old["gguf"], search)
-        except (SetupError, goldens.GoldenError) as exc:
+            old["cases"] = documents.attach_inputs(old["cases"], path)  # a document's text, rebuilt
+        except (SetupError, goldens.GoldenError, documents.DocumentError) as exc:
             if getattr(args, "debug", False):
                 raise  # --debug: the traceback, as for any other input error
             print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..golden import digest
 from ..golden import files as goldens
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
 from ..models.header_only import golden_source
@@ -96,7 +97,10 @@ def print_faults(model: str, faults: list[dict[str, Any]]) -> None:
 def describe_crash(model: str, case: dict[str, Any]) -> str:
     """One line naming the vocabulary, the input, the signal or exit status, and llama.cpp's message."""
     crash = case["crash"]
-    shown = repr(case["text"][:60]) if "text" in case else f"bytes {case['bytes'][:60]}"
+    if "document" in case:
+        shown = f"document of {case['document']['size']:,} bytes"
+    else:
+        shown = repr(case["text"][:60]) if "text" in case else f"bytes {case['bytes'][:60]}"
     status = crash["signal"] or (f"exit {crash['exit']}" if crash["exit"] is not None else crash["kind"])
     message = crash["stderr"].replace("\n", " | ")[:160]
     return f"{model} case {case['id']} ({shown}): {crash['kind']} {status} in {crash['call']}: {message}"
@@ -127,6 +131,7 @@ def record_model(path: Path, cases: list[dict[str, Any]], *, jobs: int = 1,
         results = run_cases(path, cases, jobs=jobs, timeout=timeout, verbose=verbose,
                             memory_limit=memory_limit, faults=faults,
                             progress=lambda done, total, case_id: bar.advance())
+    results = [digest.compact(r, c) if "document" in c else r for r, c in zip(results, cases, strict=True)]
     load_error = {"message": "reading the vocabulary crashed", "crash": info["vocab_crash"]} \
         if info.get("vocab_crash") else None
     return goldens.new_golden(gguf=gguf, llama=info["llama"] or _build_info(),

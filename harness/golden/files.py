@@ -290,8 +290,8 @@ def _validate_packed(golden: dict, *, where: str) -> None:
 # -- comparing two recordings -------------------------------------------------------
 
 def case_input_of(case: dict) -> dict:
-    """Just the input of a golden case: `{"id", "text"|"bytes"}`, ready to replay."""
-    return {k: case[k] for k in ("id", "text", "bytes") if k in case}
+    """Just the input of a golden case: `{"id", "text"|"bytes"}` (and a document's identity), ready to replay."""
+    return {k: case[k] for k in ("id", "text", "bytes", "document") if k in case}
 
 
 def diff_cases(old: dict, new: dict) -> list[str]:
@@ -303,6 +303,9 @@ def diff_cases(old: dict, new: dict) -> list[str]:
         return [f"{was} -> {now}"]
     if "crash" in old:
         return [f"crash changed: {old['crash']} -> {new['crash']}"]
+    if "digest" in old or "digest" in new:
+        from .digest import diff_digests
+        return diff_digests(old, new)
     out = []
     for a, b in zip(old["encode"], new["encode"]):
         flags = f"add_special={a['add_special']} parse_special={a['parse_special']}"

@@ -21,19 +21,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
 from ..files import input_limits, jsonl
-from .cases import make_case, spread
+from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
 INP_SEPARATOR = b"\n__ggml_vocab_test__\n"
 
-# GGUF token types (llama.cpp's LLAMA_TOKEN_TYPE_*) worth building cases around.
-CONTROL, USER_DEFINED = 3, 4
-MAX_TOKENS_PER_TYPE = 8   # special-token cases stay a few dozen per vocabulary
-MAX_TOKEN_BYTES = 48
 
 
 class CorpusError(ValueError):
@@ -82,17 +76,9 @@ def _check_item(item, where: str) -> dict:
             bytes.fromhex(item["bytes"])
         except (TypeError, ValueError):
             raise CorpusError(f"{where}: \"bytes\" is not hex") from None
-    elif not _encodable(item["text"]):
+    elif not encodable(item["text"]):
         raise CorpusError(f"{where}: \"text\" has a lone surrogate; give such input as \"bytes\" (hex)")
     return {k: item[k] for k in ("id", "text", "bytes") if k in item}
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def split_inp(raw: bytes) -> list[bytes]:
@@ -148,17 +134,8 @@ def vocab_cases(model: str | os.PathLike) -> list[dict]:
     after a newline and at the end of a sentence, so the special-token
     partition, lstrip/rstrip handling and parse_special are all exercised.
     """
-    from tokenizer import GGUFError
-    from tokenizer.gguf import reader as gguf  # here, so the oracle side never needs the engines
-
-    try:
-        metadata = gguf.read(model).metadata
-    except (GGUFError, OSError):
-        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
-    tokens = metadata.get("tokenizer.ggml.tokens") or []
-    chosen = _chosen_tokens(tokens, metadata.get("tokenizer.ggml.token_type"))
     cases = []
-    for token_id, text in chosen:
+    for token_id, text in chosen_tokens(model):
         for variant, template in _VARIANTS.items():
             cases.append(make_case(f"vocab-{token_id}-{variant}", template.format(t=text)))
     return cases
@@ -174,22 +151,8 @@ _VARIANTS = {
 }
 
 
-def _chosen_tokens(tokens: list[str], types) -> list[tuple[int, str]]:
-    from tokenizer.gguf import reader as gguf
-
-    if types is None or not tokens:
-        return []
-    types = np.asarray(types)
-    chosen: list[tuple[int, str]] = []
-    for kind in (CONTROL, USER_DEFINED):
-        ids = [int(i) for i in np.nonzero(types == kind)[0]
-               if 0 < len(gguf.as_bytes(tokens[i])) <= MAX_TOKEN_BYTES]
-        chosen.extend((i, tokens[i]) for i in spread(ids, MAX_TOKENS_PER_TYPE))
-    return chosen
-
-
 def default_corpora(model: str | os.PathLike) -> list[dict]:
-    """The default cases for one vocabulary: `.inp` vectors, edge cases, prose, vocabulary and boundary cases."""
+    """The default cases for one vocabulary: `.inp` vectors, edge, prose, vocabulary, boundary and document cases."""
     cases = []
     inp = inp_path(model)
     if inp is not None:
@@ -200,6 +163,8 @@ def default_corpora(model: str | os.PathLike) -> list[dict]:
     cases += vocab_cases(model)
     from . import boundaries  # the rules' edges: a packed slice by default, all with GGUF_PARITY_BOUNDARIES=full
     cases += boundaries.cases(Path(model), boundaries.level())
+    from . import documents  # long documents: the engines' batch paths (GGUF_PARITY_DOCUMENTS=off leaves them out)
+    cases += documents.documents(model)
     return unique_ids(cases)
 
 

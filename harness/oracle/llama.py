@@ -212,9 +212,9 @@ class LlamaOracle:
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
         """llama_tokenize: ids for `text` (raw bytes as given)."""
         data = as_bytes(text)
-        if len(data) > _INT32_MAX:
-            raise OracleError(f"input of {len(data)} bytes exceeds llama.cpp's int32 length")
-        size = len(data) + 16
+        if len(data) > _INT32_MAX:  # llama_tokenize's text_len is an int32: refuse, never wrap
+            raise OracleError(f"input of {len(data):,} bytes exceeds llama.cpp's int32 length ({_INT32_MAX:,})")
+        size = self.first_token_buffer(len(data))
         while True:
             buf = (llama_cpp.llama_token * size)()
             n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, size,
@@ -226,8 +226,10 @@ class LlamaOracle:
     def detokenize(self, ids, *, remove_special: bool, unparse_special: bool) -> bytes:
         """llama_detokenize: the bytes for `ids`."""
         ids = list(ids)
+        if len(ids) > _INT32_MAX:  # n_tokens is an int32 too
+            raise OracleError(f"{len(ids):,} ids exceed llama.cpp's int32 count ({_INT32_MAX:,})")
         arr = (llama_cpp.llama_token * max(len(ids), 1))(*ids)
-        size = 64 + 8 * len(ids)
+        size = self.first_text_buffer(len(ids))
         while True:
             buf = ctypes.create_string_buffer(size)
             n = llama_cpp.llama_detokenize(self._vocab, arr, len(ids), buf, size,
@@ -247,9 +249,25 @@ class LlamaOracle:
             size = self._grow(size, -n, "llama_token_to_piece")
 
     @staticmethod
+    def first_token_buffer(n_bytes: int) -> int:
+        """The first id buffer for an input of `n_bytes`: an id per byte and room for BOS/EOS/SEP, at most int32.
+
+        llama_tokenize answers a buffer that is too small with minus the count it needs;
+        `tokenize` then retries once with that size (tests/test_oracle.py shrinks this one).
+        """
+        return min(n_bytes + 16, _INT32_MAX)
+
+    @staticmethod
+    def first_text_buffer(n_ids: int) -> int:
+        """The first byte buffer for detokenizing `n_ids` ids (8 bytes each), at most int32 (retried when short)."""
+        return min(64 + 8 * n_ids, _INT32_MAX)
+
+    @staticmethod
     def _grow(size: int, wanted: int, what: str) -> int:
         if wanted <= size:  # llama.cpp contract broken: never loop
             raise OracleError(f"{what} asked for {wanted} after a buffer of {size} was too small")
+        if wanted > _INT32_MAX:  # the size is an int32 argument: refuse rather than wrap it
+            raise OracleError(f"{what} needs a buffer of {wanted:,}, over llama.cpp's int32 size ({_INT32_MAX:,})")
         return wanted
 
     @cached_property

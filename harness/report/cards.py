@@ -121,8 +121,9 @@ def _pair_evidence(entry: dict) -> list[dict]:
     evidence = evidence_of(entry)
     if not isinstance(evidence, list):
         return [] if evidence is None else [{"raw": json.dumps(evidence, ensure_ascii=False)}]
+    pair = (entry.get("add_special"), entry.get("parse_special"))
     rows = [row for row in evidence if isinstance(row, dict) and "original" in row
-            and row.get("add_special") == entry.get("add_special") and row.get("parse_special") == entry.get("parse_special")]
+            and (row.get("add_special"), row.get("parse_special")) == pair]
     return [{"flags": _pair_name(entry), "original": row["original"], "llama": row.get("llama.cpp")} for row in rows]
 
 

@@ -23,6 +23,7 @@ from ..compare.verdict import finish
 from ..errors import SetupError
 from ..golden.files import GoldenError, golden_files, load_golden
 from ..golden.identity import mismatch
+from ..inputs import documents
 from ..models.families import family_of
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
@@ -146,6 +147,10 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         return result
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
+    try:  # a long document is recorded by its sha256: rebuild its text (harness.inputs.documents)
+        golden["cases"] = documents.attach_inputs(golden["cases"], path)
+    except documents.DocumentError as exc:
+        raise SetupError(str(exc)) from None
     engine = load_engine_for(factory, path, result)
     if engine is None:
         return check.engine_unloaded(result, golden["cases"])

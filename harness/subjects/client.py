@@ -35,6 +35,7 @@ from .records import (
 )
 
 STDERR_TAIL = 2000
+TIMEOUT_BYTES = 64 << 10  # input bytes per --engine-timeout in one tokenize request (documents take longer)
 MAX_RESTARTS = 3
 MAX_FAILED_IN_A_ROW = 8  # cases failed in a row (each re-checked) before the engine is given up
 SHUTDOWN_WAIT = 5.0
@@ -254,7 +255,8 @@ class RemoteEngine:
         request = {"op": "tokenize", "inputs": [_b64(data) for _, _, data in batch], "flags": [list(f) for f in FLAGS]}
         if "detokenize" in self.caps:
             request["detokenize"] = [list(f) for f in FLAGS]
-        reply = self.child.request(request, self.timeout)
+        size = sum(len(data) for _, _, data in batch)  # a long document gets --engine-timeout per 64 KiB
+        reply = self.child.request(request, self.timeout * max(1.0, size / TIMEOUT_BYTES))
         if not reply.get("ok"):
             raise _Refused(reply.get("error"))
         results = reply.get("results")

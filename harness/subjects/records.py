@@ -19,7 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..golden.records import FLAGS, TOKEN_FIELDS, column_digests, output_field, pack_array, unpack_array
+from ..golden.records import (
+    FLAGS,
+    TOKEN_FIELDS,
+    column_digests,
+    earlier_detokenize,
+    output_field,
+    pack_array,
+    unpack_array,
+)
 from ..inputs.corpus import case_input
 from .capabilities import SPECIAL_FLAGS, special_ids
 
@@ -99,13 +107,14 @@ def evaluate_case(engine, caps: frozenset[str], case: dict) -> dict | NotApplica
     text = engine_input(caps, data)
     if isinstance(text, NotApplicable):
         return text
-    encode = []
+    encode: list[dict] = []
     for add_special, parse_special in FLAGS:
         ids = plain_ids(engine.tokenize(text, add_special=add_special, parse_special=parse_special))
         item: dict = {"add_special": add_special, "parse_special": parse_special, "ids": ids}
         if "detokenize" in caps:
             try:
-                item["detokenize"] = detokenizations(engine, ids)
+                same = earlier_detokenize(encode, ids, data)
+                item["detokenize"] = same if same is not None else detokenizations(engine, ids)
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - an engine fault is a finding
                 item["detokenize_error"] = error_fields(exc)
         encode.append(item)
