@@ -31,6 +31,8 @@ def _bpe_goldens() -> list:
 def _batch_mismatches(golden: dict, tok: Tokenizer) -> list[str]:
     bad = []
     for case in golden["cases"]:
+        if "encode" not in case:
+            continue  # a long document, recorded as a digest: the golden replay checks it (harness.golden.digest)
         data = case_input(case)
         for (add, parse), expected in zip(FLAGS, case.get("encode") or []):
             if "ids" not in expected:
