@@ -139,7 +139,19 @@ def _findings_of(tmp_path, require_vocab, engine: str, phase: str) -> tuple[dict
 
 
 @pytest.mark.oracle
-def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, require_vocab):
+def test_a_bug_past_64_kib_is_found_by_the_default_corpora_documents(tmp_path, require_vocab):
+    """With the default corpora's long documents the corpus phase finds it first (on a document; the long
+    phase then waits, since a corpus case fails): exit 1, never a pass."""
+    require_vocab("llama-spm")
+    done, report_dir = _run(tmp_path, "tests.long_engines:load_past_64k")
+    assert done.returncode == 1, done.stderr
+    assert {m["case_id"] for m in report_of(report_dir)["mismatches"]} & {"doc-diverse", "doc-mixed"}
+
+
+@pytest.mark.oracle
+def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, require_vocab, monkeypatch):
+    """Without documents in the corpora (GGUF_PARITY_DOCUMENTS=off), the long phase finds it and shrinks it."""
+    monkeypatch.setenv("GGUF_PARITY_DOCUMENTS", "off")
     report, found = _findings_of(tmp_path, require_vocab, "tests.long_engines:load_past_64k", "long")
     assert {m["case_id"] for m in report["mismatches"]} == {found[0]["case_id"]}  # no short case fails
     window = found[0]["long"]

@@ -82,7 +82,7 @@ def _corpus(folder: Path) -> Path:
 def test_run_with_a_relative_model_from_another_directory(tmp_path: Path, require_vocab):
     """Was: a false "llama.cpp refuses to load it" (the worker looked in the project root)."""
     shutil.copy(require_vocab("llama-spm"), tmp_path / "x.gguf")
-    done = harness("run", "--model", "x.gguf", "--corpus", "c.jsonl", "--no-default-corpora",
+    done = harness("run", "--model", "x.gguf", "--corpus", "c.jsonl", "--no-default-corpora", "--long-docs", "0",
                    "--report", "r", "--quiet", cwd=_corpus(tmp_path).parent)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert json.loads((tmp_path / "r" / "report.json").read_text())["summary"]["cases"] == 2

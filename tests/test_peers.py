@@ -161,9 +161,10 @@ def test_matrix_end_to_end_against_llama_cpp(tmp_path):
     assert done.returncode == 0, done.stderr
     row = json.loads((out / "peers.json").read_text())["rows"]["llama-spm"]
     ours, ids_only, broken = row["ours"], row["ids_only:load"], row["ids_only:broken"]
-    assert ours["checks"]["ids"]["agree"] == ours["checks"]["ids"]["checked"] == 2
+    # the two corpus cases and the one long document `run` composes by default
+    assert ours["checks"]["ids"]["agree"] == ours["checks"]["ids"]["checked"] == 3
     assert ours["checks"]["score"]["status"] == "checked"
-    assert ids_only["checks"]["ids"]["agree"] == 2
+    assert ids_only["checks"]["ids"]["agree"] == 3
     assert ids_only["checks"]["detokenize"]["status"] == "not offered"
     assert ids_only["checks"]["score"]["status"] == "not offered"
     assert broken["status"] == "not loaded" and "cannot read this vocabulary" in broken["reason"]

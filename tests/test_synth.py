@@ -181,8 +181,8 @@ def _replay_golden(name: str, record: str) -> None:
     assert got == golden["vocab"], f"vocabulary fields differ: {diff_vocab(golden['vocab'], got)[:5]}"
     wrong = []
     for case in golden["cases"]:
-        if "crash" in case:
-            continue
+        if "crash" in case or "document" in case:
+            continue  # a long document is a digest: the golden replay (harness.golden.digest) checks it
         got = evaluate_case(ours, case)
         if got["encode"] != case["encode"]:
             wrong.append(case["id"])
