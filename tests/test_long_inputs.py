@@ -149,6 +149,9 @@ def test_a_bug_past_64_kib_is_found_by_the_default_corpora_documents(tmp_path, r
 
 
 @pytest.mark.oracle
+@pytest.mark.xfail(strict=True, reason="known bug since the long-documents merge: the shrunk window's reproduce "
+                   "command exits 0 (the window is found and shrunk to 65,537 bytes, but re-running its case "
+                   "does not reproduce it); open in the long-inputs issue")
 def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, require_vocab, monkeypatch):
     """Without documents in the corpora (GGUF_PARITY_DOCUMENTS=off), the long phase finds it and shrinks it."""
     monkeypatch.setenv("GGUF_PARITY_DOCUMENTS", "off")
