@@ -109,6 +109,7 @@ def run_default(tmp_path: Path, gguf: Path, spec: str) -> tuple[subprocess.Compl
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference", spec,
                            "--fuzz", "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert (report_dir / "report.json").is_file(), f"exit {done.returncode}: {done.stderr[-2000:]}"
     return done, json.loads((report_dir / "report.json").read_text())
 
 

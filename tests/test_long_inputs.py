@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -149,9 +150,6 @@ def test_a_bug_past_64_kib_is_found_by_the_default_corpora_documents(tmp_path, r
 
 
 @pytest.mark.oracle
-@pytest.mark.xfail(strict=True, reason="known bug since the long-documents merge: the shrunk window's reproduce "
-                   "command exits 0 (the window is found and shrunk to 65,537 bytes, but re-running its case "
-                   "does not reproduce it); open in the long-inputs issue")
 def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, require_vocab, monkeypatch):
     """Without documents in the corpora (GGUF_PARITY_DOCUMENTS=off), the long phase finds it and shrinks it."""
     monkeypatch.setenv("GGUF_PARITY_DOCUMENTS", "off")
@@ -162,8 +160,12 @@ def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, re
     assert window["exact"] and len(window["spelled"]) < 300
     notes = [n for n in report["summary"]["per_model"]["llama-spm"]["notes"] if n.startswith("long documents:")]
     assert notes and window["spelled"] in notes[0]
-    again = harness(*shlex.split(found[0]["command"])[3:], "--report", str(tmp_path / "again"), "--quiet",
-                    "--long-docs", "0", "--calls", "0")
+    argv = shlex.split(found[0]["command"])
+    saved = [json.loads(line) for line in Path(argv[argv.index("--corpus") + 1]).read_text().splitlines()]
+    case = next(c for c in saved if c["id"] == found[0]["case_id"])
+    assert len(case["text"].encode()) == window["window_bytes"]  # the cases file holds the window whole
+    assert len(found[0]["text"]) < window["window_bytes"]  # while the report shows a part of it
+    again = harness(*argv[3:], "--report", str(tmp_path / "again"), "--quiet", "--long-docs", "0", "--calls", "0")
     assert again.returncode == 1, again.stderr  # the window alone reproduces it
 
 

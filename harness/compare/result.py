@@ -44,6 +44,9 @@ class ModelResult:
     reference_findings: list[dict] = field(default_factory=list)  # `run --reference` (harness.runs.third_side)
     reference: dict = field(default_factory=dict)  # its classify.Counts block, for summary.reference
     fuzz: dict = field(default_factory=dict)  # --fuzz N: {"asked", "ran", "stopped"} (harness.report.fuzz_summary)
+    # case id -> the whole input of a generated failing case (a fuzz input, a long window), whose findings may
+    # show a window of it: the cases file beside the report is written from it (never into report.json)
+    inputs: dict[str, dict] = field(default_factory=dict)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.

@@ -58,7 +58,8 @@ def _refuse_custom_code(result: dict) -> None:
     original = getattr(dynamic_module_utils, _LOADER)
     setattr(dynamic_module_utils, _LOADER, refuse)  # what a module imported from now on gets
     for module in list(sys.modules.values()):  # and the modules that imported it by name already
-        if getattr(module, _LOADER, None) is original:
+        # the module's own namespace only: `getattr` on transformers' lazy modules imports submodules
+        if (getattr(module, "__dict__", None) or {}).get(_LOADER) is original:
             setattr(module, _LOADER, refuse)
 
 

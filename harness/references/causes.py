@@ -213,8 +213,12 @@ def _row(pair: Pair, original: list[int], llama: list[int]) -> dict:
     return {"add_special": pair[0], "parse_special": pair[1], "original": original, "llama.cpp": llama}
 
 
-def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CASES) -> Counter[str]:
+def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CASES,
+                     texts: dict[str, str] | None = None) -> Counter[str]:
     """Each conversion entry given its case's `cause` (one search per case); the causes counted per case.
+
+    `texts` holds the whole input of a case whose entries show a window of it (a long document): the
+    search runs on the whole text.
 
     Past `limit` cases the rest are `not traced` (said so on each), so a model with thousands of
     differing cases costs a bounded time.
@@ -233,7 +237,8 @@ def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CA
             cause = {"cause": "not traced", "why": "a bytes input: the candidates rewrite text"}
         else:
             pairs = [(bool(e["add_special"]), bool(e["parse_special"])) for e in group]
-            cause = finder.explain({"id": case_id, "text": first["text"]}, pairs).as_dict()
+            text = (texts or {}).get(case_id, first["text"])
+            cause = finder.explain({"id": case_id, "text": text}, pairs).as_dict()
         counts[cause["cause"]] += 1
         for entry in group:
             entry["cause"] = cause

@@ -86,6 +86,7 @@ def cards(entries: Iterable[dict]) -> list[dict]:
 def _new_card(entry: dict) -> dict:
     return {"model": entry.get("model", ""), "case_id": entry.get("case_id"),
             "text_visible": clip(entry["text_visible"]),
+            "text_window": entry.get("text_window"),  # [start, end, length]: a long case shows a window
             "bytes": entry.get("bytes"), "command": entry.get("command"), "causes": [], "evidence": [],
             "categories": [], "pairs": [], "tables": [], "decode": [], "gguf_keys": [],
             "code_points": code_points(bytes.fromhex(entry["bytes"]) if entry.get("bytes")
@@ -136,7 +137,8 @@ def clip(text: str) -> str:
 
 def window(rows: list[dict]) -> list[dict]:
     """The rows with their tokens cut to the part around the first index where the sides differ
-    (`TOKENS_BEFORE` before it, `TOKENS_AFTER` from it); each row says how many it left out."""
+    (`TOKENS_BEFORE` before it, `TOKENS_AFTER` from it); each row says how many it left out, counting
+    what a long case's row had left out already (its own `before` and `after`)."""
     lists: list[list[dict]] = [r["tokens"] for r in rows if r.get("tokens") is not None]
     ids = [[t.get("id") for t in tokens] for tokens in lists]
     shortest = min((len(i) for i in ids), default=0)
@@ -149,7 +151,8 @@ def window(rows: list[dict]) -> list[dict]:
             out.append(row)
             continue
         end = first + TOKENS_AFTER
-        out.append({**row, "tokens": tokens[start:end], "before": start, "after": max(len(tokens) - end, 0)})
+        out.append({**row, "tokens": tokens[start:end], "before": int(row.get("before") or 0) + start,
+                    "after": max(len(tokens) - end, 0) + int(row.get("after") or 0)})
     return out
 
 

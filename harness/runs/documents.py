@@ -67,6 +67,7 @@ def check_documents(name: str, judge: Judge, view: strategies.VocabView | None, 
     size = len(strategies.input_bytes(window.value))
     shown = {"document_bytes": len(strategies.input_bytes(document)), "window_bytes": size,
              "window": [window.start, window.end], "spelled": spelled, "exact": exact}
+    result.inputs[case["id"]] = case
     for kind, entry in judged(case):
         result.add(kind, {**bounded(entry), "fuzz": True, "long": shown})
     result.notes.append(

@@ -400,6 +400,7 @@ def _record_fuzz_stop(result: ModelResult, *, asked: int, ran: int, stopped: str
 
 
 def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
+    result.inputs[outcome.case["id"]] = outcome.case
     for kind, entry in outcome.findings:
         result.add(kind, {**entry, "fuzz": True})
     result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")

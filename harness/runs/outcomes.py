@@ -96,7 +96,8 @@ def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> N
     failing = [c for c in cases if c["id"] in shown]
     extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
              + result.reference_findings if e.get("fuzz")}
-    failing += [{"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
+    # a generated case from its whole input (`result.inputs`): a long window's findings show only part of it
+    failing += [result.inputs.get(i) or {"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
                 for i, e in extra.items()]
     if not failing:
         return

@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..compare import long_inputs
 from ..compare.diff import TokenTable, first_diff, visible
 from ..compare.findings import EngineError, Subject, case_fields
 from ..compare.result import ModelResult
@@ -110,6 +111,7 @@ class ReferenceSide:
         self.errors = 0
         self.seen: dict[str, Any] = {}  # fuzz: case id -> (reference outcome, its decode of llama.cpp's ids)
         self.causes: Counter[str] = Counter()  # cause -> conversion findings (cases) it explains
+        self.inputs: dict[str, str] = {}  # case id -> the whole text of a long case (its findings show a window)
 
     @classmethod
     def open(cls, config: RunConfig, path: Path) -> ReferenceSide:
@@ -163,6 +165,7 @@ class ReferenceSide:
             pair = _pair_index(entry)
             if pair is not None:
                 entry = {**entry, "rows": _rows(sides, tables, pair)}
+                self._keep_whole(case)
             out.append((kind, entry))
         out += self._decode_findings(subject, case, sides, tables, decoded)
         if isinstance(ours, EngineError):
@@ -179,10 +182,11 @@ class ReferenceSide:
                 entry = {**case_fields(case, subject), "class": cls, "category": CATEGORIES[cls],
                          "add_special": add_special, "parse_special": parse_special,
                          "compared": [SIDE_NAMES[a], SIDE_NAMES[b]], "expected": expected, "got": got_ids,
-                         "first_diff": first_diff(expected or [], got_ids or []),
-                         "rows": _rows(sides, tables, pair)}
+                         "first_diff": first_diff(expected or [], got_ids or [])}
+                entry = {**long_inputs.trimmed(entry, tables[b]), "rows": _rows(sides, tables, pair)}
                 if cls == "conversion":
                     entry["gguf_keys"] = list(self.keys)
+                self._keep_whole(case)
                 out.append((KIND, entry))
         return out
 
@@ -200,13 +204,21 @@ class ReferenceSide:
             differ = [decoding.shown(d) for d in detoks if d.outcome == "differ"]
             if not differ:
                 continue
-            ids = sides["llama"][pair]
-            out.append((KIND, {**case_fields(case, subject), "class": "decode", "category": CATEGORIES["decode"],
-                               "add_special": add_special, "parse_special": parse_special,
-                               "compared": [SIDE_NAMES["llama"], SIDE_NAMES["reference"]],
-                               "ids": ids, "decode": differ, "rows": _rows(sides, tables, pair),
-                               "gguf_keys": list(self.keys)}))
+            entry = {**case_fields(case, subject), "class": "decode", "category": CATEGORIES["decode"],
+                     "add_special": add_special, "parse_special": parse_special,
+                     "compared": [SIDE_NAMES["llama"], SIDE_NAMES["reference"]],
+                     "ids": sides["llama"][pair], "decode": differ}
+            entry = {**long_inputs.trimmed_decode(entry, tables["llama"]), "rows": _rows(sides, tables, pair),
+                     "gguf_keys": list(self.keys)}
+            self._keep_whole(case)
+            out.append((KIND, entry))
         return out
+
+    def _keep_whole(self, case: dict) -> None:
+        """A long case's input, kept whole for the cause search (its findings show a window of it)."""
+        text = case.get("text")
+        if isinstance(text, str) and len(text) > long_inputs.LONG_TEXT:
+            self.inputs[str(case.get("id"))] = text
 
     def explain(self, config: RunConfig, path: Path, result: ModelResult) -> None:
         """Each conversion finding of `result` given its cause by experiment (`causes.explain_findings`).
@@ -220,7 +232,7 @@ class ReferenceSide:
             with tempfile.TemporaryDirectory(prefix="gguf-parity-causes-") as tmp, \
                     causes.Finder(path, self.spec, Path(tmp), args=dict(config.reference_args),
                                   timeout=config.engine_timeout) as finder:
-                self.causes = causes.explain_findings(entries, finder)
+                self.causes = causes.explain_findings(entries, finder, texts=self.inputs)
         except Exception as exc:  # noqa: BLE001 - a cause is a lead for the reader, never the run's failure
             why = f"the cause search could not run: {type(exc).__name__}: {exc}"[:300]
             for entry in entries:
@@ -262,12 +274,23 @@ def _pair_index(entry: dict) -> int | None:
 
 
 def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> list[dict]:
-    """The three rows of tokens of a card: engine, llama.cpp, original; each id with its text."""
+    """The three rows of tokens of a card: engine, llama.cpp, original; each id with its text. On a long
+    case each row keeps the ids around the sides' first difference (`long_inputs.rows_window`), with how
+    many it left out `before` and `after`."""
+    order = ("engine", "llama", "reference")
+    window = long_inputs.rows_window([sides[side][pair] for side in order])
     rows = []
-    for side in ("engine", "llama", "reference"):
+    for side in order:
         ids = sides[side][pair]
-        tokens = None if ids is None else [_token(tables[side], i) for i in ids]
-        rows.append({"side": SIDE_NAMES[side], "ids": ids, "tokens": tokens})
+        if ids is None:
+            rows.append({"side": SIDE_NAMES[side], "ids": None, "tokens": None})
+            continue
+        lo, hi = window or (0, len(ids))
+        kept = list(ids[lo:hi])
+        row = {"side": SIDE_NAMES[side], "ids": kept, "tokens": [_token(tables[side], i) for i in kept]}
+        if window:
+            row.update(before=min(lo, len(ids)), after=max(len(ids) - hi, 0))
+        rows.append(row)
     return rows
 
 
