@@ -163,6 +163,10 @@ def test_an_nfc_normalizer_the_gguf_cannot_carry_is_found_by_a_default_run(tmp_p
     hf.encode_special_tokens = not pair[1]
     assert entry["got"] == hf.encode(entry["text"], add_special_tokens=pair[0]).ids
     assert entry["expected"] == llama_ids(gguf, entry["text"])[FLAGS.index(pair)]
+    # the default corpora's long document differs too; its findings show a window, so each stays small
+    long = [e for e in report["reference_findings"] if e.get("text_window")]
+    assert long and all(e["text_window"][2] > len(e["text"]) for e in long)
+    assert max(len(json.dumps(e)) for e in report["reference_findings"]) < 100_000
 
 
 # --- on the pinned real set (nightly: converted by `python -m harness convert --real`) --------------
