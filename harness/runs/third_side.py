@@ -279,7 +279,7 @@ def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> l
     many it left out `before` and `after`."""
     order = ("engine", "llama", "reference")
     window = long_inputs.rows_window([sides[side][pair] for side in order])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for side in order:
         ids = sides[side][pair]
         if ids is None:
@@ -287,7 +287,8 @@ def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> l
             continue
         lo, hi = window or (0, len(ids))
         kept = list(ids[lo:hi])
-        row = {"side": SIDE_NAMES[side], "ids": kept, "tokens": [_token(tables[side], i) for i in kept]}
+        row: dict[str, Any] = {"side": SIDE_NAMES[side], "ids": kept,
+                               "tokens": [_token(tables[side], i) for i in kept]}
         if window:
             row.update(before=min(lo, len(ids)), after=max(len(ids) - hi, 0))
         rows.append(row)
