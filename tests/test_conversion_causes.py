@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.references import causes
 from tests import reference_files as rf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,3 +138,12 @@ def test_the_report_mode_counts_every_conversion_finding(cc, wpm, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 conversion findings (cases):" in done.stdout
     assert "    2  control-whitespace" in done.stdout and "    1  hangul-nfd" in done.stdout
+
+
+def test_the_evidence_of_a_long_case_keeps_the_first_ids_and_the_lengths():
+    """A long document's cause must not copy its 100,000 ids per side into every card (report.json)."""
+    ids = list(range(5000))
+    row = causes._row((True, False), ids, ids + [1])
+    assert row["original"] == ids[:causes.EVIDENCE_IDS] and row["llama.cpp"] == ids[:causes.EVIDENCE_IDS]
+    assert row["ids_n"] == {"original": 5000, "llama.cpp": 5001}
+    assert "ids_n" not in causes._row((True, False), [1, 2], [1, 2])

@@ -209,8 +209,17 @@ def _conflict(chosen: Sequence[cc.Candidate]) -> bool:
     return len(names) != len(set(names))
 
 
+EVIDENCE_IDS = 96  # ids of each side kept in a row of evidence; a long case's row keeps its first ones
+
+
 def _row(pair: Pair, original: list[int], llama: list[int]) -> dict:
-    return {"add_special": pair[0], "parse_special": pair[1], "original": original, "llama.cpp": llama}
+    """Both sides' ids after the change (they agree); on a long case the first `EVIDENCE_IDS` of each, with
+    the whole lengths (`ids_n`), so a card stays small."""
+    row = {"add_special": pair[0], "parse_special": pair[1], "original": original[:EVIDENCE_IDS],
+           "llama.cpp": llama[:EVIDENCE_IDS]}
+    if max(len(original), len(llama)) > EVIDENCE_IDS:
+        row["ids_n"] = {"original": len(original), "llama.cpp": len(llama)}
+    return row
 
 
 def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CASES,
