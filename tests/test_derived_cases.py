@@ -10,6 +10,7 @@ original's own library, never from our engine.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import unicodedata
@@ -104,11 +105,15 @@ def test_an_unreadable_original_gives_empty_rules(tmp_path):
 
 # --- end to end, three ways (llama.cpp in the loop) ------------------------------------------------
 
-def run_default(tmp_path: Path, gguf: Path, spec: str) -> tuple[subprocess.CompletedProcess, dict]:
+def run_default(tmp_path: Path, gguf: Path, spec: str, *, long: bool = True) -> tuple[subprocess.CompletedProcess, dict]:
+    """`run --reference SPEC` with the default cases; without `long`, none of the long inputs (documents in the
+    corpora, the long phases), which have their own tests."""
     report_dir = tmp_path / "r"
+    short = [] if long else ["--long-docs", "0", "--calls", "0"]
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference", spec,
-                           "--fuzz", "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+                           "--fuzz", "0", "--jobs", "1", *short, "--report", str(report_dir), "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900,
+                          env={**os.environ, **({} if long else {"GGUF_PARITY_DOCUMENTS": "off"})})
     assert (report_dir / "report.json").is_file(), f"exit {done.returncode}: {done.stderr[-2000:]}"
     return done, json.loads((report_dir / "report.json").read_text())
 
@@ -129,7 +134,7 @@ def test_llama_cpps_rewrite_of_the_case_classes_is_found_by_a_default_run(tmp_pa
 
     tekken = rf.tekken_json(tmp_path / "o" / "tekken.json", words=CASE_WORDS)
     gguf = rf.tekken_gguf(tekken, tmp_path / "tekken.gguf")
-    done, report = run_default(tmp_path, gguf, f"tekken:{tekken.parent}")
+    done, report = run_default(tmp_path, gguf, f"tekken:{tekken.parent}", long=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert report["mismatches"] == []
     found = [e for e in report["reference_findings"]

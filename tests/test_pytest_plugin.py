@@ -57,12 +57,19 @@ def failed(results: dict) -> set[tuple[str, str]]:
     return {key for key, (outcome, _) in results.items() if outcome in ("failure", "error")}
 
 
+# The items of the corpus cases only: the long phases (documents, many calls) have tests of their own
+# (tests/test_long_inputs.py), and here cost minutes through the Node.js child.
+SHORT = ("--parity-long-docs", "0", "--parity-calls", "0")
+NO_DOCUMENTS = {"GGUF_PARITY_DOCUMENTS": "off"}
+
+
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory, require_vocab):
     """The plugin on llama-spm with the Node.js child, every default case, once for the module."""
     require_vocab("llama-spm")
     folder = tmp_path_factory.mktemp("serial")
-    done, results = pytest_in(folder, "--parity-model", "llama-spm", "--parity-engine", NODE)
+    done, results = pytest_in(folder, "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              env=NO_DOCUMENTS)
     return folder, done, results
 
 
@@ -75,8 +82,8 @@ def test_junit_failures_are_the_failing_cases_of_harness_run(serial, tmp_path):
     _, done, results = serial
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr
     run = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-spm", "--engine", NODE,
-                          "--fuzz", "0", "--report", str(tmp_path / "run"), "--quiet"],
-                         capture_output=True, text=True, timeout=900)
+                          "--fuzz", "0", "--long-docs", "0", "--calls", "0", "--report", str(tmp_path / "run"),
+                          "--quiet"], capture_output=True, text=True, timeout=900, env={**os.environ, **NO_DOCUMENTS})
     assert run.returncode == 1, run.stdout + run.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))
     failing = {e["case_id"] for kind in ("mismatches", "engine_errors", "oracle_crashes") for e in report[kind]}
@@ -106,8 +113,8 @@ def test_a_failing_item_shows_the_per_token_diff_and_the_reproduce_line(serial):
 @pytest.mark.oracle
 def test_k_selects_cases_and_only_those_are_checked(serial, tmp_path):
     _, _, everything = serial
-    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-engine", NODE,
-                              "-k", "inp-00 and not inp-000")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              "-k", "inp-00 and not inp-000", env=NO_DOCUMENTS)
     wanted = {k for k in everything if k[0] == "llama-spm" and k[1].startswith("inp-00") and k[1] != "inp-000"}
     assert set(results) == wanted and len(wanted) == 9, sorted(results)
     assert all(results[k][0] == everything[k][0] for k in wanted)
@@ -122,7 +129,8 @@ def test_xdist_gives_the_serial_results(serial, tmp_path):
     """`-n 2` (workers share a model's items; each worker checks the model whole) equals the serial run."""
     pytest.importorskip("xdist")
     _, _, expected = serial
-    done, results = pytest_in(tmp_path, "-n", "2", "--parity-model", "llama-spm", "--parity-engine", NODE)
+    done, results = pytest_in(tmp_path, "-n", "2", "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              env=NO_DOCUMENTS)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr
     assert {k: o for k, (o, _) in results.items()} == {k: o for k, (o, _) in expected.items()}
 
