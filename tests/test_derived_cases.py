@@ -105,7 +105,8 @@ def test_an_unreadable_original_gives_empty_rules(tmp_path):
 
 # --- end to end, three ways (llama.cpp in the loop) ------------------------------------------------
 
-def run_default(tmp_path: Path, gguf: Path, spec: str, *, long: bool = True) -> tuple[subprocess.CompletedProcess, dict]:
+def run_default(tmp_path: Path, gguf: Path, spec: str, *,
+                long: bool = True) -> tuple[subprocess.CompletedProcess, dict]:
     """`run --reference SPEC` with the default cases; without `long`, none of the long inputs (documents in the
     corpora, the long phases), which have their own tests."""
     report_dir = tmp_path / "r"
