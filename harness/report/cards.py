@@ -104,8 +104,8 @@ def _add(card: dict, entry: dict) -> None:
     card["pairs"].append({"category": entry.get("category"), "class": entry.get("class"), "flags": pair,
                           "first_diff": entry.get("first_diff"), "error": entry.get("error"),
                           "cause": cause_of(entry)})
-    card["decode"] += [{**{k: clip(v) if k.endswith("_visible") else v for k, v in d.items()}, "flags": pair}
-                       for d in entry.get("decode") or []]
+    card["decode"] += [{**{k: clip(v) if k.endswith(("_visible", "_hex")) else v for k, v in d.items()},
+                        "flags": pair} for d in entry.get("decode") or []]
     rows = entry.get("rows")
     if rows:
         key = json.dumps([r.get("ids") for r in rows])
