@@ -190,3 +190,41 @@ def test_an_engine_without_such_bugs_passes_both_phases(tmp_path, require_vocab)
     assert any(n.startswith("long documents: 1 of") for n in notes), notes
     assert any(n.startswith("calls: 12,0") for n in notes), notes
     assert json.loads((report_dir / "report.json").read_text())["meta"]["calls"] == 12_000
+
+
+# --- a finding on a long input keeps a window of it (harness.compare.long_inputs) -------------------
+
+class _OneByte:
+    """A token table whose every token spells one byte."""
+
+    def piece(self, token: int) -> bytes:
+        return b"a"
+
+
+def test_a_cards_rows_keep_the_ids_around_the_first_difference():
+    from harness.compare.long_inputs import ID_WINDOW, rows_window
+
+    ids = list(range(5000))
+    other = ids[:3000] + [-1] + ids[3001:]
+    assert rows_window([ids, other, None]) == (3000 - ID_WINDOW, 3000 + ID_WINDOW)
+    assert rows_window([ids, ids], at=100) == (100 - ID_WINDOW, 100 + ID_WINDOW)  # a decode: the same ids
+    assert rows_window([ids[:50], ids[:50]]) is None  # short: kept whole
+
+
+def test_a_long_decode_finding_keeps_the_part_where_the_decodes_differ():
+    from harness.compare.long_inputs import ID_WINDOW, TEXT_WINDOW, trimmed_decode
+
+    llama, original = "a" * 5000, "a" * 2500 + "b" + "a" * 2499
+    decode = {"llama_text": llama, "original_text": original, "llama_hex": llama.encode().hex(),
+              "original_hex": original.encode().hex()}
+    entry = {"ids": list(range(5000)), "decode": [decode], "text": llama}
+    out = trimmed_decode(entry, _OneByte())
+    assert out["ids_window"] == [2500 - ID_WINDOW, 2500 + ID_WINDOW] and out["ids_n"] == 5000
+    assert out["ids"] == list(range(2500 - ID_WINDOW, 2500 + ID_WINDOW))
+    cut = out["decode"][0]
+    assert cut["window"][0] == 2500 - TEXT_WINDOW and "b" in cut["original_text"]
+    assert cut["llama_chars"] == 5000 and len(cut["llama_text"]) == 2 * TEXT_WINDOW
+    assert bytes.fromhex(cut["original_hex"]).count(b"b") == 1 and cut["hex_window"][0] <= 2500
+    assert out["text_window"] == [2500 - TEXT_WINDOW, 2500 + TEXT_WINDOW, 5000]
+    short = {"ids": [1, 2], "decode": [{**decode, "llama_text": "a", "original_text": "b"}], "text": "a"}
+    assert trimmed_decode(short, _OneByte()) is short

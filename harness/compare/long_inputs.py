@@ -53,15 +53,16 @@ def trimmed(entry: dict[str, Any], got_table: TokenTable) -> dict[str, Any]:
     return out
 
 
-def rows_window(lists: Sequence[Sequence[int] | None]) -> tuple[int, int] | None:
+def rows_window(lists: Sequence[Sequence[int] | None], at: int | None = None) -> tuple[int, int] | None:
     """The ids `[lo, hi)` a card's rows of tokens keep when any side is longer than `2 * ID_WINDOW`:
-    `ID_WINDOW` either side of the first index where two sides differ (a card draws fewer still); None
-    when every side is short enough to keep whole. The finding's own id lists are cut by `trimmed`."""
+    `ID_WINDOW` either side of the first index where two sides differ (a card draws fewer still), or of
+    `at` when no two differ (a decode finding: the same ids, decoded otherwise); None when every side is
+    short enough to keep whole. The finding's own id lists are cut by `trimmed`."""
     present = [list(ids) for ids in lists if ids is not None]
     if not present or max(len(ids) for ids in present) <= 2 * ID_WINDOW:
         return None
-    diffs = [first_diff(a, b) for i, a in enumerate(present) for b in present[i + 1:]]
-    index = min((d for d in diffs if d is not None), default=min(len(ids) for ids in present))
+    diffs = [d for i, a in enumerate(present) for b in present[i + 1:] if (d := first_diff(a, b)) is not None]
+    index = min(diffs, default=min(len(ids) for ids in present) if at is None else at)
     return max(index - ID_WINDOW, 0), index + ID_WINDOW
 
 
@@ -76,7 +77,7 @@ def trimmed_decode(entry: dict[str, Any], table: TokenTable) -> dict[str, Any]:
     if len(ids) > LONG_IDS:
         index = _token_at(ids, table, _first_byte_diff(decodes[0]) if decodes else 0)
         lo, hi = max(index - ID_WINDOW, 0), index + ID_WINDOW
-        out.update(ids=list(ids[lo:hi]), ids_window=[lo, hi], ids_n=len(ids))
+        out.update(ids=list(ids[lo:hi]), ids_window=[lo, hi], ids_n=len(ids), decode_at=index)
     text = entry.get("text") or ""
     if len(text) > LONG_TEXT:
         at = _first_char_diff(decodes[0].get("llama_text") or "", decodes[0].get("original_text") or "") \

@@ -208,7 +208,8 @@ class ReferenceSide:
                      "add_special": add_special, "parse_special": parse_special,
                      "compared": [SIDE_NAMES["llama"], SIDE_NAMES["reference"]],
                      "ids": sides["llama"][pair], "decode": differ}
-            entry = {**long_inputs.trimmed_decode(entry, tables["llama"]), "rows": _rows(sides, tables, pair),
+            entry = long_inputs.trimmed_decode(entry, tables["llama"])
+            entry = {**entry, "rows": _rows(sides, tables, pair, at=entry.get("decode_at")),
                      "gguf_keys": list(self.keys)}
             self._keep_whole(case)
             out.append((KIND, entry))
@@ -273,12 +274,12 @@ def _pair_index(entry: dict) -> int | None:
     return classify.FLAG_PAIRS.index(key) if key in classify.FLAG_PAIRS else None
 
 
-def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int) -> list[dict]:
+def _rows(sides: dict[str, list], tables: dict[str, TokenTable], pair: int, at: int | None = None) -> list[dict]:
     """The three rows of tokens of a card: engine, llama.cpp, original; each id with its text. On a long
     case each row keeps the ids around the sides' first difference (`long_inputs.rows_window`), with how
-    many it left out `before` and `after`."""
+    many it left out `before` and `after` (`at`: the index to keep when the sides' ids agree)."""
     order = ("engine", "llama", "reference")
-    window = long_inputs.rows_window([sides[side][pair] for side in order])
+    window = long_inputs.rows_window([sides[side][pair] for side in order], at)
     rows: list[dict[str, Any]] = []
     for side in order:
         ids = sides[side][pair]
