@@ -191,6 +191,24 @@ def test_the_fuzz_item_fails_with_the_minimal_failing_input(tmp_path, require_vo
     assert f"shrunk to {shrunk!r}" in message and "first differing position" in message, message
 
 
+@pytest.mark.oracle
+def test_the_long_item_fails_with_the_smallest_failing_window(tmp_path, require_vocab):
+    """tests/long_engines.py:load_past_64k drops what follows 65,536 bytes: the corpus item passes, <long>
+    fails, naming the window it shrank the document to."""
+    require_vocab("llama-spm")
+    corpus = tmp_path / "short.jsonl"
+    corpus.write_text('{"id": "short", "text": "Hello world"}\n', encoding="utf-8")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
+                              "--parity-corpus", str(corpus), "--parity-long-docs", "1", "--parity-calls", "0",
+                              "--parity-engine", "tests.long_engines:load_past_64k",
+                              env={"PYTHONPATH": str(ROOT), **NO_DOCUMENTS})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert results[("llama-spm", "short")][0] == "passed"
+    assert failed(results) == {("llama-spm", "<long>")}
+    message = results[("llama-spm", "<long>")][1]
+    assert "shrinks to a 65,537-byte window" in message and "first differing position" in message, message[:2000]
+
+
 # --- staying out of the way, and bad options -------------------------------------------------------
 
 def test_without_parity_model_the_plugin_adds_nothing(tmp_path):
