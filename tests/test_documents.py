@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from harness.compare.findings import Subject, findings, gguf_texts, reference_table
+from harness.compare.findings import findings
+from harness.compare.subject import Subject, gguf_texts, reference_table
 from harness.golden import digest
 from harness.golden import files as goldens
 from harness.golden.records import evaluate_case

@@ -39,7 +39,7 @@ GROUPS: dict[str, Callable[[str], bool]] = {
 def engine_side() -> None:
     """The engine half of `run` (no oracle, no fuzz, no vocabulary record) over every shipped vocabulary."""
     sys.path.insert(0, str(ROOT))
-    from harness.compare.findings import run_engine
+    from harness.compare.subject import run_engine
     from harness.inputs.corpus import default_corpora
     from harness.models.shipped import SHIPPED, vocab_path
     from tokenizer import Tokenizer

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from random import Random
 
-from ..compare.findings import Subject
 from ..compare.result import ModelResult
+from ..compare.subject import Subject
 from ..golden.records import FLAGS
 from .check import Answer, Expected, judge_case
 

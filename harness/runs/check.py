@@ -21,17 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..compare.findings import (
-    EngineError,
-    Subject,
-    engine_table,
-    findings,
-    gguf_texts,
-    reference_table,
-    reproduce_command,
-    vocab_findings,
-)
+from ..compare.findings import EngineError, findings, vocab_findings
 from ..compare.result import ModelResult
+from ..compare.subject import Subject, engine_table, gguf_texts, reference_table, reproduce_command
 from ..compare.verdict import finish
 from ..golden import digest
 from ..subjects import capabilities as capmod

@@ -27,12 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from queue import Queue
 
-from ..compare.findings import (
-    Subject,
-    crash_finding,
-    run_engine,
-)
+from ..compare.findings import crash_finding
 from ..compare.result import ModelResult
+from ..compare.subject import Subject, run_engine
 from ..compare.verdict import finish
 from ..errors import SetupError
 from ..files import jsonl

@@ -39,8 +39,9 @@ from typing import Any
 
 from ..compare import long_inputs
 from ..compare.diff import TokenTable, first_diff, visible
-from ..compare.findings import EngineError, Subject, case_fields
+from ..compare.findings import EngineError, case_fields
 from ..compare.result import ModelResult
+from ..compare.subject import Subject
 from ..errors import SetupError
 from ..inputs import boundaries, derived
 from ..references import added, causes, classify, decoding, gguf_keys, original, specs
