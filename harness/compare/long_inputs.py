@@ -71,30 +71,28 @@ def trimmed_decode(entry: dict[str, Any], table: TokenTable) -> dict[str, Any]:
     ids around the token where llama.cpp's and the original's first decode part, each decode around its
     first differing character."""
     ids, decodes = entry.get("ids") or [], entry.get("decode") or []
-    if len(ids) <= LONG_IDS and all(len(d.get("llama_text") or "") <= LONG_TEXT for d in decodes):
+    texts = [len(d.get(key) or "") for d in decodes for key in ("llama_text", "original_text")]
+    if len(ids) <= LONG_IDS and max(texts, default=0) <= LONG_TEXT:
         return entry
     out = {**entry, "decode": [_cut_decode(d) for d in decodes]}
+    first = decodes[0] if decodes else {}
     if len(ids) > LONG_IDS:
-        index = _token_at(ids, table, _first_byte_diff(decodes[0]) if decodes else 0)
+        index = _token_at(ids, table, _parting(first.get("llama_hex") or "", first.get("original_hex") or "") // 2)
         lo, hi = max(index - ID_WINDOW, 0), index + ID_WINDOW
         out.update(ids=list(ids[lo:hi]), ids_window=[lo, hi], ids_n=len(ids), decode_at=index)
     text = entry.get("text") or ""
     if len(text) > LONG_TEXT:
-        at = _first_char_diff(decodes[0].get("llama_text") or "", decodes[0].get("original_text") or "") \
-            if decodes else 0
+        at = _parting(first.get("llama_text") or "", first.get("original_text") or "")
         start = max(at - TEXT_WINDOW, 0)
         out["text"] = text[start:at + TEXT_WINDOW]
         out["text_window"] = [start, min(at + TEXT_WINDOW, len(text)), len(text)]
     return out
 
 
-def _first_byte_diff(decode: Mapping[str, Any]) -> int:
-    a, b = bytes.fromhex(decode.get("llama_hex") or ""), bytes.fromhex(decode.get("original_hex") or "")
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def _first_char_diff(a: str, b: str) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+def _parting(a: Sequence, b: Sequence) -> int:
+    """Where `a` and `b` part: their first differing index, or the shorter length."""
+    at = first_diff(a, b)
+    return min(len(a), len(b)) if at is None else at
 
 
 def _token_at(ids: Sequence[int], table: TokenTable, at: int) -> int:
@@ -111,36 +109,35 @@ def _token_at(ids: Sequence[int], table: TokenTable, at: int) -> int:
 
 
 def _cut_decode(decode: dict[str, Any]) -> dict[str, Any]:
-    """One differing decode (`decoding.shown`) with both texts and both hex spellings cut around their
-    first difference; the full lengths kept."""
-    e, g = decode.get("llama_text") or "", decode.get("original_text") or ""
-    if max(len(e), len(g)) <= LONG_TEXT:
-        return decode
-    at, hex_at = _first_char_diff(e, g), 2 * _first_byte_diff(decode)
-    lo, hex_lo = max(at - TEXT_WINDOW, 0), max(hex_at - 2 * TEXT_WINDOW, 0)
-    out = {**decode, "llama_text": e[lo:at + TEXT_WINDOW], "original_text": g[lo:at + TEXT_WINDOW],
-           "window": [lo, at + TEXT_WINDOW], "llama_chars": len(e), "original_chars": len(g),
-           "llama_hex": (decode.get("llama_hex") or "")[hex_lo:hex_at + 2 * TEXT_WINDOW],
-           "original_hex": (decode.get("original_hex") or "")[hex_lo:hex_at + 2 * TEXT_WINDOW],
-           "hex_window": [hex_lo // 2, (hex_at + 2 * TEXT_WINDOW) // 2]}
-    for key in ("original_raw", "original_cleaned"):
-        if isinstance(decode.get(key), str) and len(decode[key]) > LONG_TEXT:
-            out[key] = decode[key][lo:at + TEXT_WINDOW]
-    return out
+    """One differing decode (`decoding.shown`) cut by `_cut_pair`; the original's raw and cleaned texts
+    to the same window."""
+    return _cut_pair(decode, ("llama_text", "original_text"), ("llama_hex", "original_hex"),
+                     ("llama_chars", "original_chars"), also=("original_raw", "original_cleaned"))
 
 
 def _cut_output(diff: dict[str, Any]) -> dict[str, Any]:
-    """One detokenize difference with both sides cut around their first differing character."""
-    e, g = diff.get("expected") or "", diff.get("got") or ""
-    if max(len(e), len(g)) <= LONG_TEXT:
+    """One detokenize difference cut by `_cut_pair`."""
+    return _cut_pair(diff, ("expected", "got"), ("expected_hex", "got_hex"), ("expected_chars", "got_chars"))
+
+
+def _cut_pair(diff: dict[str, Any], texts: tuple[str, str], hexes: tuple[str, str], counts: tuple[str, str],
+              also: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`diff` with its two texts (keys `texts`) cut around their first differing character and its two hex
+    spellings (`hexes`) around their first differing byte, when a text is longer than `LONG_TEXT`; the
+    whole lengths under `counts`, the windows under `window` (characters) and `hex_window` (bytes). The
+    texts under `also` are cut to the characters' window."""
+    a, b = (diff.get(key) or "" for key in texts)
+    if max(len(a), len(b)) <= LONG_TEXT:
         return diff
-    at = next((i for i, (a, b) in enumerate(zip(e, g)) if a != b), min(len(e), len(g)))
-    lo = max(at - TEXT_WINDOW, 0)
-    out = {**diff, "expected": e[lo:at + TEXT_WINDOW], "got": g[lo:at + TEXT_WINDOW], "window": [lo, at + TEXT_WINDOW],
-           "expected_chars": len(e), "got_chars": len(g)}
-    for key in ("expected_hex", "got_hex"):
-        value = diff.get(key) or ""
-        hex_at = next((i for i, (a, b) in enumerate(zip(diff.get("expected_hex") or "", diff.get("got_hex") or ""))
-                       if a != b), 0) // 2 * 2
-        out[key] = value[max(hex_at - 2 * TEXT_WINDOW, 0):hex_at + 2 * TEXT_WINDOW]
+    at = _parting(a, b)
+    lo, hi = max(at - TEXT_WINDOW, 0), at + TEXT_WINDOW
+    out = {**diff, texts[0]: a[lo:hi], texts[1]: b[lo:hi], "window": [lo, hi], counts[0]: len(a), counts[1]: len(b)}
+    spelled_a, spelled_b = (diff.get(key) or "" for key in hexes)
+    hex_at = _parting(spelled_a, spelled_b) // 2 * 2
+    hex_lo, hex_hi = max(hex_at - 2 * TEXT_WINDOW, 0), hex_at + 2 * TEXT_WINDOW
+    out.update({hexes[0]: spelled_a[hex_lo:hex_hi], hexes[1]: spelled_b[hex_lo:hex_hi],
+                "hex_window": [hex_lo // 2, hex_hi // 2]})
+    for key in also:
+        if isinstance(diff.get(key), str) and len(diff[key]) > LONG_TEXT:
+            out[key] = diff[key][lo:hi]
     return out
