@@ -161,12 +161,18 @@ class ReferenceSide:
         """
         sides = {"engine": _per_pair(got), "llama": _per_pair(record), "reference": _per_pair(ours)}
         tables = {"engine": subject.engine_table, "llama": subject.table, "reference": subject.table}
+        rows: dict[int, list[dict]] = {}  # flag pair -> its rows, the same for every finding of that pair
+
+        def rows_of(pair: int) -> list[dict]:
+            if pair not in rows:
+                rows[pair] = _rows(sides, tables, pair)
+            return rows[pair]
+
         out = []
         for kind, entry in found:
             pair = _pair_index(entry)
             if pair is not None:
-                entry = {**entry, "rows": _rows(sides, tables, pair)}
-                self._keep_whole(case)
+                entry = {**entry, "rows": rows_of(pair)}
             out.append((kind, entry))
         out += self._decode_findings(subject, case, sides, tables, decoded)
         if isinstance(ours, EngineError):
@@ -184,10 +190,10 @@ class ReferenceSide:
                          "add_special": add_special, "parse_special": parse_special,
                          "compared": [SIDE_NAMES[a], SIDE_NAMES[b]], "expected": expected, "got": got_ids,
                          "first_diff": first_diff(expected or [], got_ids or [])}
-                entry = {**long_inputs.trimmed(entry, tables[b]), "rows": _rows(sides, tables, pair)}
+                entry = {**long_inputs.trimmed(entry, tables[b]), "rows": rows_of(pair)}
                 if cls == "conversion":
                     entry["gguf_keys"] = list(self.keys)
-                self._keep_whole(case)
+                    self._keep_whole(case)
                 out.append((KIND, entry))
         return out
 
@@ -212,12 +218,12 @@ class ReferenceSide:
             entry = long_inputs.trimmed_decode(entry, tables["llama"])
             entry = {**entry, "rows": _rows(sides, tables, pair, at=entry.get("decode_at")),
                      "gguf_keys": list(self.keys)}
-            self._keep_whole(case)
             out.append((KIND, entry))
         return out
 
     def _keep_whole(self, case: dict) -> None:
-        """A long case's input, kept whole for the cause search (its findings show a window of it)."""
+        """A long case's input, kept whole for the cause search of its conversion findings (they show a
+        window of it)."""
         text = case.get("text")
         if isinstance(text, str) and len(text) > long_inputs.LONG_TEXT:
             self.inputs[str(case.get("id"))] = text
