@@ -99,6 +99,7 @@ class ModelPlan:
     arg: str
     case_ids: list[str]
     cases: list[dict] = field(default_factory=list)  # live: the gathered cases
+    model: Any = None  # live: the model resolved once (`harness.models.model.Model`), shared with the check
     golden: tuple[Path, Path | None] | None = None  # (golden file, --model PATH or None)
     selected: set[str] | None = None  # item names left after -k / --lf (None: all)
 
@@ -138,7 +139,7 @@ class ParityRun:
             config = replace(self.config, fuzz=self.config.fuzz if chose["<fuzz>"] else 0,
                              long_docs=self.config.long_docs if chose["<long>"] else 0,
                              calls=self.config.calls if chose["<calls>"] else 0)
-            self.results[plan.name] = check_model(plan.arg, config, self.factory, cases=chosen)
+            self.results[plan.name] = check_model(plan.model, config, self.factory, cases=chosen)
         except SetupError as exc:
             self.errors[plan.name] = f"cannot check {plan.arg}: {exc}"
 
@@ -201,14 +202,13 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
 
 
 def _live_plans(run_config: Any) -> list[ModelPlan]:
-    from .models.paths import resolve
-    from .models.shipped import short_name
+    from .models.model import open_model
     from .runs.live import gather_cases
     plans = []
     for arg in run_config.models:
-        path = resolve(arg)
-        cases = gather_cases(path, short_name(path), run_config)
-        plans.append(ModelPlan(short_name(path), arg, [str(c["id"]) for c in cases], cases))
+        model = open_model(arg)
+        cases = gather_cases(model, run_config)
+        plans.append(ModelPlan(model.name, arg, [str(c["id"]) for c in cases], cases, model=model))
     return plans
 
 

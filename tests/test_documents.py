@@ -19,6 +19,7 @@ from harness.golden import digest
 from harness.golden import files as goldens
 from harness.golden.records import evaluate_case
 from harness.inputs import corpus, documents
+from harness.models.model import Model
 from harness.models.shipped import SHIPPED
 
 # The shared mixed document before any vocabulary's special tokens are planted: a builder
@@ -98,8 +99,9 @@ def test_a_changed_id_is_localised_to_its_block_and_the_finding_stays_small(spm_
     resolved = digest.resolve(packed, changed)
     assert resolved["encode"][0]["ids"] is None
     assert resolved["encode"][0]["digest_diff"]["start"] == 768  # block 3 of 256 ids
-    table = reference_table(gguf_texts(path), {}, None)
-    subject = Subject(name="llama-spm", arg="llama-spm", path=path, engine=None, table=table,
+    model = Model("llama-spm", path, "llama-spm")
+    table = reference_table(gguf_texts(model), {}, None)
+    subject = Subject(model=model, engine=None, table=table,
                       engine_table=table, command=lambda case_id: case_id)
     found = findings(subject, packed, resolved, changed)
     kinds = [kind for kind, _ in found]

@@ -122,6 +122,7 @@ def test_database_lives_in_the_project(monkeypatch):
 
 def differential(model: str, require_vocab, *, n: int, corpora: tuple = ()):
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")
+    from harness.models.model import open_model
     from harness.runs.config import RunConfig
     from harness.runs.live import check_model
     from harness.subjects.spec import load_engine
@@ -130,7 +131,7 @@ def differential(model: str, require_vocab, *, n: int, corpora: tuple = ()):
     config = RunConfig(models=(model,), report_dir=_tmp_report(), default_corpora=False, fuzz=n, corpora=corpora,
                        seed=None if os.environ.get(fuzz.PROFILE_ENV) else 7, found_dir=None, quiet=True,
                        known_crashes=known_crashes.from_option(None))
-    result = check_model(model, config, load_engine(None))
+    result = check_model(open_model(model), config, load_engine(None))
     assert result.cases > 0
     assert not nightly_problems(result), nightly_problems(result)[0]
     return result

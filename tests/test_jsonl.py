@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from harness.compare.result import ModelResult
 from harness.files import jsonl
 from harness.inputs.corpus import CorpusError, load_corpus, make_case
+from harness.models.model import Model
 from harness.runs.config import RunConfig
 from harness.runs.live import _append_found, gather_cases
 from harness.runs.outcomes import save_failing
@@ -83,7 +84,7 @@ def test_a_found_file_with_u2028_does_not_stop_later_runs(tmp_path: Path):
     found = tmp_path / "found"
     config = RunConfig(models=("m",), report_dir=tmp_path / "r", found_dir=found)
     _append_found(config, "m", {"id": "fuzz-1", "text": "a\u2028b\u0085c"})
-    cases = gather_cases(tmp_path / "absent.gguf", "m", config)
+    cases = gather_cases(Model("m", tmp_path / "absent.gguf", "m"), config)
     assert {"id": "fuzz-1", "text": "a\u2028b\u0085c"} in cases
 
 
@@ -95,7 +96,7 @@ def test_a_report_case_file_feeds_its_reproduce_command(tmp_path: Path):
     cases_file = tmp_path / "r" / "cases" / "m.jsonl"
     config = RunConfig(models=("m",), report_dir=tmp_path / "r2", corpora=(cases_file,),
                        default_corpora=False, case_ids=("fuzz-7",))
-    assert gather_cases(tmp_path / "absent.gguf", "m", config) == [case]
+    assert gather_cases(Model("m", tmp_path / "absent.gguf", "m"), config) == [case]
 
 
 def test_append_adds_the_missing_newline_of_a_hand_edited_file(tmp_path: Path):

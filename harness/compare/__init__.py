@@ -3,5 +3,5 @@
 Owns the comparator and its display (diff), how one case and one vocabulary are judged
 (findings), a run's verdict and exit status (verdict), and one pytest item's verdict
 (item_verdicts). May import: `harness.subjects`, `harness.oracle`, `harness.golden`,
-`harness.files`, `harness.errors`, `tokenizer`.
+`harness.models` (the model a subject is), `harness.files`, `harness.errors`, `tokenizer`.
 """

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..golden.records import evaluate_case, unpack_array
+from ..models.model import Model
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..subjects.records import EngineError
 from .diff import TokenTable
@@ -25,16 +26,27 @@ ERROR_TAIL = 20000  # report.json keeps the traceback in full; this only bounds 
 
 @dataclass(frozen=True)
 class Subject:
-    """A model under test: display name, how it was named, the engine and both sides' tables."""
+    """A model under test (`harness.models.model.Model`: its name, how it was named, its file), the engine
+    and both sides' tables."""
 
-    name: str
-    arg: str
-    path: Path
+    model: Model
     engine: Any
     table: TokenTable
     engine_table: TokenTable
     command: Callable[[str], str]
     known: KnownCrashes = NONE
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def arg(self) -> str:
+        return self.model.arg
+
+    @property
+    def path(self) -> Path:
+        return self.model.path
 
 
 def run_engine(engine, case: dict):
@@ -52,10 +64,10 @@ def run_engine(engine, case: dict):
 
 # --- token tables -----------------------------------------------------------------------------
 
-def gguf_texts(path: Path) -> list[bytes]:
+def gguf_texts(model: Model) -> list[bytes]:
     """Every token's exact text from the GGUF file (what llama_vocab_get_text returns)."""
     from tokenizer.gguf import reader as gguf
-    tokens = gguf.read(path).metadata.get("tokenizer.ggml.tokens") or []
+    tokens = model.require_metadata().get("tokenizer.ggml.tokens") or []
     return [gguf.as_bytes(t) for t in tokens]
 
 

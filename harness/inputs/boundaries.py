@@ -24,7 +24,7 @@ from the rules themselves:
   differs between llama.cpp's tables and Python's `unicodedata` (what Python
   cannot name), each after a letter, before `'s` and after a digit.
 
-`cases(path, level)` gives them as corpus cases. `level="slice"` packs the
+`cases(model, level)` gives them as corpus cases. `level="slice"` packs the
 probes into a few dozen long cases: it joins the default corpora (so the main
 job runs it; goldens change only when re-recorded). `level="full"` gives one
 case per few probes and every table row: the nightly session's
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+from ..models.model import Model, as_model
 from .cases import make_case, spread
 
 LEVEL_ENV = "GGUF_PARITY_BOUNDARIES"   # slice (default), full or off
@@ -182,25 +182,13 @@ def lowercase_rows() -> list[str]:
     return [chr(c) for c, low in zip(pairs[0::2], pairs[1::2], strict=False) if c != low and not 0xD800 <= c < 0xE000]
 
 
-@lru_cache(maxsize=4)
-def _metadata(path: str) -> dict[str, Any] | None:
-    """A GGUF file's metadata, read once per file for every probe family."""
-    from tokenizer import GGUFError
-    from tokenizer.gguf import reader as gguf
-
-    try:
-        return dict(gguf.read(path).metadata)
-    except (GGUFError, OSError):
-        return None
-
-
-def charsmap_rows(path: Path) -> list[str]:
+def charsmap_rows(model: Model | Path) -> list[str]:
     """The keys of a UGM vocabulary's precompiled charsmap that decode as text (every row)."""
     import numpy as np
 
     from tokenizer.normalize.charsmap import parse
 
-    blob = (_metadata(str(path)) or {}).get("tokenizer.ggml.precompiled_charsmap")
+    blob = (as_model(model).metadata or {}).get("tokenizer.ggml.precompiled_charsmap")
     if blob is None:
         return []
     try:
@@ -217,20 +205,20 @@ def charsmap_rows(path: Path) -> list[str]:
     return sorted(set(out))
 
 
-def table_probes(path: Path | None, *, every: int) -> list[str]:
+def table_probes(model: Model | Path | None, *, every: int) -> list[str]:
     """Table rows joined into words: every `every`-th row (1 = all), each after a letter."""
-    rows = nfd_rows() + lowercase_rows() + (charsmap_rows(path) if path is not None else [])
+    rows = nfd_rows() + lowercase_rows() + (charsmap_rows(model) if model is not None else [])
     picked = rows[::every]
     return ["x" + "".join(picked[i:i + 24]) for i in range(0, len(picked), 24)]
 
 
 # --- per vocabulary -------------------------------------------------------------------------
 
-def _token_lists(path: Path) -> tuple[list[bytes], list[int]] | None:
+def _token_lists(model: Model | Path) -> tuple[list[bytes], list[int]] | None:
     """Token texts and GGUF token types, read from the file (never from an engine under test)."""
     from tokenizer.gguf import reader as gguf
 
-    metadata = _metadata(str(path))
+    metadata = as_model(model).metadata
     if metadata is None:
         return None
     tokens = metadata.get("tokenizer.ggml.tokens") or []
@@ -257,12 +245,12 @@ def spelled(text: bytes) -> str:
 _EDGE_MARKS = (b" ", "\u0120".encode(), "\u2581".encode())   # space, GPT-2's byte-level space, SPM's
 
 
-def vocab_probes(path: Path, *, longest: int = 12, max_special: int = 128) -> list[str]:
+def vocab_probes(model: Model | Path, *, longest: int = 12, max_special: int = 128) -> list[str]:
     """Special and user-defined tokens alone, glued, spaced and wrapped in whitespace (lstrip, rstrip);
     the longest normal tokens that start or end with a space (or U+2581), and the longest overall
     (tokens over 64 bytes are left out: they are runs a corpus case need not repeat)."""
 
-    found = _token_lists(path)
+    found = _token_lists(model)
     if found is None:
         return []
     texts, kinds = found
@@ -288,13 +276,14 @@ def special_probes(special: list[str]) -> list[str]:
             "".join(f"{t}  z\n\n" for t in special)]
 
 
-def reference_specials(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+def reference_specials(model: Model | Path | None, tokens: list[tuple[str, bool]], *,
+                       max_special: int = 128) -> list[str]:
     """The original tokenizer's own special and added tokens (`tokens`: (text, special), from
     `harness.references.added`) that the GGUF does not hold the same way: not at all or as a NORMAL
     token (the conversion dropped it, or wrote it NORMAL), or special the other way (a special one
     not CONTROL or UNKNOWN, a plain added one not USER_DEFINED); spread over at most `max_special`.
     `vocab_probes` (the GGUF's own list) cannot be relied on to reach those."""
-    found = _token_lists(path) if path is not None else None
+    found = _token_lists(model) if model is not None else None
     held: dict[str, bool] = {}
     if found is not None:
         for text, kind in zip(*found, strict=False):
@@ -304,19 +293,20 @@ def reference_specials(path: Path | None, tokens: list[tuple[str, bool]], *, max
     return [odd[i] for i in spread(list(range(len(odd))), max_special)]
 
 
-def reference_probes(path: Path | None, tokens: list[tuple[str, bool]], *, max_special: int = 128) -> list[str]:
+def reference_probes(model: Model | Path | None, tokens: list[tuple[str, bool]], *,
+                     max_special: int = 128) -> list[str]:
     """`reference_specials` as probes: the GGUF's special forms (`special_probes`) and `see TOKEN here`."""
-    picked = reference_specials(path, tokens, max_special=max_special)
+    picked = reference_specials(model, tokens, max_special=max_special)
     return special_probes(picked) + ["".join(f"see {t} here\n" for t in picked)] if picked else []
 
 
-def reference_cases(path: Path | None, tokens: list[tuple[str, bool]],
+def reference_cases(model: Model | Path | None, tokens: list[tuple[str, bool]],
                     level_name: str = "slice") -> list[dict[str, Any]]:
     """Boundary cases (ids `bnd-ref-...`) from the original's special and added tokens (`reference_probes`)."""
     if level_name == "off":
         return []
     full = level_name == "full"
-    probes = reference_probes(path, tokens, max_special=100_000 if full else 128)
+    probes = reference_probes(model, tokens, max_special=100_000 if full else 128)
     return [make_case(f"bnd-ref-{i:04d}", data) for i, data in enumerate(pack(probes, size=1, sep="\n"))]
 
 
@@ -354,7 +344,7 @@ def level() -> str:
     return value if value in ("off", "slice", "full") else "slice"
 
 
-def cases(path: Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
+def cases(model: Model | Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
     """Boundary cases for one vocabulary (ids `bnd-...`): the default slice or the full set."""
     if level_name == "off":
         return []
@@ -364,10 +354,10 @@ def cases(path: Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
     generic = generic_probes()
     groups: list[tuple[str, Iterable[bytes]]] = [
         ("gen", pack(generic, size=4 if full else 48)),
-        ("tab", pack(table_probes(path, every=1 if full else 97), size=1 if full else 8, sep="\n")),
+        ("tab", pack(table_probes(model, every=1 if full else 97), size=1 if full else 8, sep="\n")),
     ]
-    if path is not None:
-        groups.append(("voc", pack(vocab_probes(path, longest=64 if full else 12,
+    if model is not None:
+        groups.append(("voc", pack(vocab_probes(model, longest=64 if full else 12,
                                                 max_special=100_000 if full else 128), size=1 if full else 6,
                                    sep="\n")))
     inside = unicode_probes.probes()   # text apart from the surrogates' raw bytes: one case is not text for them all
@@ -381,13 +371,13 @@ def cases(path: Path | None, level_name: str = "slice") -> list[dict[str, Any]]:
 
 # --- as a Hypothesis strategy ---------------------------------------------------------------
 
-def boundary_inputs(path: Path | None = None) -> SearchStrategy[str]:
+def boundary_inputs(model: Model | Path | None = None) -> SearchStrategy[str]:
     """One to four boundary probes, glued or spaced: the rules' edges, in new combinations."""
     from hypothesis import strategies as st
 
     from . import unicode_probes
 
-    probes = generic_probes() + unicode_probes.probes() + (vocab_probes(path) if path is not None else [])
+    probes = generic_probes() + unicode_probes.probes() + (vocab_probes(model) if model is not None else [])
     texts = [p for p in probes if isinstance(p, str)]
     glue = st.sampled_from(["", " ", "\n", "a", "1"])
     return st.lists(st.tuples(st.sampled_from(texts), glue), min_size=1, max_size=4).map(

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from ..models.model import Model, as_model
+
 # GGUF token types (llama.cpp's LLAMA_TOKEN_TYPE_*) worth building cases around.
 CONTROL, USER_DEFINED = 3, 4
 MAX_TOKENS_PER_TYPE = 8   # special-token cases stay a few dozen per vocabulary
@@ -42,15 +44,12 @@ def encodable(text: str) -> bool:
     return True
 
 
-def chosen_tokens(model: str | os.PathLike) -> list[tuple[int, str]]:
-    """(id, text) of up to 8 control and 8 user-defined tokens, read from the GGUF ([] if our reader refuses it)."""
-    from tokenizer import GGUFError
-    from tokenizer.gguf import reader as gguf  # here, so the oracle side never needs the engines
-
-    try:
-        metadata = gguf.read(model).metadata
-    except (GGUFError, OSError):
-        return []  # a file our reader refuses may still be one llama.cpp loads (or refuses): record that
+def chosen_tokens(model: Model | str | os.PathLike) -> list[tuple[int, str]]:
+    """(id, text) of up to 8 control and 8 user-defined tokens, from the GGUF's metadata ([] if our reader
+    refuses the file: it may still be one llama.cpp loads, or refuses, and the run records that)."""
+    metadata = as_model(model).metadata
+    if metadata is None:
+        return []
     return _chosen_tokens(metadata.get("tokenizer.ggml.tokens") or [], metadata.get("tokenizer.ggml.token_type"))
 
 

@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from ..files import input_limits, jsonl
+from ..models.model import Model, as_model
 from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
@@ -121,13 +122,13 @@ def inp_expected(path: str | os.PathLike) -> list[tuple[dict, list[int]]]:
     return [(case, [int(t) for t in line.split()]) for case, line in zip(cases, lines)]
 
 
-def inp_path(model: str | os.PathLike) -> Path | None:
+def inp_path(model: Model | str | os.PathLike) -> Path | None:
     """The `.inp` vectors next to a GGUF file, if there are any."""
-    candidate = Path(f"{os.fspath(model)}.inp")
+    candidate = Path(f"{as_model(model).path}.inp")
     return candidate if candidate.is_file() else None
 
 
-def vocab_cases(model: str | os.PathLike) -> list[dict]:
+def vocab_cases(model: Model | str | os.PathLike) -> list[dict]:
     """Cases around the vocabulary's own control and user-defined tokens, and its byte fallback.
 
     Each chosen token appears bare, between spaces, glued to words, doubled,
@@ -151,8 +152,12 @@ _VARIANTS = {
 }
 
 
-def default_corpora(model: str | os.PathLike) -> list[dict]:
-    """The default cases for one vocabulary: `.inp` vectors, edge, prose, vocabulary, boundary and document cases."""
+def default_corpora(model: Model | str | os.PathLike) -> list[dict]:
+    """The default cases for one vocabulary: `.inp` vectors, edge, prose, vocabulary, boundary and document cases.
+
+    The vocabulary, boundary and document cases are drawn from the GGUF's metadata, read once (`Model.metadata`).
+    """
+    model = as_model(model)
     cases = []
     inp = inp_path(model)
     if inp is not None:
@@ -162,7 +167,7 @@ def default_corpora(model: str | os.PathLike) -> list[dict]:
         cases += [{**c, "id": f"{stem}-{c['id']}"} for c in load_corpus(CORPORA_DIR / name)]
     cases += vocab_cases(model)
     from . import boundaries  # the rules' edges: a packed slice by default, all with GGUF_PARITY_BOUNDARIES=full
-    cases += boundaries.cases(Path(model), boundaries.level())
+    cases += boundaries.cases(model, boundaries.level())
     from . import documents  # long documents: the engines' batch paths (GGUF_PARITY_DOCUMENTS=off leaves them out)
     cases += documents.documents(model)
     return unique_ids(cases)

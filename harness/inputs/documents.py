@@ -28,6 +28,7 @@ import os
 import random
 from pathlib import Path
 
+from ..models.model import Model, as_model
 from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
@@ -133,7 +134,7 @@ def large_document(lines: list[str], mixed: str, size: int = LARGE_BYTES, seed: 
     return data[:data.rfind(b"\n") + 1].decode("utf-8")
 
 
-def documents(model: str | os.PathLike | None, level_name: str | None = None) -> list[dict]:
+def documents(model: Model | str | os.PathLike | None, level_name: str | None = None) -> list[dict]:
     """The document cases for one vocabulary, each with its `"document"` identity (sha256, size)."""
     level_name = level() if level_name is None else level_name
     if level_name == "off":
@@ -156,26 +157,27 @@ def document_case(case_id: str, text: str) -> dict:
     return case
 
 
-def special_texts(model: str | os.PathLike) -> list[str]:
+def special_texts(model: Model | str | os.PathLike) -> list[str]:
     """The texts of the vocabulary's chosen control and user-defined tokens (`corpus.vocab_cases`' choice)."""
     return [text for _, text in chosen_tokens(model) if encodable(text)]
 
 
-def attach_inputs(cases: list[dict], model: str | os.PathLike) -> list[dict]:
+def attach_inputs(cases: list[dict], model: Model | str | os.PathLike) -> list[dict]:
     """Golden cases with each recorded document's text rebuilt; `DocumentError` for one that is not the recorded one."""
     wanted = [c for c in cases if "document" in c]
     if not wanted:
         return cases
+    model = as_model(model)
     built = {c["id"]: c for c in documents(model, "full" if any(c["id"] == "doc-large" for c in wanted) else "default")}
     out = []
     for case in cases:
         if "document" in case:
             doc = built.get(case["id"])
             if doc is None or doc["document"] != case["document"]:
-                raise DocumentError(f"{Path(model).name}: case {case['id']}: the document built now is not the "
+                raise DocumentError(f"{model.path.name}: case {case['id']}: the document built now is not the "
                                     f"recorded one (sha256 {case['document']['sha256'][:16]}..., "
                                     f"{case['document']['size']:,} bytes); re-record the golden with "
-                                    f"python -m harness record --model {Path(model).name.removesuffix('.gguf')}")
+                                    f"python -m harness record --model {model.name}")
             case = {**case, "text": doc["text"]}
         out.append(case)
     return out

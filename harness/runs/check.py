@@ -18,7 +18,6 @@ ids beside the expected side, each case then counted per class.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..compare.findings import EngineError, findings, vocab_findings
@@ -26,6 +25,7 @@ from ..compare.result import ModelResult
 from ..compare.subject import Subject, engine_table, gguf_texts, reference_table, reproduce_command
 from ..compare.verdict import finish
 from ..golden import digest
+from ..models.model import Model
 from ..subjects import capabilities as capmod
 from .config import RunConfig
 from .outcomes import save_failing
@@ -50,18 +50,17 @@ class Expected(Protocol):
         ...
 
 
-def subject(*, name: str, arg: str, path: Path, engine, vocab: dict, pieces: list[bytes] | None,
+def subject(*, model: Model, engine, vocab: dict, pieces: list[bytes] | None,
             got_vocab: Callable[[], dict | EngineError], config: RunConfig, result: ModelResult) -> Subject:
     """Both sides' token tables and the vocabulary judged: the model ready for its cases.
 
     `vocab` and `pieces` are the expected side's vocabulary record (pieces when it has them);
     `got_vocab` gives the engine's, when the side asks for it (live: read at load, meanwhile).
     """
-    table = reference_table(gguf_texts(path), vocab, pieces)
-    cases_file = config.report_dir / "cases" / f"{name}.jsonl"
-    made = Subject(name=name, arg=arg, path=path, engine=engine, table=table,
-                   engine_table=engine_table(engine, table),
-                   command=reproduce_command(arg=arg, engine=config.engine, cases_file=cases_file,
+    table = reference_table(gguf_texts(model), vocab, pieces)
+    cases_file = config.report_dir / "cases" / f"{model.name}.jsonl"
+    made = Subject(model=model, engine=engine, table=table, engine_table=engine_table(engine, table),
+                   command=reproduce_command(arg=model.arg, engine=config.engine, cases_file=cases_file,
                                              engine_args=config.engine_args),
                    known=config.known_crashes)
     capmod.start(result, engine.caps)

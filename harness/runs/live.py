@@ -37,8 +37,8 @@ from ..inputs import strategies
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus
 from ..inputs.fuzz import DB_ENV, hunt
 from ..models.families import family_of
-from ..models.paths import Fingerprint, attach_source, check_same, fingerprint, resolve
-from ..models.shipped import short_name
+from ..models.model import Model, open_model
+from ..models.paths import Fingerprint, attach_source, check_same, fingerprint
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..report import fuzz_summary
@@ -62,12 +62,13 @@ from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
 from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials, third_side
 
 
-def gather_cases(path: Path, name: str, config: RunConfig) -> list[dict]:
+def gather_cases(model: Model, config: RunConfig) -> list[dict]:
     """Default corpora, --corpus files and this model's found corpus, ids made unique."""
+    name = model.name
     cases: list[dict] = []
     try:
         if config.default_corpora:
-            cases += default_corpora(path) + boundary_cases(config, path)
+            cases += default_corpora(model) + boundary_cases(config, model)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
         found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
@@ -141,17 +142,16 @@ class OraclePool:
         return [fault for session in self.sessions for fault in session.faults]
 
 
-def check_model(arg: str, config: RunConfig, factory, part: Partition | None = None,
+def check_model(model: Model, config: RunConfig, factory, part: Partition | None = None,
                 cases: list[dict] | None = None) -> ModelResult:
     """Everything `run` checks on one vocabulary, as a `ModelResult`; with `part`, only that shard's cases.
 
     `cases` are the model's gathered cases when the caller has them (`plan`).
     """
-    path = resolve(arg)
-    name = short_name(path)
+    path, name = model.path, model.name
     result = ModelResult(name, family_of(name))
     attach_source(result, path)
-    cases = gather_cases(path, name, config) if cases is None else cases
+    cases = gather_cases(model, config) if cases is None else cases
     texts = documents.corpus_texts(cases)  # every shard composes its documents from the same texts
     if part is not None:
         cases = [c for c in cases if part.owns(name, str(c["id"]))]
@@ -168,7 +168,7 @@ def check_model(arg: str, config: RunConfig, factory, part: Partition | None = N
             refusal_expected_but_loaded(result)
             return result
         try:
-            prepared = _prepare(path, name, arg, loaded, config, result)
+            prepared = _prepare(model, loaded, config, result)
             with third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 recorder = calls.Recorder(LiveExpected(pool))  # llama.cpp's records, for the calls phase
@@ -246,12 +246,12 @@ class LiveExpected:
         return True
 
 
-def _prepare(path: Path, name: str, arg: str, loaded, config: RunConfig, result: ModelResult) -> Subject:
+def _prepare(model: Model, loaded, config: RunConfig, result: ModelResult) -> Subject:
     """Both sides' token tables and the vocabulary diff (`harness.runs.check.subject`)."""
     engine, got, vocab, pieces = loaded
     if result.family == "other":
         result.family = vocab.get("vocab_type", "other")
-    return check.subject(name=name, arg=arg, path=path, engine=engine, vocab=vocab, pieces=pieces,
+    return check.subject(model=model, engine=engine, vocab=vocab, pieces=pieces,
                          got_vocab=lambda: got, config=config, result=result)
 
 
@@ -335,7 +335,7 @@ def _view(subject: Subject, config: RunConfig, third: ReferenceSide | None) -> s
     """What the vocabulary-aware strategies draw from: the model's pieces and special tokens."""
     view = strategies.vocab_view(name=subject.name, texts=subject.table.texts, attrs=subject.table.attrs,
                                  pieces=subject.table.pieces)
-    extra = fuzz_specials(config, subject.path) if third is not None else ()
+    extra = fuzz_specials(config, subject.model) if third is not None else ()
     if extra:  # the original's own tokens the GGUF does not hold the same way (harness.runs.third_side)
         view = replace(view, specials=view.specials + extra)
     return view
@@ -414,8 +414,11 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
     jsonl.append(path, case)  # escaped line breaks: later runs read it back
 
 
-def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
-    """Shard `config.shard` of the run's units (`harness.runs.shard`), and every model's gathered cases.
+Gathered = dict[str, tuple[Model, list[dict]]]  # a --model argument -> its model and its cases
+
+
+def plan(config: RunConfig) -> tuple[Partition, Gathered]:
+    """Shard `config.shard` of the run's units (`harness.runs.shard`), and every model with its gathered cases.
 
     Units, in the run's order: per model its `MODEL` unit, one per case, and a
     `FUZZ` unit weighing the fuzz budget (the hunt runs whole in one shard).
@@ -423,19 +426,19 @@ def plan(config: RunConfig) -> tuple[Partition, dict[str, list[dict]]]:
     if config.shard is None:
         raise ValueError("plan() needs a RunConfig with a shard")
     units: list[Unit] = []
-    cases_of: dict[str, list[dict]] = {}
+    gathered: Gathered = {}
     for arg in config.models:
-        path = resolve(arg)
-        name = short_name(path)
-        cases_of[arg] = gather_cases(path, name, config)
-        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in cases_of[arg])]
+        model = open_model(arg)
+        cases = gather_cases(model, config)
+        gathered[arg] = model, cases
+        units += [Unit(model.name, MODEL), *(Unit(model.name, str(c["id"])) for c in cases)]
         if config.fuzz:
-            units.append(Unit(name, FUZZ, config.fuzz))
-    return partition("run", units, config.shard), cases_of
+            units.append(Unit(model.name, FUZZ, config.fuzz))
+    return partition("run", units, config.shard), gathered
 
 
 def run(config: RunConfig, results: list[ModelResult] | None = None,
-        sharded: tuple[Partition, dict[str, list[dict]]] | None = None) -> list[ModelResult]:
+        sharded: tuple[Partition, Gathered] | None = None) -> list[ModelResult]:
     """Check every model of `config`; a `SetupError` for a bad name, path or corpus.
 
     Each finished model is appended to `results` as it finishes, so a caller
@@ -444,19 +447,19 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
     """
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
-    for arg in config.models:
-        resolve(arg)  # fail fast on a bad name or file before any work
+    part, gathered = sharded if sharded is not None else (None, {})
+    # each model resolved once, before any work (a bad name or file fails fast), with its cases when planned
+    models = {arg: gathered[arg] if arg in gathered else (open_model(arg), None) for arg in config.models}
     for corpus in config.corpora:
         if not Path(corpus).is_file():
             raise SetupError(f"no such corpus file: {corpus}")
     results = [] if results is None else results
-    part, cases_of = sharded if sharded is not None else (None, {})
-    for arg in config.models:
-        if part is not None and not part.items(short_name(resolve(arg))):
+    for arg, (model, cases) in models.items():
+        if part is not None and not part.items(model.name):
             continue
         if not config.quiet:
             print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)
-        result = check_model(arg, config, factory, part=part, cases=cases_of.get(arg))
+        result = check_model(model, config, factory, part=part, cases=cases)
         if part is not None and not part.owns(result.model):
             case_part(result)
         results.append(result)

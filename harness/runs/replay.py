@@ -25,6 +25,7 @@ from ..golden.files import GoldenError, golden_files, load_golden
 from ..golden.identity import mismatch
 from ..inputs import documents
 from ..models.families import family_of
+from ..models.model import Model
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
 from . import check
@@ -147,17 +148,17 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         return result
     if result.family == "other":
         result.family = golden["vocab"].get("vocab_type", "other")
+    model = Model(_model_arg(name, path), path, name)  # the GGUF's metadata read once, below
     try:  # a long document is recorded by its sha256: rebuild its text (harness.inputs.documents)
-        golden["cases"] = documents.attach_inputs(golden["cases"], path)
+        golden["cases"] = documents.attach_inputs(golden["cases"], model)
     except documents.DocumentError as exc:
         raise SetupError(str(exc)) from None
     engine = load_engine_for(factory, path, result)
     if engine is None:
         return check.engine_unloaded(result, golden["cases"])
     try:
-        prepared = check.subject(name=name, arg=_model_arg(name, path), path=path, engine=engine,
-                                 vocab=golden["vocab"], pieces=None, got_vocab=lambda: engine_vocab(engine),
-                                 config=config, result=result)
+        prepared = check.subject(model=model, engine=engine, vocab=golden["vocab"], pieces=None,
+                                 got_vocab=lambda: engine_vocab(engine), config=config, result=result)
         with third_side(config, path, prepared, result) as (subject, third), \
                 Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
             check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third)

@@ -44,6 +44,7 @@ from ..compare.result import ModelResult
 from ..compare.subject import Subject
 from ..errors import SetupError
 from ..inputs import boundaries, derived
+from ..models.model import Model
 from ..references import added, causes, classify, decoding, gguf_keys, original, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
@@ -319,19 +320,19 @@ def _token(table: TokenTable, token: int) -> dict:
     return out
 
 
-def boundary_cases(config: RunConfig, path: Path) -> list[dict]:
+def boundary_cases(config: RunConfig, model: Model) -> list[dict]:
     """With `--reference` and the default corpora: boundary cases from the original's own special and added
     tokens that the GGUF does not hold the same way (`boundaries.reference_cases`, ids `bnd-ref-...`), and
     the cases derived from the original's rules (`derived.derived_cases`, ids `bnd-orig-...`)."""
     if not config.reference or not config.default_corpora:
         return []
     level = boundaries.level()
-    return (boundaries.reference_cases(path, added.texts(config.reference), level)
+    return (boundaries.reference_cases(model, added.texts(config.reference), level)
             + derived.derived_cases(original.read(config.reference), level))
 
 
-def fuzz_specials(config: RunConfig, path: Path) -> tuple[str, ...]:
+def fuzz_specials(config: RunConfig, model: Model) -> tuple[str, ...]:
     """With `--reference`: the same tokens for the fuzzer's special-token strategy, beside the GGUF's own."""
     if not config.reference:
         return ()
-    return tuple(boundaries.reference_specials(path, added.texts(config.reference)))
+    return tuple(boundaries.reference_specials(model, added.texts(config.reference)))
