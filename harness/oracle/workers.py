@@ -52,8 +52,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..contained import POLL_SLICE, Contained, signal_name
+from ..environment import default_memory
 from ..errors import SetupError
-from .worker_limits import DEFAULT_TIMEOUT, default_memory
+from .worker_limits import DEFAULT_TIMEOUT
 
 LOAD_TIMEOUT = 300.0
 VOCAB_TIMEOUT = 900.0

@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..environment import project_root
 from ..errors import SetupError
 from ..models.families import models_of
-from ..models.shipped import SHIPPED, project_root
+from ..models.shipped import SHIPPED
 from ..oracle import known_crashes, worker_limits
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
@@ -45,7 +46,7 @@ class RunConfig:
     allow_flakes: bool = False  # engine flakes (harness.subjects.client) are listed but do not make the exit 1
     jobs: int = 1
     timeout: float = 60.0
-    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.oracle.worker_limits.default_memory()
+    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.environment.default_memory()
     found_dir: Path | None = FOUND_DIR
     hypothesis_db: Path | None = None  # None: the project's (harness.inputs.fuzz.database_dir)
     quiet: bool = False
