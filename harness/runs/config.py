@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..environment import project_root
 from ..errors import SetupError
-from ..models.families import models_of
+from ..models.families import members
 from ..models.shipped import SHIPPED
 from ..oracle import known_crashes, worker_limits
 from ..oracle.known_crashes import NONE, KnownCrashes
@@ -63,14 +63,13 @@ class RunConfig:
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
     """`--model` and `--family` expanded, in order, each model once; `SetupError` for a family with
     no models, or (when `required`) for no selection at all."""
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    if args.family and len(names) == len(args.model):
+    of_families = members(args.family)
+    if args.family and not of_families:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
+    names = tuple(dict.fromkeys([*args.model, *of_families]))
     if required and not names:
         raise SetupError("give --model NAME|PATH or --family FAMILY (shipped: " + ", ".join(SHIPPED) + ")")
-    return tuple(dict.fromkeys(names))
+    return names
 
 
 def fuzz_budget(args: argparse.Namespace) -> int:
