@@ -82,8 +82,8 @@ def test_merged_reports_add_their_figures():
 def test_a_user_engines_fuzz_finds_stay_under_the_report(tmp_path, monkeypatch, engine, found, db):
     import argparse
 
+    from harness.environment import project_root
     from harness.inputs.fuzz import DB_ENV
-    from harness.models.shipped import project_root
     from harness.runs.config import found_fields
     monkeypatch.delenv(DB_ENV, raising=False)
     fields = found_fields(argparse.Namespace(engine=engine, found_dir=None, report=tmp_path))

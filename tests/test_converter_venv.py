@@ -73,17 +73,17 @@ def test_the_converter_runs_under_its_memory_cap(tmp_path, monkeypatch):
     """run_driver hands the cap to the driver, which sets it on itself before anything is imported."""
     import sys
 
-    from harness.models import shipped
+    from harness import environment
 
     monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path(sys.executable))
     monkeypatch.setattr(convert, "sources_dir", lambda: tmp_path / "no-sources")
-    shipped.set_child_memory(1 << 30)
+    environment.set_child_memory(1 << 30)
     try:
         cap = convert.converter_memory()
         result = convert.run_driver("fingerprint", [str(tmp_path)], timeout=60)
     finally:
-        shipped.set_child_memory(None)
-    assert cap == min(2 << 30, shipped.physical_memory() or 2 << 30)  # twice the workers' cap
+        environment.set_child_memory(None)
+    assert cap == min(2 << 30, environment.physical_memory() or 2 << 30)  # twice the workers' cap
     assert result["memory_limit"] == cap
     assert result["error"] is not None  # no converter sources here: the driver says so, under its cap
 

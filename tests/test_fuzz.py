@@ -14,8 +14,8 @@ import os
 import pytest
 from hypothesis import find, given, settings
 
+from harness.environment import project_root
 from harness.inputs import fuzz, strategies
-from harness.models import shipped as models
 from harness.models.shipped import SHIPPED
 from harness.oracle import known_crashes
 
@@ -115,7 +115,7 @@ def test_profiles_and_environment(monkeypatch):
 
 def test_database_lives_in_the_project(monkeypatch):
     monkeypatch.delenv(fuzz.DB_ENV, raising=False)
-    assert fuzz.database_dir() == models.project_root() / ".hypothesis" / "examples"
+    assert fuzz.database_dir() == project_root() / ".hypothesis" / "examples"
 
 
 # --- differential: our engine against live llama.cpp ------------------------------------------

@@ -232,10 +232,10 @@ def test_peers_reference_started_inside_the_folder_imports_nothing_from_it(tmp_p
 
 def test_an_installed_copy_gives_its_children_no_current_directory_on_the_module_path(tmp_path, monkeypatch):
     """Installed (no pyproject.toml beside the package), a child's PYTHONPATH gains nothing: not the cwd."""
-    from harness.models import shipped
+    from harness import environment
 
-    installed = tmp_path / "site-packages" / "harness" / "models" / "shipped.py"
-    monkeypatch.setattr(shipped, "__file__", str(installed))
+    installed = tmp_path / "site-packages" / "harness" / "environment.py"
+    monkeypatch.setattr(environment, "__file__", str(installed))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "")
-    assert str(tmp_path) not in shipped.child_env()["PYTHONPATH"].split(os.pathsep)
+    assert str(tmp_path) not in environment.child_env()["PYTHONPATH"].split(os.pathsep)

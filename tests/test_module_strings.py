@@ -104,16 +104,17 @@ def test_every_package_data_glob_matches_files():
 
 
 def test_data_files_found_next_to_modules_exist():
+    from harness import environment
     from harness.chat import cases, helper_build
     from harness.golden import files
     from harness.inputs import corpus
-    from harness.models import fetch, shipped
+    from harness.models import fetch
     for path in (files.SCHEMA_PATH, cases.TARGETS_FILE, helper_build.MAIN, helper_build.MANIFEST,
                  fetch.MANIFEST):
         assert path.is_file(), path
     for folder in (files.GOLDEN_DIR, corpus.CORPORA_DIR):
         assert folder.is_dir(), folder
-    assert (shipped.project_root() / "pyproject.toml").is_file()
+    assert (environment.project_root() / "pyproject.toml").is_file()
 
 
 def test_the_check_sees_a_stale_string(tmp_path):

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.environment import project_root
 from harness.errors import SetupError
 from harness.models.paths import resolve
-from harness.models.shipped import project_root
 from harness.selftest import mutants as mutants_mod
 from harness.selftest.mutants import AREAS, Edit, Mutant, MutantError
 

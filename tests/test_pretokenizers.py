@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
 from tests.bpe_inputs import inputs
+from tests.conformance import synthetic_or_skip
 from tests.llama_sources import llama_source
 from tokenizer import UnsupportedVocab
 from tokenizer.pretokenize import behaviours as pt
 from tokenizer.pretokenize.names import PRE_NAMES, resolve
 
-SYNTH_COMMAND = "python -m harness synth"
 # inputs per pre-tokenizer name: the default run, and the nightly one
 BUDGETS = [20, pytest.param(2000, marks=pytest.mark.nightly)]
 
@@ -138,20 +137,12 @@ def test_registry_refuses_duplicates_and_lists_known_names():
 
 # --- every name against the live oracle ----------------------------------------------------
 
-def _synthetic(pre: str) -> Path:
-    from harness.models.synth import synthetic_path
-    path = synthetic_path(f"pre-{pre}")
-    if not path.is_file():
-        pytest.skip(f"{path.name} missing (build with: {SYNTH_COMMAND})")
-    return path
-
-
 def _differential(pre: str, n: int) -> list[str]:
     from harness.golden.records import evaluate_case
     from harness.oracle.llama import LlamaOracle
     from tokenizer import Tokenizer
 
-    path = _synthetic(pre)
+    path = synthetic_or_skip(f"pre-{pre}")
     ours, oracle = Tokenizer.from_gguf(path), LlamaOracle(path)
     failures = []
     try:
@@ -199,7 +190,7 @@ def test_whitespace_pre_aborts_where_llama_does():
     from tokenizer import Tokenizer
     from tokenizer.unicode import LlamaCppAbort
 
-    path = _synthetic("whitespace")
+    path = synthetic_or_skip("pre-whitespace")
     ours = Tokenizer.from_gguf(path)
     with OracleSession(path, timeout=60) as session:
         for param in WHITESPACE_CASES:

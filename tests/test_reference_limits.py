@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import reference_files as rf
 
+from harness import environment
 from harness.errors import SetupError
 from harness.files import input_limits
-from harness.models import shipped
 from harness.references import added, specs
 from harness.subjects.client import RemoteEngine
 from harness.subjects.guard import EngineLoadError
@@ -29,9 +29,9 @@ LIMIT = 1 << 30  # 1 GiB for these tests: the hostile loads ask for many times t
 
 @pytest.fixture
 def small_limit():
-    shipped.set_child_memory(LIMIT)
+    environment.set_child_memory(LIMIT)
     yield LIMIT
-    shipped.set_child_memory(None)
+    environment.set_child_memory(None)
 
 
 def children_peak() -> int:
@@ -53,8 +53,8 @@ def test_the_reference_and_release_children_carry_the_memory_limit(small_limit):
 
     assert specs.child_argv("hf")[-2:] == ["--memory-limit", str(small_limit)]
     assert llama_release.child_argv("0.3.1")[-2:] == ["--memory-limit", str(small_limit)]
-    shipped.set_child_memory(None)
-    assert specs.child_argv("spm")[-1] == str(shipped.default_memory())
+    environment.set_child_memory(None)
+    assert specs.child_argv("spm")[-1] == str(environment.default_memory())
 
 
 def hostile_tekken(path: Path) -> Path:

@@ -153,7 +153,7 @@ def _workers_of(model: Path) -> list[str]:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"harness.oracle.workers" in cmdline and str(model).encode() in cmdline:
+        if b"harness.oracle.worker_child" in cmdline and str(model).encode() in cmdline:
             found.append(proc.name)
     return found
 

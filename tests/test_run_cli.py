@@ -177,6 +177,26 @@ def test_usage_errors_exit_2_with_one_line(args, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
 
 
+
+def test_models_then_families_in_order_each_once(monkeypatch):
+    """`--model` names first, then each `--family`'s members in order; a name given twice is checked once."""
+    import argparse
+
+    from harness.errors import SetupError
+    from harness.models import families
+    from harness.runs.config import selected_models
+
+    def chosen(models, fams, **kwargs):
+        return selected_models(argparse.Namespace(model=models, family=fams), **kwargs)
+
+    assert chosen(["phi-3", "gpt-2"], ["spm", "wpm", "spm"]) == ("phi-3", "gpt-2", "llama-spm", "baichuan", "bert-bge")
+    assert chosen([], [], required=False) == ()
+    with pytest.raises(SetupError, match="give --model"):
+        chosen([], [])
+    monkeypatch.setitem(families.FAMILIES, "empty", ())
+    with pytest.raises(SetupError, match="family empty has no models yet"):
+        chosen(["gpt-2"], ["empty"])
+
 # --- progress output ---------------------------------------------------------------------------
 
 class _Stream:

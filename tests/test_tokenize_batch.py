@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.environment import project_root
 from harness.golden import files as goldens
 from harness.golden.records import FLAGS
 from harness.inputs.strategies import case_input
-from harness.models.shipped import project_root
 from tests.test_bpe_batch import golden_and_gguf
 from tokenizer import Tokenizer
 from tokenizer.engines import bpe

@@ -264,8 +264,8 @@ def _batch_path(variants, name):
 @pytest.fixture(scope="module")
 def batch_inputs() -> list[bytes]:
     """The boundary slice of nomic-bert-moe and the first 20,000 bytes of the diverse corpus."""
+    from harness.environment import project_root
     from harness.inputs.boundaries import cases
-    from harness.models.shipped import project_root
 
     probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
               for c in cases(_nomic())]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import environment
 from harness.cli import main
 from harness.errors import SetupError
 from harness.oracle import worker_limits
@@ -79,9 +80,9 @@ def test_memory_sizes(text, size):
 
 
 def test_default_memory_is_at_most_4_gib_and_half_the_ram():
-    ram = worker_limits.physical_memory()
-    assert worker_limits.MIN_MEMORY <= worker_limits.default_memory() <= worker_limits.DEFAULT_MEMORY
-    assert ram is None or worker_limits.default_memory() <= max(ram // 2, worker_limits.MIN_MEMORY)
+    ram = environment.physical_memory()
+    assert environment.MIN_MEMORY <= environment.default_memory() <= environment.DEFAULT_MEMORY
+    assert ram is None or environment.default_memory() <= max(ram // 2, environment.MIN_MEMORY)
 
 
 # --- the RWKV hang: llama.cpp allocates without end --------------------------------------------

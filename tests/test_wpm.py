@@ -263,8 +263,8 @@ def literal_match(tok: Tokenizer, data: bytes) -> list[int]:
 def shortcut_inputs(bge) -> list[bytes]:
     """The boundary slice, every token's text as a word (and cut one byte short),
     and the first lines of the diverse corpus."""
+    from harness.environment import project_root
     from harness.inputs.boundaries import cases
-    from harness.models.shipped import project_root
 
     probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
               for c in cases(_bge())]

@@ -30,8 +30,9 @@ from tokenizer import Tokenizer
 from tokenizer.attrs import Attr
 from tokenizer.chat.render import special_text
 
+from ..environment import project_root
 from ..models.paths import resolve
-from ..models.shipped import SHIPPED, project_root, templates_dir
+from ..models.shipped import SHIPPED, templates_dir
 
 CONVERSATIONS = project_root() / "corpora" / "conversations.jsonl"
 # Which shipped vocabularies carry templates, and the vocabulary of each sdist template:

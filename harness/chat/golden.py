@@ -22,8 +22,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..environment import project_root
 from ..errors import SetupError
-from ..models.shipped import LLAMA_CPP_PYTHON_VERSION, project_root
+from ..models.shipped import LLAMA_CPP_PYTHON_VERSION
 from .cases import Case, Target, cases, tokenizer_for
 from .diff import MATCH, describe, product_answer, verdict
 from .oracle import NOW, ChatAnswer, ChatOracle, request

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..contained import Contained
+from ..environment import child_env
 from ..errors import SetupError
-from ..models.shipped import child_env
 from .oracle import NOW, ChatAnswer, LineChild
 
 DEFAULT_TIMEOUT = 30.0

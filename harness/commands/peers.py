@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..models.families import FAMILIES, models_of
+from ..models.families import FAMILIES, members
 from ..models.paths import resolve
 from ..models.shipped import SHIPPED
 from ..runs import matrix as peers
@@ -72,10 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def selection(args: argparse.Namespace) -> list[str]:
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    names = list(dict.fromkeys(names or SHIPPED))
+    names = list(dict.fromkeys([*args.model, *members(args.family)] or SHIPPED))
     for name in names:
         resolve(name)  # a bad name or a missing file fails before any pair runs
     return names

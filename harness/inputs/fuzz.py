@@ -42,7 +42,8 @@ from hypothesis.database import (
 from hypothesis.errors import HypothesisException, NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
-from ..models import shipped as models
+from ..environment import project_root
+from ..errors import SetupError
 from . import strategies
 
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"
@@ -54,7 +55,7 @@ GITHUB_ARTIFACT = "hypothesis-example-db"
 # --- settings profiles and the example database ---------------------------------------------
 
 def database_dir() -> Path:
-    return Path(os.environ.get(DB_ENV) or models.project_root() / ".hypothesis" / "examples")
+    return Path(os.environ.get(DB_ENV) or project_root() / ".hypothesis" / "examples")
 
 
 def example_database() -> ExampleDatabase:
@@ -74,7 +75,7 @@ def shared_database(spec: str) -> ReadOnlyDatabase | None:
         return None
     parts = spec.strip().split("/")
     if len(parts) not in (2, 3) or not all(parts):
-        raise models.SetupError(f"${GITHUB_ENV}={spec!r}: expected OWNER/REPO or OWNER/REPO/ARTIFACT")
+        raise SetupError(f"${GITHUB_ENV}={spec!r}: expected OWNER/REPO or OWNER/REPO/ARTIFACT")
     artifact = parts[2] if len(parts) == 3 else GITHUB_ARTIFACT
     return ReadOnlyDatabase(GitHubArtifactDatabase(parts[0], parts[1], artifact_name=artifact))
 

@@ -44,11 +44,12 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..environment import child_memory, physical_memory, venvs_dir
 from ..errors import SetupError
 from ..files.atomic import locked, write_text_atomic
 from ..files.input_limits import tokenizer_file_limit
 from . import fetch, folder_data
-from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir, child_memory, physical_memory, venvs_dir
+from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
 MANIFEST = Path(__file__).parents[1] / "data" / "converter_sources.sha256"

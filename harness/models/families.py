@@ -12,6 +12,8 @@ that hold what the self-test's former blind spots need; the main job runs them).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import synth
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -34,6 +36,11 @@ def models_of(family: str) -> tuple[str, ...]:
         return FAMILIES[family]
     except KeyError:
         raise KeyError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})") from None
+
+
+def members(families: Iterable[str]) -> tuple[str, ...]:
+    """The models of every family in `families`, in order, each once (`--family`, repeated)."""
+    return tuple(dict.fromkeys(model for family in families for model in models_of(family)))
 
 
 def family_of(model: str) -> str:

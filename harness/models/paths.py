@@ -1,4 +1,4 @@
-"""How a model name or path becomes one absolute path, and a check that both sides read the same bytes.
+"""A `--model` (name, path or URL) resolved to one absolute file, and a check that both sides read the same bytes.
 
 Every command resolves its `--model` arguments here, in the parent process,
 before any worker starts. The result is absolute: the oracle's workers run

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..environment import project_root
 from ..errors import SetupError
-from ..models.shipped import project_root
 
 DEFAULT_FILE = project_root() / "corpora" / "known_crashes.json"
 DISABLED = "none"

@@ -23,15 +23,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..environment import GIB, MIN_MEMORY, physical_memory, set_child_memory
 from ..errors import SetupError
-from ..models.shipped import (  # noqa: F401 - the workers' limits, shared with every child the harness starts
-    DEFAULT_MEMORY,
-    GIB,
-    MIN_MEMORY,
-    default_memory,
-    physical_memory,
-    set_child_memory,
-)
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 3600.0          # an hour per case is already a hang
@@ -46,7 +39,7 @@ class Limits:
 
     jobs: int = 1
     timeout: float = DEFAULT_TIMEOUT
-    memory: int | None = None   # None: default_memory() at the time a worker starts
+    memory: int | None = None   # None: harness.environment.default_memory() when a worker starts
 
 
 def check_timeout(seconds: float) -> float:

@@ -1,9 +1,9 @@
-"""Crash isolation: llama.cpp runs in worker processes, so an abort becomes a finding.
+"""Crash isolation, the parent side: llama.cpp runs in worker processes, so an abort becomes a finding.
 
 llama.cpp aborts (GGML_ASSERT, an uncaught C++ exception) or could hang on some
 inputs.  Every oracle call here runs in a subprocess (`python -m
-harness.oracle.workers --serve MODEL`) that loads the model once and answers
-JSON-line requests.  When a worker dies or passes its timeout the case becomes
+harness.oracle.worker_child --serve MODEL`, the child side) that loads the model
+once and answers JSON-line requests.  When a worker dies or passes its timeout the case becomes
 an **oracle-crash record**, the worker is restarted and the run goes on:
 
     {"id": ..., "text"|"bytes": ..., "crash": {"kind": "signal", "signal": "SIGABRT",
@@ -52,8 +52,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..contained import POLL_SLICE, Contained, signal_name
+from ..environment import default_memory
 from ..errors import SetupError
-from .worker_limits import DEFAULT_TIMEOUT, default_memory, die_with_parent, limit_memory
+from .worker_limits import DEFAULT_TIMEOUT
 
 LOAD_TIMEOUT = 300.0
 VOCAB_TIMEOUT = 900.0
@@ -75,8 +76,6 @@ class LoadFailure(RuntimeError):
         self.crash = crash
 
 
-# -- the parent side --------------------------------------------------------------
-
 class Worker:
     """One `--serve` subprocess, its stderr in a temporary file, its replies in a queue."""
 
@@ -87,7 +86,7 @@ class Worker:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker; close() closes it
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONPATH=path)
-        argv = [sys.executable, "-m", "harness.oracle.workers", "--serve", str(self.model),
+        argv = [sys.executable, "-m", "harness.oracle.worker_child", "--serve", str(self.model),
                 "--memory-limit", str(memory_limit or default_memory()), "--parent", str(os.getpid())]
         self.verbose = verbose
         if verbose:
@@ -383,110 +382,3 @@ def inspect_model(model: str | os.PathLike[str], *, timeout: float = VOCAB_TIMEO
             break
         first = crash
     return {"llama": None, "tokenizer": None, "vocab": None, "vocab_crash": crash}
-
-
-# -- the worker side ------------------------------------------------------------
-
-class _Tracer:
-    """Wraps the oracle so each llama.cpp call is announced before it runs."""
-
-    def __init__(self, oracle, send) -> None:
-        self._oracle, self._send = oracle, send
-
-    def __getattr__(self, name):
-        return getattr(self._oracle, name)
-
-    def tokenize(self, text, *, add_special, parse_special):
-        self._send({"step": f"tokenize(add_special={add_special}, parse_special={parse_special})"})
-        return self._oracle.tokenize(text, add_special=add_special, parse_special=parse_special)
-
-    def detokenize(self, ids, *, remove_special, unparse_special):
-        self._send({"step": f"detokenize(remove_special={remove_special}, "
-                            f"unparse_special={unparse_special})"})
-        return self._oracle.detokenize(ids, remove_special=remove_special, unparse_special=unparse_special)
-
-
-def _inspect(oracle) -> dict:
-    from ..golden.records import vocab_record
-
-    keys = ("general.architecture", "tokenizer.ggml.model", "tokenizer.ggml.pre")
-    tokenizer = {"meta": {k: oracle.meta(k) for k in keys}, **oracle.internals()}
-    return {"llama": dict(oracle.build_info), "tokenizer": tokenizer, "vocab": vocab_record(oracle)}
-
-
-def _ops() -> dict[str, Callable]:
-    """The requests a worker answers, by name: `op(oracle, traced_oracle, *args)`, JSON-ready."""
-    from ..golden.records import evaluate_case, vocab_record
-    from ..models.paths import fingerprint
-
-    return {
-        "evaluate": lambda oracle, traced, case: evaluate_case(traced, case),
-        "inspect": lambda oracle, traced: _inspect(oracle),
-        "vocab": lambda oracle, traced: vocab_record(oracle),
-        "pieces": lambda oracle, traced: [oracle.token_to_piece(t, special=True).hex()
-                                          for t in range(oracle.n_tokens)],
-        "attrs": lambda oracle, traced: [oracle.token_attr(t) for t in range(oracle.n_tokens)],
-        "ping": lambda oracle, traced: oracle.n_tokens,
-        # the bytes this worker opened, checked against the parent's (harness.models.paths)
-        "fingerprint": lambda oracle, traced: fingerprint(oracle.path).as_dict(),
-    }
-
-
-def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
-          parent: int | None = None) -> int:
-    """Worker main loop: load `model`, then answer JSON-line requests on stdin."""
-    if parent is not None:
-        die_with_parent(parent)
-    if memory_limit is not None:
-        limit_memory(memory_limit)
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-    os.dup2(2, 1)  # anything C prints to stdout must not corrupt the protocol
-
-    def send(message: dict) -> None:
-        out.write(json.dumps(message) + "\n")
-        out.flush()
-
-    try:
-        from .llama import LlamaOracle, OracleError
-    except ImportError as exc:  # our set-up, not llama.cpp: the parent makes it an exit 2
-        send({"setup_error": f"the llama.cpp worker cannot import llama-cpp-python ({exc}); "
-                             "install it (nox -s tests does) or run the tests through nox"})
-        return 0
-    except MemoryError:
-        send({"setup_error": f"--memory-limit {memory_limit} bytes is too small for a llama.cpp worker "
-                             "to start; give more (the default is 4G)"})
-        return 0
-    try:
-        oracle = LlamaOracle(model, verbose=verbose)
-    except OracleError as exc:  # the path is cut to the file name so goldens do not depend on it
-        send({"load_error": str(exc).replace(str(Path(model).parent) + os.sep, "")})
-        return 0
-    send({"ready": True})
-    traced, ops = _Tracer(oracle, send), _ops()
-    for line in sys.stdin:
-        request = json.loads(line)
-        try:
-            result = ops[request["op"]](oracle, traced, *request["args"])
-        except Exception as exc:  # noqa: BLE001 - reported per case; the worker lives on
-            send({"error": f"{type(exc).__name__}: {exc}"})
-            continue
-        send({"result": result})
-    oracle.close()
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m harness.oracle.workers",
-                                     description="An oracle worker (started by harness.oracle.workers).")
-    parser.add_argument("--serve", required=True, metavar="MODEL")
-    parser.add_argument("--verbose", action="store_true")
-    parser.add_argument("--memory-limit", type=int, default=None, metavar="BYTES")
-    parser.add_argument("--parent", type=int, default=None, metavar="PID")
-    args = parser.parse_args(argv)
-    return serve(args.serve, verbose=args.verbose, memory_limit=args.memory_limit, parent=args.parent)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

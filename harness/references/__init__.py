@@ -18,12 +18,12 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     causes.py     each conversion finding's cause by experiment: the smallest change that makes it agree
 
 May import: `tokenizer` (a GGUF's keys and token table, llama.cpp's flags per pre name, GPT-2's
-byte table), `harness.errors`, `harness.files`, `harness.golden.records` (a record's exact bytes),
-`harness.subjects.client`, `harness.subjects.protocol`, `harness.subjects.records` (the engine
-protocol's client side), `harness.models.shipped`, `harness.models.convert` (the fingerprint, in
-`pre_check`), `harness.models.folder_data` (a folder's tokenizer files read, bounded),
-`harness.oracle.session` and `harness.models.gguf_rewrite` (in `causes`: llama.cpp asked again on a
-rewritten GGUF).
+byte table), `harness.environment` (the child's environment and memory cap), `harness.errors`,
+`harness.files`, `harness.golden.records` (a record's exact bytes), `harness.subjects.client`,
+`harness.subjects.protocol`, `harness.subjects.records` (the engine protocol's client side),
+`harness.models.convert` (the fingerprint, in `pre_check`), `harness.models.folder_data` (a
+folder's tokenizer files read, bounded), `harness.oracle.session` and `harness.models.gguf_rewrite`
+(in `causes`: llama.cpp asked again on a rewritten GGUF).
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a
 hang there costs one case. It never imports the run's own modules

@@ -33,9 +33,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..environment import child_env, child_memory
 from ..errors import SetupError
 from ..files.input_limits import loads, read_tokenizer_file
-from ..models.shipped import child_env, child_memory
 from .gguf_keys import read_spm
 from .hf import config_beside
 from .specs import ReferenceSpec, parse

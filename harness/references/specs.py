@@ -28,9 +28,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..environment import child_env, child_memory
 from ..errors import SetupError
 from ..files.input_limits import loads, read_tokenizer_file, tokenizer_file_limit
-from ..models.shipped import child_env, child_memory
 from ..subjects.client import RemoteEngine
 from ..subjects.records import NotApplicable
 from .classify import outcome_ids

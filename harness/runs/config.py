@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..environment import project_root
 from ..errors import SetupError
-from ..models.families import models_of
-from ..models.shipped import SHIPPED, project_root
+from ..models.families import members
+from ..models.shipped import SHIPPED
 from ..oracle import known_crashes, worker_limits
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
@@ -45,7 +46,7 @@ class RunConfig:
     allow_flakes: bool = False  # engine flakes (harness.subjects.client) are listed but do not make the exit 1
     jobs: int = 1
     timeout: float = 60.0
-    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.oracle.worker_limits.default_memory()
+    memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.environment.default_memory()
     found_dir: Path | None = FOUND_DIR
     hypothesis_db: Path | None = None  # None: the project's (harness.inputs.fuzz.database_dir)
     quiet: bool = False
@@ -62,14 +63,13 @@ class RunConfig:
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
     """`--model` and `--family` expanded, in order, each model once; `SetupError` for a family with
     no models, or (when `required`) for no selection at all."""
-    names = list(args.model)
-    for family in args.family:
-        names += models_of(family)
-    if args.family and len(names) == len(args.model):
+    of_families = members(args.family)
+    if args.family and not of_families:
         raise SetupError(f"family {', '.join(args.family)} has no models yet")
+    names = tuple(dict.fromkeys([*args.model, *of_families]))
     if required and not names:
         raise SetupError("give --model NAME|PATH or --family FAMILY (shipped: " + ", ".join(SHIPPED) + ")")
-    return tuple(dict.fromkeys(names))
+    return names
 
 
 def fuzz_budget(args: argparse.Namespace) -> int:

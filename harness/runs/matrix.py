@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..models.shipped import child_env
+from ..environment import child_env
 from ..report.templating import environment
 from ..subjects.capabilities import CHECKS
 from ..subjects.spec import DEFAULT_ENGINE

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..models.shipped import project_root
+from ..environment import project_root
 
 # Areas, in the order the kill table lists them.
 AREAS = (

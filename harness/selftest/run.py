@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import synth_sensitivity
-from ..models.families import FAMILIES
+from ..models.families import members as of_families
 from .mutants import Mutant
 from .settings import DETECTORS, Settings, Verdict
 
@@ -55,7 +55,7 @@ COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
 
 def scope_vocabs(scope: str) -> list[str]:
     families = MAIN_FAMILIES if scope == "main" else NIGHTLY_FAMILIES
-    return list(dict.fromkeys(v for f in families for v in FAMILIES[f]))
+    return list(of_families(families))
 
 
 def build_synthetic(vocabs: list[str], say: Callable[[str], None]) -> None:
@@ -121,7 +121,7 @@ def reachable(mutant: Mutant, vocabs: list[str]) -> list[str]:
     families = ENGINE_FILES.get(mutant.file)
     if families is None:
         return vocabs
-    members = {v for f in families for v in FAMILIES[f]}
+    members = set(of_families(families))
     members |= {v for v, engine in synth_sensitivity.ENGINES.items() if engine in families}
     return [v for v in vocabs if v in members]
 

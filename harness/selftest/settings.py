@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..models.shipped import project_root
+from ..environment import project_root
 
 DETECTORS = ("vectors", "golden", "live", "live+fuzz")
 MAIN_JOB = ("golden", "live+fuzz")                        # what ./quickstart.sh parity runs

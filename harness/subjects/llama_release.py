@@ -25,9 +25,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..environment import child_memory, venvs_dir
 from ..errors import SetupError
 from ..files.atomic import locked
-from ..models.shipped import child_memory, venvs_dir
 
 PREFIX = "llama.cpp@"
 ORACLE_ENGINE = "harness.oracle.llama:LlamaOracle.from_gguf"

@@ -52,7 +52,7 @@ def child_argv(spec: str) -> list[str]:
 
 def peer_factory(spec: str, *, args: dict[str, str], timeout: float) -> Callable[[Path], Any]:
     """GGUF path -> engine handle for a built-in peer (as `harness.runs.engine.load_engine` returns)."""
-    from ..models.shipped import child_env
+    from ..environment import child_env
     from .client import RemoteEngine
     argv, env = child_argv(spec), child_env()
     return lambda path: RemoteEngine(argv, Path(path), args=args, timeout=timeout, env=env)

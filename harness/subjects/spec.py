@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..contained import probe
+from ..environment import child_env
 from ..errors import SetupError
-from ..models.shipped import child_env
 from .peers import is_peer, peer_factory
 
 DEFAULT_ENGINE = "tokenizer:Tokenizer.from_gguf"
