@@ -1,6 +1,7 @@
 """Shared pytest set-up.
 
 - `nightly` tests (long fuzzing, full sweeps) run only with `--nightly` or `-m nightly`.
+- `--shard K/N` runs only part K of N of the selected tests (tests/shard_split.py).
 - `require_vocab(name)` gives a shipped vocabulary's path, or skips naming the
   command that fetches it.
 - `pair_for(name_or_path)` gives (our `Tokenizer`, llama.cpp's `LlamaOracle`) on
@@ -32,7 +33,7 @@ from harness.models.paths import resolve
 from harness.models.shipped import FETCH_COMMAND
 from tokenizer import Tokenizer, UnsupportedVocab
 
-pytest_plugins = ["tests.skip_policy"]
+pytest_plugins = ["tests.skip_policy", "tests.shard_split"]
 
 if os.environ.get(fuzz.PROFILE_ENV):
     fuzz.load_profile()

@@ -353,11 +353,21 @@ def parity_chat(session: nox.Session) -> None:
         session.error(f"message-level differences: see {out / 'live' / 'messages.html'}")
 
 
+def nightly_steps_dir(out: Path) -> Path:
+    """Where the nightly's own steps (drift, chat, the real set, the self-test) write: `out`, or with
+    GGUF_PARITY_SHARD=K/N its shard-K-of-N folder, as `parity_check` does for the parity parts."""
+    return out / f"shard-{SHARD.replace('/', '-of-')}" if SHARD else out
+
+
 @nox.session
 def nightly(session: nox.Session) -> None:
     """Every family, fuzzed (1000 per shipped vocabulary, 100 per synthetic one), golden drift,
     chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
-    inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/."""
+    inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/.
+
+    With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
+    `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
+    each step's N parts (docs/sharding.md)."""
     install(session, "test", "reference")  # tests/test_references.py builds tiny tokenizer.json / .model files
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
@@ -371,30 +381,39 @@ def nightly(session: nox.Session) -> None:
     failed = []
     if not parity_check(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None, live=live):
         failed.append("parity (reports/nightly/report.html)")
-    out = Path("reports") / session.name
+    out = nightly_steps_dir(Path("reports") / session.name)
+    out.mkdir(parents=True, exist_ok=True)
+    shard = ["--shard", SHARD] if SHARD else []
     drift_txt = out / "drift.txt"
-    session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} > {drift_txt} 2>&1; "
-                f"echo $? > {out / 'drift.rc'}", external=True)
+    session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
+                f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
     if (out / "drift.rc").read_text().strip() != "0":
         failed.append(f"golden drift ({drift_txt})")
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
-    chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", "--report", str(out / "chat"),
+    chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
                        success_codes=[0, 1, 2], silent=True)
     if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
         failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
-    if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None):
+    if SHARD and not SHARD.startswith("1/"):  # not split yet: shard 1 of N runs the whole real set
+        session.log(f"the real set: run whole by shard 1/{SHARD.split('/')[1]}, not by this one")
+    elif not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None):
         failed.append(f"the real set ({out / 'real' / 'report.html'})")
+    # The mutation self-test (its pytest twin, tests/test_mutants.py's nightly test, is deselected below).
+    session.run("sh", "-c", f"python -m harness selftest --scope nightly --jobs {JOBS} {' '.join(shard)} "
+                f"--report {out / 'selftest'}; echo $? > {out / 'selftest.rc'}", external=True)
+    if (out / "selftest.rc").read_text().strip() != "0":
+        failed.append(f"the mutation self-test ({out / 'selftest' / 'selftest.html'})")
     if failed:  # report before the nightly tests, which stop the session if they fail
         session.warn("nightly found problems: " + "; ".join(failed))
-    session.env["GGUF_PARITY_SELFTEST_REPORT"] = str((out / "selftest").resolve())  # the mutants' kill table
     # The session's own steps above already are the nightly fuzz of every shipped vocabulary
-    # and of every pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary)
-    # and the golden drift check (`drift`), with reports kept; their pytest twins (for
-    # `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
-    session.run("python", "-m", "pytest", "--nightly", "-m", "nightly",
+    # and of every pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary),
+    # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
+    # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
+    session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
                 "--deselect", "tests/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
                 "--deselect", "tests/test_pretokenizers.py::test_pre_name_differential",
-                "--deselect", "tests/test_golden.py::test_golden_has_not_drifted", success_codes=[0, 5])
+                "--deselect", "tests/test_golden.py::test_golden_has_not_drifted",
+                "--deselect", "tests/test_mutants.py::test_no_mutant_survives_every_detector", success_codes=[0, 5])
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
 

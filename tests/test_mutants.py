@@ -92,8 +92,8 @@ def test_selftest_kills_a_mutant_in_a_scratch_copy(tmp_path):
 def test_no_mutant_survives_every_detector(tmp_path):
     """Nightly: every shipped mutant is killed by some detector over the nightly vocabularies.
 
-    The kill table goes to $GGUF_PARITY_SELFTEST_REPORT when set (`nox -s nightly`
-    keeps it in reports/nightly/selftest/), else to a temporary directory.
+    The kill table goes to $GGUF_PARITY_SELFTEST_REPORT when set, else to a temporary directory.
+    (`nox -s nightly` runs `selftest` as its own step, sharded with GGUF_PARITY_SHARD, and deselects this.)
     """
     report = os.environ.get("GGUF_PARITY_SELFTEST_REPORT") or str(tmp_path)
     proc = subprocess.run(

@@ -197,11 +197,56 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports" / "nightly").mkdir(parents=True)
     (tmp_path / "reports" / "nightly" / "drift.rc").write_text("0\n")
+    (tmp_path / "reports" / "nightly" / "selftest.rc").write_text("0\n")
     session = RealSession([])
     session.name = "nightly"
     session.run = lambda *args, **kwargs: "0 differ, 0 llama.cpp crash" if "chat" in args else None
     noxfile.nightly.func(session)
     assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ)]
+
+
+def nightly_commands(tmp_path, monkeypatch, shard: str | None) -> tuple[list[str], list]:
+    """The nightly session's commands (parity and the real set stubbed) with GGUF_PARITY_SHARD=`shard`."""
+    noxfile = _noxfile()
+    real = []
+    monkeypatch.setattr(noxfile, "SHARD", shard)
+    monkeypatch.setattr(noxfile, "real_check", lambda session, out, *, fuzz, seed: real.append(out) or True)
+    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
+    monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "reports" / "nightly" / (f"shard-{shard.replace('/', '-of-')}" if shard else "")
+    commands = []
+
+    def run(*args, **kwargs):
+        commands.append(" ".join(args))
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("drift.rc", "selftest.rc"):
+            (out / name).write_text("0\n")
+        return "messages: 0 differ, 0 llama.cpp crash" if "chat" in args else None
+    session = RealSession([])
+    session.name = "nightly"
+    session.run = run
+    noxfile.nightly.func(session)
+    return commands, real
+
+
+def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeypatch):
+    """GGUF_PARITY_SHARD=2/4: drift, chat, the self-test and pytest --nightly get --shard 2/4 and write
+    into reports/nightly/shard-2-of-4/; the real set is run whole by shard 1 only."""
+    commands, real = nightly_commands(tmp_path, monkeypatch, "2/4")
+    part = "reports/nightly/shard-2-of-4"
+    step = {name: next(c for c in commands if name in c)
+            for name in ("harness drift", "harness chat --fuzz", "harness selftest", "-m pytest")}
+    assert all("--shard 2/4" in c for c in step.values()), step
+    assert f"--report {part}/drift > {part}/drift.txt" in step["harness drift"]
+    assert f"--report {part}/chat" in step["harness chat --fuzz"]
+    assert f"--report {part}/selftest" in step["harness selftest"]
+    assert "--deselect tests/test_mutants.py::test_no_mutant_survives_every_detector" in step["-m pytest"]
+    assert real == []
+    _, real = nightly_commands(tmp_path, monkeypatch, "1/4")
+    assert real == [Path("reports/nightly/shard-1-of-4/real")]
+    commands, real = nightly_commands(tmp_path, monkeypatch, None)
+    assert not any("--shard" in c for c in commands) and real == [Path("reports/nightly/real")]
 
 
 def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):

@@ -59,11 +59,33 @@ class ChatSummary:
         return not self.findings and not self.oracle_crashes
 
     def lines(self) -> list[str]:
-        return [f"messages: {self.targets} templates, {self.cases} cases, {self.matched} match, "
+        """The summary lines; a `--shard` part names itself, so it never reads as the whole check."""
+        head = "messages"
+        if self.shard:
+            head = (f"messages, shard {self.shard['index']}/{self.shard['count']} "
+                    f"({self.shard['owned_units']} of {self.shard['units']} templates)")
+        return [f"{head}: {self.targets} templates, {self.cases} cases, {self.matched} match, "
                 f"{len(self.findings)} differ, {len(self.oracle_crashes)} llama.cpp crash/hang "
                 f"({self.oracle_errors} refused by llama.cpp's Jinja path) in {self.seconds:.0f} s",
                 f"legacy llama_chat_apply_template: recognised {self.legacy_recognised} rendered cases, "
                 f"differs from the Jinja path on {self.legacy_differs}"]
+
+
+COUNTS = ("targets", "cases", "matched", "oracle_errors", "legacy_recognised", "legacy_differs", "seconds")
+
+
+def merge(parts: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """Several messages.json (complete `--shard` parts in shard order give the unsharded one): counts
+    added, findings, crashes and three-way blocks joined in order; the merged data and its lines."""
+    summary = ChatSummary()
+    for part in parts:
+        for key in COUNTS:
+            setattr(summary, key, getattr(summary, key) + part[key])
+        summary.findings += part["findings"]
+        summary.oracle_crashes += part["oracle_crashes"]
+    blocks = [block for part in parts for block in part.get("three_way") or []]
+    data = {**summary.data(), "three_way": blocks}
+    return data, summary.lines() + [line for block in blocks for line in block.get("lines", [])]
 
 
 def select(names: Iterable[str] | None) -> list[Target]:

@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("--reference needs --model PATH: the GGUF whose templates are checked against it")
     if args.reference and (args.golden or args.record):
         raise SetupError("--reference is a live check: not with --golden or --record")
+    if args.shard and (args.reference or args.real):
+        raise SetupError("--shard cuts the templates of the two-way check: not with --reference or --real")
     if args.reference or args.real:
         return _three_way(args)
     if args.model:

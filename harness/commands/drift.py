@@ -12,6 +12,12 @@ reported as a change (harness.oracle.workers).
 
     python -m harness drift                  # all of golden/
     python -m harness drift --golden golden/ --model llama-spm --jobs 2
+    python -m harness drift --shard 2/4 --report reports/drift-2   # shard 2 of 4; merge-reports folds them
+
+With --shard K/N only shard K of the goldens' work is replayed (the partition of
+`compare --shard`: per golden its own unit, then one per case; docs/sharding.md);
+its verdict line names the shard, and merge-reports folds the parts' drift.json
+back into the unsharded result.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..golden import drift
 from ..golden import files as goldens
 from ..golden.identity import mismatch
 from ..inputs import documents
@@ -29,6 +36,7 @@ from ..models.paths import resolve
 from ..models.shipped import models_dir, short_name
 from ..models.synth import synthetic_dir
 from ..oracle import worker_limits
+from ..runs import shard as sharding
 from .record import print_faults, record_model
 
 
@@ -39,8 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the golden of this vocabulary (short name or GGUF file name; repeatable)")
     parser.add_argument("--models-dir", action="append", type=Path, metavar="DIR",
                         help="where to find the GGUF files the goldens name (repeatable)")
+    parser.add_argument("--report", type=Path, metavar="DIR",
+                        help="also write drift.json here (merge-reports folds --shard parts of it)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--verbose", action="store_true", help="let llama.cpp's log through")
+    sharding.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,36 +61,72 @@ def run(args: argparse.Namespace) -> int:
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]
     if not files:
         raise SetupError(f"no golden files to replay in {args.golden}")
+    part = _shard(files, args.shard)
     search = list(args.models_dir or []) + [models_dir(), synthetic_dir(), args.golden]
-    changed = skipped = 0
+    entries = []
+    for file in files:
+        if part is None or part.items(file.name):
+            entries.append(_replay(file, search, limits, args, part))
+    data = drift.result(str(args.golden), [e for e in entries if e is not None], part.meta() if part else None)
+    if args.report is not None:
+        drift.write(data, args.report)
+        print(f"report: {args.report / drift.FILE}")
+    print(drift.verdict_line(data))
+    return drift.exit_status(data)
+
+
+def _replay(file: Path, search: list[Path], limits: worker_limits.Limits, args: argparse.Namespace,
+            part: sharding.Partition | None) -> dict[str, Any] | None:
+    """One golden replayed (with `part`, only that shard's cases of it), printed and returned as an entry.
+
+    A golden that cannot be replayed is skipped with a one-line reason, given by the shard that owns
+    the golden as a whole (its `MODEL` unit); another shard holding some of its cases skips it silently.
+    """
+    owner = part is None or part.owns(file.name)
+    try:
+        old = goldens.load_golden(file)
+        path = find_gguf(old["gguf"], search)
+        old["cases"] = documents.attach_inputs(old["cases"], path)  # a document's text, rebuilt
+    except (SetupError, goldens.GoldenError, documents.DocumentError) as exc:
+        if getattr(args, "debug", False):
+            raise  # --debug: the traceback, as for any other input error
+        if not owner:
+            return None
+        print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed
+        return drift.entry(file.name, skipped=str(exc))
+    if part is not None:
+        old["cases"] = [c for c in old["cases"] if part.owns(file.name, str(c["id"]))]
+    cases = [goldens.case_input_of(c) for c in old["cases"]]
+    faults: list[dict[str, Any]] = []
+    new = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
+                       memory_limit=limits.memory, verbose=args.verbose, faults=faults)
+    print_faults(file.name, faults)
+    lines = goldens.diff_goldens(old, new, model=owner)
+    _report_build(file.name, old["llama"], new["llama"])
+    for line in lines:
+        print(f"{file.name}: {line}")
+    print(f"{file.name}: {len(cases)} cases, {len(lines)} change(s)")
+    builds = [old["llama"], new["llama"]] if old["llama"] != new["llama"] else None
+    return drift.entry(file.name, cases=len(cases), changes=lines, faults=faults, builds=builds)
+
+
+def _shard(files: list[Path], text: str | None) -> sharding.Partition | None:
+    """`--shard K/N` over the goldens' work, as `compare --shard` cuts it: per golden file its `MODEL` unit
+    (load, tokenizer metadata, vocabulary record, a skip), then one unit per recorded case."""
+    shard = sharding.from_text(text)
+    if shard is None:
+        return None
+    units: list[sharding.Unit] = []
     for file in files:
         try:
-            old = goldens.load_golden(file)
-            path = find_gguf(old["gguf"], search)
-            old["cases"] = documents.attach_inputs(old["cases"], path)  # a document's text, rebuilt
-        except (SetupError, goldens.GoldenError, documents.DocumentError) as exc:
-            if getattr(args, "debug", False):
-                raise  # --debug: the traceback, as for any other input error
-            print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed
-            skipped += 1
-            continue
-        cases = [goldens.case_input_of(c) for c in old["cases"]]
-        faults: list[dict[str, Any]] = []
-        new = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
-                           memory_limit=limits.memory, verbose=args.verbose, faults=faults)
-        print_faults(file.name, faults)
-        lines = goldens.diff_goldens(old, new)
-        _report_build(file.name, old["llama"], new["llama"])
-        for line in lines:
-            print(f"{file.name}: {line}")
-        print(f"{file.name}: {len(cases)} cases, {len(lines)} change(s)")
-        changed += bool(lines)
-    replayed = len(files) - skipped
-    if changed:
-        print(f"drift: behaviour changed in {changed} of {replayed} golden file(s) replayed")
-        return 1
-    print(f"drift: no change in {replayed} golden file(s)" + (f"; {skipped} skipped" if skipped else ""))
-    return 2 if skipped else 0
+            ids = [str(c["id"]) for c in goldens.load_golden(file, check=False)["cases"]]
+        except goldens.GoldenError:
+            ids = []  # unreadable: the shard owning its MODEL unit reports it skipped
+        units += [sharding.Unit(file.name, sharding.MODEL), *(sharding.Unit(file.name, i) for i in ids)]
+    part = sharding.partition("drift", units, shard)
+    print(f"shard {shard}: {part.owned_weight} of {part.weight} work units (cases and goldens) of "
+          f"{len(files)} golden file(s)")
+    return part
 
 
 def _wanted(file: Path, names: list[str] | None) -> bool:

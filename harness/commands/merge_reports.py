@@ -15,12 +15,21 @@ Shards (`--shard K/N` reports, `harness.runs.shard`) must come complete: the
 reports of one partition must be shards 1..N, each once; overlapping or
 missing shards are refused with one line (exit 2). A complete set is folded in
 shard order, which gives exactly the unsharded report (timings aside).
+
+The other nightly steps' results merge the same way, each into its own file
+in --out: `chat --report` parts (messages.json, with messages.html), `selftest`
+parts (selftest.json, with selftest.html and selftest.md) and `drift --report`
+parts (drift.json). All REPORT_DIRs must then hold the same kind; the exit
+status is that command's own on the merged result (docs/sharding.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..errors import SetupError
 from ..oracle import known_crashes
@@ -36,7 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     known_crashes.add_option(parser)
 
 
+# The other steps' result files, in the order a folder is looked in (report.json comes first:
+# a `run` report folder also holds a messages.json, which is part of its report.json).
+STEP_FILES = ("messages.json", "selftest.json", "drift.json")
+
+
 def run(args: argparse.Namespace) -> int:
+    kinds = {_kind(path) for path in args.reports}
+    if len(kinds) > 1:
+        raise SetupError(f"merge-reports: the folders hold different results ({', '.join(sorted(kinds))}): "
+                         "merge each kind on its own")
+    kind = kinds.pop()
+    if kind != "report.json":
+        return _merge_step(kind, args)
     from ..compare import verdict
     from ..report import build as reporting
 
@@ -64,3 +85,81 @@ def run(args: argparse.Namespace) -> int:
     print(reporting.one_line(merged))
     print(f"report: {html_path}")
     return verdict.exit_status(merged)
+
+
+def _kind(path: Path) -> str:
+    """Which result `path` holds: report.json, else one of `STEP_FILES` (report.json when none: its error)."""
+    if not path.is_dir():
+        return path.name if path.name in STEP_FILES else "report.json"
+    return next((name for name in ("report.json", *STEP_FILES) if (path / name).is_file()), "report.json")
+
+
+def _merge_step(kind: str, args: argparse.Namespace) -> int:
+    """Merge chat, selftest or drift results: complete shards folded in shard order, unsharded parts in place."""
+    files = [path if not path.is_dir() else path / kind for path in args.reports]
+    parts: list[dict[str, Any]] = []
+    for file in files:
+        try:
+            parts.append(json.loads(file.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise SetupError(f"cannot read {file}: {exc}") from None
+    names = [str(p) for p in args.reports]
+    ordered = sharding.order([{"meta": {"shard": part.get("shard")}} for part in parts], names)
+    parts, names = [parts[i] for i in ordered], [names[i] for i in ordered]
+    shards = sharding.merged_meta([{"meta": {"shard": part.get("shard")}} for part in parts])
+    args.out.mkdir(parents=True, exist_ok=True)
+    return MERGES[kind](parts, names, shards, args.out)
+
+
+def _merge_chat(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:
+    from ..chat import run as chat_run
+    from ..report.messages import write
+    for part, name in zip(parts, names, strict=True):
+        if part.get("three_way"):  # its verdict is not the two-way one; `chat --shard` refuses it too
+            raise SetupError(f"{name}: a three-way chat check (--reference, --real): merge-reports folds "
+                             "two-way chat results only")
+    data, lines = chat_run.merge(parts)
+    data = {**data, "merged": names, "shards": shards}
+    page = write(data, lines, out)
+    for line in lines:
+        print(line)
+    print(f"report: {page}")
+    return 0 if not data["findings"] and not data["oracle_crashes"] else 1
+
+
+def _merge_selftest(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:
+    from ..selftest import report as selftest_report
+    from ..selftest.run import write_json
+    from .selftest import verdict
+    try:
+        merged = selftest_report.merge(parts, names)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    merged = {**merged, "merged": names, "shards": shards}
+    write_json(out / "selftest.json", merged)
+    (out / "selftest.html").write_text(selftest_report.html_page(merged), encoding="utf-8")
+    (out / "selftest.md").write_text(selftest_report.markdown(merged), encoding="utf-8")
+    print(selftest_report.text_table(merged))
+    if merged.get("baseline_differs"):
+        print(f"the parts' baselines differ ({', '.join(merged['baseline_differs'])}): each judged its "
+              "mutants on its own; the merged report keeps the first's")
+    print(f"report: {out / 'selftest.html'}")
+    return verdict(merged)
+
+
+def _merge_drift(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:
+    from ..golden import drift
+    merged = {**drift.merge(parts), "merged": names, "shards": shards}
+    for item in merged["goldens"]:
+        if item["skipped"]:
+            print(f"{item['file']}: skipped: {item['skipped']}")
+        for line in item["changes"]:
+            print(f"{item['file']}: {line}")
+    path = drift.write(merged, out)
+    print(drift.verdict_line(merged))
+    print(f"report: {path}")
+    return drift.exit_status(merged)
+
+
+MERGES: dict[str, Callable[[list[dict[str, Any]], list[str], list[dict], Path], int]] = {
+    "messages.json": _merge_chat, "selftest.json": _merge_selftest, "drift.json": _merge_drift}

@@ -88,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
         detectors = tuple(d for d in DETECTORS if d in detectors or d in reused)
         settings = replace(settings, detectors=detectors, prior=prior)
     json_path = args.report / "selftest.json"
+    of = f" (shard {part.shard}: {len(mutants)} of {part.units} mutants)" if part is not None else ""
     print(f"selftest: {len(mutants)} mutants x {len(detectors)} detectors, scope {args.scope}, "
-          f"jobs {args.jobs}", flush=True)
+          f"jobs {args.jobs}{of}", flush=True)
     report = run_selftest(mutants, settings, out_json=json_path, say=lambda line: print(line, flush=True))
     if part is not None:
         report["shard"] = part.meta()
@@ -100,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
     (args.report / "selftest.md").write_text(markdown(report), encoding="utf-8")
     print(text_table(report))
     print(f"report: {html_path}")
-    verdict_col = MAIN if MAIN in report["columns"] and args.scope == "main" else None
+    return verdict(report)
+
+
+def verdict(report: dict[str, Any]) -> int:
+    """The self-test's exit status from its report (a shard's, the merged one), the reasons printed."""
+    verdict_col = MAIN if MAIN in report["columns"] and report["settings"]["scope"] == "main" else None
     survivors, blind = split_survivors(report, verdict_col)
     unsure = [r["id"] for r in report["mutants"]
               if all(c["outcome"] == "timeout" for c in ([r["results"][verdict_col]] if verdict_col

@@ -2,5 +2,6 @@
 
 Owns the golden files (files: pack, schema, read), the records computed from anything with
 the `tokenizer.Tokenizer` API (records), and which GGUF file a golden was recorded from
-(identity). May import: `harness.inputs`, `harness.models`, `harness.files`, `tokenizer`.
+(identity), and the drift check's result, merged over shards (drift).
+May import: `harness.inputs`, `harness.models`, `harness.files`, `tokenizer`.
 """

@@ -331,12 +331,27 @@ def _shown(record: dict) -> str:
     return repr(record["text"]) if "text" in record else f"bytes {record['bytes']}"
 
 
-def diff_goldens(old: dict, new: dict) -> list[str]:
+def diff_goldens(old: dict, new: dict, *, model: bool = True) -> list[str]:
     """Every behavioural difference between two goldens of one GGUF file, one line each.
 
-    Header differences that are not behaviour (llama.cpp build, llama-cpp-python
-    version) are not listed; compare `old["llama"]` yourself for those.
+    The model's own lines (load, tokenizer metadata, vocabulary record) come
+    first, then each of `old`'s cases in order. Header differences that are not behaviour (llama.cpp build,
+    llama-cpp-python version) are not listed; compare `old["llama"]` yourself for those.
+    `model=False` gives the cases' lines only (a `drift --shard` part that does not own the model).
     """
+    out = _diff_model(old, new) if model else []
+    new_cases = {c["id"]: c for c in new["cases"]}
+    for case in old["cases"]:
+        other = new_cases.get(case["id"])
+        if other is None:
+            out.append(f"case {case['id']}: missing from the new recording")
+            continue
+        out += [f"case {case['id']}: {line}" for line in diff_cases(case, other)]
+    return out
+
+
+def _diff_model(old: dict, new: dict) -> list[str]:
+    """The model's own differences: load outcome, tokenizer metadata, vocabulary record."""
     from .records import diff_vocab
 
     out = []
@@ -351,11 +366,4 @@ def diff_goldens(old: dict, new: dict) -> list[str]:
             out.append(f"vocab {d['field']}{where}: {d['expected']!r} -> {d['got']!r}")
     elif bool(old.get("vocab")) != bool(new.get("vocab")):
         out.append("vocab record appeared or disappeared")
-    new_cases = {c["id"]: c for c in new["cases"]}
-    for case in old["cases"]:
-        other = new_cases.get(case["id"])
-        if other is None:
-            out.append(f"case {case['id']}: missing from the new recording")
-            continue
-        out += [f"case {case['id']}: {line}" for line in diff_cases(case, other)]
     return out

@@ -33,7 +33,7 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
     columns = [*s.detectors, *([MAIN] if all(d in s.detectors for d in MAIN_JOB) else [])]
     return {
         "settings": {"scope": s.scope, "detectors": list(s.detectors), "fuzz": s.fuzz, "seed": s.seed,
-                     "jobs": s.jobs, "timeout": s.timeout, "baseline": s.baseline},
+                     "jobs": s.jobs, "timeout": s.timeout, "baseline": s.baseline, "likely_only": s.likely_only},
         "vocabularies": usable,
         "baseline_failures": failures,
         "seconds": round(seconds, 1),
@@ -41,6 +41,42 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
         "mutants": rows,
         "summary": summarize(rows, columns),
     }
+
+
+# Settings every part of a merge must share (jobs and timeout are how a part ran, not what it judged).
+SAME = ("scope", "detectors", "fuzz", "seed", "baseline", "likely_only")
+
+
+def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """Several selftest.json (complete `--shard` parts in shard order give the unsharded one) as one report.
+
+    The parts must share their settings (`SAME`) and judge distinct mutants; a `ValueError` (one line)
+    otherwise. Each part ran its own baseline: where two parts that judged mutants left out different
+    vocabularies, `baseline_differs` names them (their mutants were judged on their own baseline).
+    """
+    first = parts[0]
+    for part, name in zip(parts, names, strict=True):
+        for key in SAME:
+            if part["settings"].get(key) != first["settings"].get(key):
+                raise ValueError(f"{name}: run with {key}={part['settings'].get(key)!r}, {names[0]} with "
+                                 f"{first['settings'].get(key)!r}: not parts of one self-test")
+    rows = [row for part in parts for row in part["mutants"]]
+    seen: dict[str, str] = {}
+    for part, name in zip(parts, names, strict=True):
+        for row in part["mutants"]:
+            if row["id"] in seen:
+                raise ValueError(f"mutant {row['id']} is in both {seen[row['id']]} and {name}")
+            seen[row["id"]] = name
+    judging = [(p, n) for p, n in zip(parts, names, strict=True) if p["mutants"]] or [(first, names[0])]
+    base = judging[0][0]
+    differs = [n for p, n in judging if (p["vocabularies"], p["baseline_failures"])
+               != (base["vocabularies"], base["baseline_failures"])]
+    columns = first["columns"]
+    return {"settings": {**first["settings"], "jobs": max(p["settings"].get("jobs", 1) for p in parts)},
+            "vocabularies": base["vocabularies"], "baseline_failures": base["baseline_failures"],
+            **({"baseline_differs": [judging[0][1], *differs]} if differs else {}),
+            "seconds": round(sum(p["seconds"] for p in parts), 1), "columns": columns, "mutants": rows,
+            "summary": summarize(rows, columns)}
 
 
 def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
@@ -77,6 +113,10 @@ def text_table(report: dict[str, Any]) -> str:
     summary = report["summary"]
     width = max([len(a) for a in summary["per_area"]] + [5])
     lines = [f"{'area':<{width}}  " + "  ".join(f"{c:>14}" for c in cols)]
+    if report.get("shard"):  # a part never reads as the whole self-test
+        shard = report["shard"]
+        lines.insert(0, f"shard {shard['index']}/{shard['count']}: {shard['owned_units']} of {shard['units']} "
+                        "mutants only (merge-reports folds the parts)")
     for area, cells in summary["per_area"].items():
         lines.append(f"{area:<{width}}  " + "  ".join(f"{_rate(*cells[c]):>14}" for c in cols))
     totals = summary["per_detector"]

@@ -311,7 +311,7 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     with tempfile.TemporaryDirectory(prefix="gguf-parity-selftest-") as tmp:
         scratch = Path(tmp)
         base = make_base(s.root, scratch)
-        if s.baseline:
+        if s.baseline and mutants:  # no mutant (a `--shard` part with none): no baseline to judge it by
             usable, failures = baseline(base, scratch, candidates, fresh, say)
         else:
             usable, failures = candidates, {}
