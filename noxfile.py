@@ -82,7 +82,8 @@ def tests(session: nox.Session) -> None:
     synthetic vocabularies and the chat helper. So the only skips left are the optional
     extras (nightly, peers, ...); any other skip fails the run (tests/skip_policy.py).
     """
-    install(session, "test", "reference")  # tests/test_references.py builds tiny tokenizer.json / .model files
+    # tests/references/test_references.py builds tiny tokenizer.json / .model files
+    install(session, "test", "reference")
     session.run("python", "-m", "harness", "synth")
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", str(os.cpu_count() or 1))
     ensure_chromium(session)
@@ -126,7 +127,7 @@ JOBS = str(min(os.cpu_count() or 1, 2))
 SHARD = os.environ.get("GGUF_PARITY_SHARD") or None
 # Family names of harness/models/families.py, spelled out: this file runs in nox's own
 # environment, which has none of the project's dependencies, so it imports nothing
-# from the project (tests/test_noxfile.py keeps the lists in step).
+# from the project (tests/project/test_noxfile.py keeps the lists in step).
 SHIPPED_FAMILIES = ("spm", "bpe", "wpm", "ugm")           # together: the 19 shipped vocabularies
 SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names", "sensitivity")
 MAIN_SYNTHETIC_FAMILIES = ("sensitivity",)   # synthetic families the main job runs too (built first)
@@ -368,7 +369,8 @@ def nightly(session: nox.Session) -> None:
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
     each step's N parts (docs/sharding.md)."""
-    install(session, "test", "reference")  # tests/test_references.py builds tiny tokenizer.json / .model files
+    # tests/references/test_references.py builds tiny tokenizer.json / .model files
+    install(session, "test", "reference")
     session.run("python", "-m", "harness", "synth")
     session.env["GGUF_PARITY_HYPOTHESIS_PROFILE"] = "nightly"
     session.env["GGUF_PARITY_BOUNDARIES"] = "full"   # every boundary probe and table row (harness.inputs.boundaries)
@@ -398,7 +400,7 @@ def nightly(session: nox.Session) -> None:
         session.log(f"the real set: run whole by shard 1/{SHARD.split('/')[1]}, not by this one")
     elif not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None):
         failed.append(f"the real set ({out / 'real' / 'report.html'})")
-    # The mutation self-test (its pytest twin, tests/test_mutants.py's nightly test, is deselected below).
+    # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected below).
     session.run("sh", "-c", f"python -m harness selftest --scope nightly --jobs {JOBS} {' '.join(shard)} "
                 f"--report {out / 'selftest'}; echo $? > {out / 'selftest.rc'}", external=True)
     if (out / "selftest.rc").read_text().strip() != "0":
@@ -410,10 +412,11 @@ def nightly(session: nox.Session) -> None:
     # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
     # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
     session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
-                "--deselect", "tests/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
-                "--deselect", "tests/test_pretokenizers.py::test_pre_name_differential",
-                "--deselect", "tests/test_golden.py::test_golden_has_not_drifted",
-                "--deselect", "tests/test_mutants.py::test_no_mutant_survives_every_detector", success_codes=[0, 5])
+                "--deselect", "tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
+                "--deselect", "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
+                "--deselect", "tests/golden/test_golden.py::test_golden_has_not_drifted",
+                "--deselect", "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector",
+                success_codes=[0, 5])
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
 

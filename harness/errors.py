@@ -16,7 +16,7 @@ class SetupError(RuntimeError):
 
 
 # The exit statuses of every command, defined here only: `python -m harness COMMAND --help` prints
-# EXIT_CODES, and the README's "Exit codes" table says the same (tests/test_exit_codes.py).
+# EXIT_CODES, and the README's "Exit codes" table says the same (tests/commands/test_exit_codes.py).
 EXIT_OK = 0       # everything asked was checked, and it all agreed
 EXIT_FOUND = 1    # a difference (or another finding) was found
 EXIT_USAGE = 2    # a usage, set-up or input error, or a model not checked

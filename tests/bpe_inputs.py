@@ -5,7 +5,7 @@ separates BPE pre-tokenizers: letters, digits and marks of many scripts,
 every kind of whitespace, contractions in both cases, punctuation runs,
 Unicode 15/15.1 code points Python 3.11 does not know, special-token texts,
 long runs, and invalid UTF-8.  It never produces a code point above U+10FFFF
-(llama.cpp aborts on those; tests/test_bpe.py checks that case on its own).
+(llama.cpp aborts on those; tests/tokenizer/test_bpe.py checks that case on its own).
 """
 
 from __future__ import annotations

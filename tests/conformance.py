@@ -262,7 +262,7 @@ def sample_pieces(ours, n: int = 3000, seed: int = 0) -> list[bytes]:
 # The same cells for each engine module that has a `pair` fixture (ours, llama) and a
 # `CORPUS` list. A module takes them by importing them: pytest collects an imported test
 # function as the importing module's own (its node id, fixtures and marks), so
-# `tests/test_rwkv.py::test_tokenize[add_special=False-parse_special=True]` names its cell.
+# `tests/tokenizer/test_rwkv.py::test_tokenize[add_special=False-parse_special=True]` names its cell.
 
 @pytest.mark.parametrize("add_special, parse_special", FLAGS)
 def test_tokenize(pair, request, add_special, parse_special):

@@ -1,4 +1,4 @@
-"""Engines that fail once and then answer, for tests/test_engine_flakes.py.
+"""Engines that fail once and then answer, for tests/subjects/test_engine_flakes.py.
 
 Each wraps our own `Tokenizer` (right on every case) and fails the first time it
 is asked to tokenize the input `"planted flake"` (or the text of the `on` engine argument,

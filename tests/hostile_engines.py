@@ -1,4 +1,4 @@
-"""Engines that break the contract on purpose, for tests/test_engine_contract.py.
+"""Engines that break the contract on purpose, for tests/subjects/test_engine_contract.py.
 
 Each wraps our own `Tokenizer` (right on every case) and misbehaves on exactly
 one input of the llama-spm golden, so a test can check that exactly that case

@@ -1,4 +1,4 @@
-"""A user's engine with a bug that only long inputs or many calls show, for tests/test_long_inputs.py.
+"""A user's engine with a bug that only long inputs or many calls show, for tests/compare/test_long_inputs.py.
 
 Each is llama.cpp itself (`harness.oracle.llama.LlamaOracle`, in-process in the engine's child),
 right on every short case of the corpora, with one planted fault:

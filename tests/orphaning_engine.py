@@ -7,7 +7,7 @@ starts a grandchild (`sleep 300`) that inherits its stdin and stdout, and exits:
 - `mid-tokenize`: on its first tokenize request, without replying (exit status 5).
 
 Every pid it starts (its own, the grandchild's) is appended to PIDFILE, one per line,
-so tests/test_contained.py can check that none is left alive after the run. The
+so tests/oracle/test_contained.py can check that none is left alive after the run. The
 grandchild holding the pipes is what made the harness wait for an end of file
 that never came.
 """

@@ -1,7 +1,7 @@
 """Children that break the engine protocol on purpose: `python tests/protocol_children.py MODE`.
 
 Each answers `hello` properly (except `die-at-hello` and `protocol-2`), then
-misbehaves on `tokenize` as its MODE says. tests/test_engine_protocol.py
+misbehaves on `tokenize` as its MODE says. tests/subjects/test_engine_protocol.py
 checks that the harness turns each into an engine error or a load error.
 
 `python tests/protocol_children.py MODE-once STATE` misbehaves only while the file

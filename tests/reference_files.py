@@ -1,4 +1,4 @@
-"""Tiny original tokenizers for tests/test_references.py, built by their own libraries in the test.
+"""Tiny original tokenizers for tests/references/test_references.py, built by their own libraries in the test.
 
 Nothing is downloaded: a byte-level BPE `tokenizer.json` trained with
 `tokenizers` on a few sentences, a SentencePiece `.model` trained with

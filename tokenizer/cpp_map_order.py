@@ -14,7 +14,7 @@ than on anything in the GGUF file:
 Both are reproduced exactly: the string hash is libstdc++'s `_Hash_bytes`
 (MurmurHash64A-style, seed 0xc70f6907), buckets follow `_Prime_rehash_policy`
 (max load factor 1, its prime table), nodes are threaded the way
-`_M_insert_bucket_begin` and `_M_rehash_aux` do it. tests/test_vocab.py pins
+`_M_insert_bucket_begin` and `_M_rehash_aux` do it. tests/tokenizer/test_vocab.py pins
 the results against llama.cpp's reported EOT/FIM ids.
 """
 

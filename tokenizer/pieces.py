@@ -8,7 +8,7 @@ from the engine (`Engine.piece`); what is shared lives here:
 - `detokenize`: with `remove_special`, a leading BOS (when the vocabulary adds
   BOS) and a trailing EOS (when it adds EOS) are dropped; the first piece loses
   one leading space when the vocabulary adds a space prefix, unless a BOS was
-  just dropped (llama.cpp's rule, pinned by tests/test_api.py); then
+  just dropped (llama.cpp's rule, pinned by tests/tokenizer/test_api.py); then
   `clean_spaces` runs llama.cpp's three clean-up passes.
 - `hex_byte_piece`/`spm_piece`: the SPM/UGM/WPM spelling rules.
 """

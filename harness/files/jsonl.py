@@ -5,7 +5,7 @@ splits on them (and on \\v, \\f, \\x1c-\\x1e), so a reader that uses it cannot
 read back what a plain `json.dumps(..., ensure_ascii=False)` wrote. Here every writer
 escapes those characters, and lone surrogates, as `\\uXXXX` (still valid JSON, still
 readable UTF-8 for everything else), and the reader splits the bytes on b"\\n" alone, so whatever the harness writes it
-reads back exactly: `tests/test_jsonl.py` checks the round trip with
+reads back exactly: `tests/files/test_jsonl.py` checks the round trip with
 Hypothesis over arbitrary Unicode.
 
 Reading is bounded (`harness.files.input_limits`): the file size, each line's length and

@@ -253,7 +253,7 @@ class LlamaOracle:
         """The first id buffer for an input of `n_bytes`: an id per byte and room for BOS/EOS/SEP, at most int32.
 
         llama_tokenize answers a buffer that is too small with minus the count it needs;
-        `tokenize` then retries once with that size (tests/test_oracle.py shrinks this one).
+        `tokenize` then retries once with that size (tests/oracle/test_oracle.py shrinks this one).
         """
         return min(n_bytes + 16, _INT32_MAX)
 

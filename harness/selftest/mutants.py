@@ -3,7 +3,7 @@
 A mutant is a realistic re-implementer's bug, planted as one or more exact
 search/replace edits on one file. Each search text must occur exactly once in
 the file as it stands, so that a refactor of `tokenizer/` breaks a mutant
-loudly (`MutantError`, and tests/test_mutants.py fails) instead of turning it
+loudly (`MutantError`, and tests/selftest/test_mutants.py fails) instead of turning it
 into a silent no-op. Applying happens only inside a scratch copy
 (`harness.selftest.run`); nothing here writes to the working tree.
 """

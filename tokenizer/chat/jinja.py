@@ -5,7 +5,7 @@ Jinja, not Python's jinja2. This module configures jinja2's `SandboxedEnvironmen
 that its output equals llama.cpp's on the templates we check, and keeps a hostile
 template within a time and size budget.
 
-What is reproduced (each pinned by tests/test_chat.py against the oracle's recordings):
+What is reproduced (each pinned by tests/tokenizer/test_chat.py against the oracle's recordings):
 
 - lexing: `trim_blocks` and `lstrip_blocks` on, CR LF and CR read as LF, one trailing
   newline of the source dropped; `{% break %}`/`{% continue %}` allowed;

@@ -8,7 +8,7 @@ exact when no text holds a NUL), the words hashed into one key, and all keys
 looked up at once in a `PairTable` of the tokens' keys; a hit is then checked
 word for word. A part the table cannot answer (longer than 16 bytes, no token,
 or a token whose key another token took) is looked up by its bytes in the
-dict, so the ids are the dict's in every case (tests/test_bpe_load.py checks
+dict, so the ids are the dict's in every case (tests/tokenizer/test_bpe_load.py checks
 them against the dict on every shipped BPE vocabulary).
 """
 

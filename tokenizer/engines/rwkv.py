@@ -8,7 +8,7 @@ tokenizes each raw fragment left to right by taking the longest token that
 matches at the current byte. There is no BOS/EOS insertion and no
 normalisation: `add_special` changes nothing for this vocabulary type.
 
-Quirks reproduced (each pinned in ``tests/test_rwkv.py``):
+Quirks reproduced (each pinned in ``tests/tokenizer/test_rwkv.py``):
 
 - the unescaper only knows lowercase hex; any other digit is folded in with
   llama.cpp's arithmetic (``c - '0'`` or ``c - 'a' + 10`` in a byte), and a

@@ -14,7 +14,7 @@ and `add_eos`.
 The merge result of a stretch of text cannot depend on text beyond a point that
 no token spans. When no token contains U+2581 right after another character,
 every U+2581 that follows a non-U+2581 character is such a point, so valid
-UTF-8 text is cut there and each piece is cached (tests/test_spm.py checks the
+UTF-8 text is cut there and each piece is cached (tests/tokenizer/test_spm.py checks the
 cut against uncut runs).
 
 Three loops give the same merges: llama.cpp's heap for long segments; for
@@ -25,7 +25,7 @@ heap would pop next, so each row goes through exactly the heap's merges (a
 pair of symbols, token ids or a character that is no token, is looked up by
 its text); and for a few short segments, a scan of a list of score ranks per
 segment (`merge`), whose first maximum is again the heap's next pair. Text
-that is not valid UTF-8 takes the scan or the heap. tests/test_spm.py runs
+that is not valid UTF-8 takes the scan or the heap. tests/tokenizer/test_spm.py runs
 each loop alone against the SPM goldens, and checks the rows and the scan
 against the heap on every token's text and the boundary slice.
 """

@@ -29,7 +29,7 @@ longest match from the start), and the longest-first match tries only the
 lengths of tokens sharing the next bytes (`candidate_lengths`). A call with
 MIN_WORDS words or more to match hands them to `engines.wpm_batch` (all at once,
 in numpy), built once BUILD_AFTER words were matched one by one.
-tests/test_wpm.py checks all of it against llama.cpp's literal loop.
+tests/tokenizer/test_wpm.py checks all of it against llama.cpp's literal loop.
 """
 
 from __future__ import annotations

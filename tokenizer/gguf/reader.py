@@ -308,7 +308,7 @@ def _decode_all(raw: Sequence[bytes | bytearray]) -> list[str]:
 
     Exact: a NUL is a whole UTF-8 character, so an invalid sequence at the end
     of one element cannot run into the next, and each byte surrogateescape
-    stands in for is the same either way (tests/test_gguf_reader.py checks
+    stands in for is the same either way (tests/tokenizer/test_gguf_reader.py checks
     it against one decode per element). `_Cursor.strings` relies on the same.
     """
     joined = b"\x00".join(raw)

@@ -8,7 +8,7 @@ is copied, or one byte that does not decode becomes U+FFFD (and is not
 normalized further).
 
 `PrefixNormalizer.walk` does exactly that, position by position. The fast
-paths below give the same bytes (pinned by tests/test_charsmap.py and the UGM
+paths below give the same bytes (pinned by tests/tokenizer/test_charsmap.py and the UGM
 differential runs) and are chosen per vocabulary at load.
 """
 

@@ -1,0 +1,302 @@
+"""The pytest plugin (harness/pytest_plugin.py, docs/pytest-plugin.md), run as a user runs it.
+
+Every test starts `python -m pytest` in a folder of its own, with the plugin loaded
+through its `pytest11` entry point (the nox venv has the project installed), and reads
+the outcome from the JUnit XML pytest writes. The engine is the Node.js reference
+child on llama-spm, a greedy toy that differs from llama.cpp on some cases, so both
+passing and failing items are there; the failing ones must be exactly those
+`python -m harness run` reports. Expected ids come from llama.cpp only (live).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.compare import item_verdicts
+from harness.compare.result import ModelResult
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_CHILD = ROOT / "harness" / "children" / "node_child.mjs"
+NODE = f"cmd:node {NODE_CHILD}"
+EXAMPLE = ROOT / "examples" / "third-party"
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (apt-get install nodejs)")
+
+
+def pytest_in(folder: Path, *args: str, env: dict | None = None,
+              cache: bool = False) -> tuple[subprocess.CompletedProcess, dict]:
+    """`python -m pytest ARGS --junitxml` in `folder`: the process and {(classname, name): (outcome, message)}."""
+    junit = folder / "junit.xml"
+    junit.unlink(missing_ok=True)
+    no_cache = [] if cache else ["-p", "no:cacheprovider"]
+    done = subprocess.run([sys.executable, "-m", "pytest", *no_cache, f"--junitxml={junit}", *args],
+                          cwd=folder, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
+    return done, outcomes(junit) if junit.is_file() else {}
+
+
+def outcomes(junit: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                kind = "xfailed" if child.get("type") == "pytest.xfail" else child.tag
+                outcome, message = kind, (child.get("message") or "") + "\n" + (child.text or "")
+        out[(case.get("classname", ""), case.get("name", ""))] = (outcome, message)
+    return out
+
+
+def failed(results: dict) -> set[tuple[str, str]]:
+    return {key for key, (outcome, _) in results.items() if outcome in ("failure", "error")}
+
+
+# The items of the corpus cases only: the long phases (documents, many calls) have tests of their own
+# (tests/compare/test_long_inputs.py), and here cost minutes through the Node.js child.
+SHORT = ("--parity-long-docs", "0", "--parity-calls", "0")
+NO_DOCUMENTS = {"GGUF_PARITY_DOCUMENTS": "off"}
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory, require_vocab):
+    """The plugin on llama-spm with the Node.js child, every default case, once for the module."""
+    require_vocab("llama-spm")
+    folder = tmp_path_factory.mktemp("serial")
+    done, results = pytest_in(folder, "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              env=NO_DOCUMENTS)
+    return folder, done, results
+
+
+# --- the plugin against the CLI --------------------------------------------------------------------
+
+@needs_node
+@pytest.mark.oracle
+def test_junit_failures_are_the_failing_cases_of_harness_run(serial, tmp_path):
+    """Same model, same engine, fuzz 0: JUnit's failed items are report.json's failing cases, nothing else."""
+    _, done, results = serial
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    run = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-spm", "--engine", NODE,
+                          "--fuzz", "0", "--long-docs", "0", "--calls", "0", "--report", str(tmp_path / "run"),
+                          "--quiet"], capture_output=True, text=True, timeout=900, env={**os.environ, **NO_DOCUMENTS})
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))
+    failing = {e["case_id"] for kind in ("mismatches", "engine_errors", "oracle_crashes") for e in report[kind]}
+    assert failed(results) == {("llama-spm", case_id) for case_id in failing}
+    assert len(failed(results)) == report["summary"]["failing_cases"] > 0
+    passed_cases = {k for k, (o, _) in results.items() if o == "passed" and k[0] == "llama-spm"} - {
+        ("llama-spm", "<model>"), ("llama-spm", "<calls>")}
+    assert len(passed_cases) == report["summary"]["passed"]
+    not_offered = {c for c, row in report["summary"]["capabilities"].items() if row["status"] == "not offered"}
+    skipped = {name for (cls, name), (o, _) in results.items() if cls == "llama-spm.vocab" and o == "skipped"}
+    assert skipped == not_offered == {"pieces", "attr", "specials", "eog", "control"}
+
+
+@needs_node
+@pytest.mark.oracle
+def test_a_failing_item_shows_the_per_token_diff_and_the_reproduce_line(serial):
+    _, _, results = serial
+    outcome, message = results[("llama-spm", "inp-000")]
+    assert outcome == "failure"
+    assert "first differing position: 0" in message and "llama.cpp" in message
+    assert "> " in message  # the differing token rows are marked
+    assert "reproduce: python -m harness run --model llama-spm" in message and "--case inp-000" in message
+    assert "Traceback" not in message
+
+
+@needs_node
+@pytest.mark.oracle
+def test_k_selects_cases_and_only_those_are_checked(serial, tmp_path):
+    _, _, everything = serial
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              "-k", "inp-00 and not inp-000", env=NO_DOCUMENTS)
+    wanted = {k for k in everything if k[0] == "llama-spm" and k[1].startswith("inp-00") and k[1] != "inp-000"}
+    assert set(results) == wanted and len(wanted) == 9, sorted(results)
+    assert all(results[k][0] == everything[k][0] for k in wanted)
+    report = json.loads((tmp_path / "parity-report" / "report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["cases"] == 9  # the harness checked the selection, not the whole corpus
+    assert done.returncode == (1 if failed(results) else 0)
+
+
+@needs_node
+@pytest.mark.oracle
+def test_xdist_gives_the_serial_results(serial, tmp_path):
+    """`-n 2` (workers share a model's items; each worker checks the model whole) equals the serial run."""
+    pytest.importorskip("xdist")
+    _, _, expected = serial
+    done, results = pytest_in(tmp_path, "-n", "2", "--parity-model", "llama-spm", "--parity-engine", NODE, *SHORT,
+                              env=NO_DOCUMENTS)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert {k: o for k, (o, _) in results.items()} == {k: o for k, (o, _) in expected.items()}
+
+
+@pytest.mark.oracle
+def test_a_known_llama_cpp_crash_is_an_xfail_with_its_reason(tmp_path, require_vocab):
+    require_vocab("bert-bge")
+    done, results = pytest_in(tmp_path, "--parity-model", "bert-bge", "--parity-engine", "ours",
+                              "-k", "edge-invalid-09")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    outcome, message = results[("bert-bge", "edge-invalid-09")]
+    assert outcome == "xfailed" and "known llama.cpp crash invalid-codepoint" in message, message
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("allow", [False, True], ids=["fails", "allowed"])
+def test_an_engine_flake_is_its_own_outcome(tmp_path, require_vocab, allow):
+    """The engine's process exits once on a case and a fresh one answers: 'engine flake', not a mismatch."""
+    require_vocab("llama-spm")
+    corpus = tmp_path / "cases.jsonl"
+    corpus.write_text('{"id": "flaky", "text": "planted flake"}\n{"id": "steady", "text": "hello"}\n',
+                      encoding="utf-8")
+    args = ["--parity-model", "llama-spm", "--parity-engine", "tests.flaky_engines:load_exit_once",
+            "--parity-engine-arg", f"state={tmp_path / 'state'}", "--parity-corpus", str(corpus),
+            "--parity-no-default-corpora", "-k", "flaky or steady"]
+    done, results = pytest_in(tmp_path, *args, *(["--parity-allow-flakes"] if allow else []),
+                              env={"PYTHONPATH": str(ROOT)})
+    # one request held both cases: the flake names both (which one set it off cannot be known)
+    for case_id in ("flaky", "steady"):
+        outcome, message = results[("llama-spm", case_id)]
+        if allow:
+            assert outcome == "passed", message
+        else:
+            assert outcome == "failure" and message.lstrip().startswith("engine flake on tokenize"), message
+            assert "first differing position" not in message
+    if allow:
+        assert done.returncode == 0, done.stdout[-3000:]
+        assert "ParityEngineFlake" in done.stdout and "engine flake on tokenize" in done.stdout
+    else:
+        assert done.returncode == 1, done.stdout[-3000:]
+
+
+@pytest.mark.oracle
+def test_the_fuzz_item_fails_with_the_minimal_failing_input(tmp_path, require_vocab):
+    """tests/broken_engine.py:load_tab drops the last token of an input with a tab: <fuzz> shrinks to a short one."""
+    require_vocab("llama-spm")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
+                              "--parity-fuzz", "40", "--parity-seed", "3",
+                              "--parity-engine", "tests.broken_engine:load_tab", env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert failed(results) == {("llama-spm", "<fuzz>")}
+    message = results[("llama-spm", "<fuzz>")][1]
+    saved = (tmp_path / "parity-report" / "found" / "llama-spm.jsonl").read_text(encoding="utf-8")
+    [shrunk] = [json.loads(line)["text"] for line in saved.splitlines()]
+    # Where the shrinker stops depends on the strategies' draws; what must hold is a short input
+    # with the planted trigger (a tab), named in the item's message and saved under found/.
+    assert "\t" in shrunk and len(shrunk) <= 8, shrunk
+    assert f"shrunk to {shrunk!r}" in message and "first differing position" in message, message
+
+
+@pytest.mark.oracle
+def test_the_long_item_fails_with_the_smallest_failing_window(tmp_path, require_vocab):
+    """tests/long_engines.py:load_past_64k drops what follows 65,536 bytes: the corpus item passes, <long>
+    fails, naming the window it shrank the document to."""
+    require_vocab("llama-spm")
+    corpus = tmp_path / "short.jsonl"
+    corpus.write_text('{"id": "short", "text": "Hello world"}\n', encoding="utf-8")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
+                              "--parity-corpus", str(corpus), "--parity-long-docs", "1", "--parity-calls", "0",
+                              "--parity-engine", "tests.long_engines:load_past_64k",
+                              env={"PYTHONPATH": str(ROOT), **NO_DOCUMENTS})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert results[("llama-spm", "short")][0] == "passed"
+    assert failed(results) == {("llama-spm", "<long>")}
+    message = results[("llama-spm", "<long>")][1]
+    assert "shrinks to a 65,537-byte window" in message and "first differing position" in message, message[:2000]
+
+
+# --- staying out of the way, and bad options -------------------------------------------------------
+
+def test_without_parity_model_the_plugin_adds_nothing(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gguf-parity" not in done.stdout and done.stdout.splitlines()[0] == "test_one.py::test_one"
+    plugins = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
+    assert "--parity-model" in plugins  # loaded through the entry point, just idle
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--parity-model", "no-such-vocab"], "no-such-vocab"),
+    (["--parity-model", "llama-spm", "--parity-golden", "golden", "--parity-fuzz", "5"], "--parity-fuzz"),
+    (["--parity-model", "llama-spm", "--parity-engine", "cmd:/no/such/program"], "/no/such/program"),
+], ids=["unknown-model", "fuzz-with-golden", "missing-program"])
+def test_a_bad_option_is_one_line_usage_error(tmp_path, args, says):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
+
+
+@pytest.mark.oracle
+def test_goldens_replay_as_items(tmp_path, require_vocab):
+    """--parity-golden: the recorded cases are the items, judged by compare's replay; ours agrees on all."""
+    require_vocab("llama-spm")
+    goldens = sorted((ROOT / "golden").glob("ggml-vocab-llama-spm.json*"))
+    if not goldens:
+        pytest.skip("no llama-spm golden (python -m harness record --model llama-spm)")
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-golden", str(ROOT / "golden"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    cases = [k for k in results if k[0] == "llama-spm" and not k[1].startswith("<")]
+    assert len(cases) > 100 and all(results[k][0] == "passed" for k in cases)
+
+
+# --- the third-party example (examples/third-party), both ways -----------------------------------
+
+@needs_node
+@pytest.mark.oracle
+def test_the_third_party_example_passes_and_fails_as_it_should(tmp_path, require_vocab):
+    require_vocab("llama-spm")
+    folder = tmp_path / "example"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("parity-report", "junit.xml", ".pytest_cache"))
+    done, good = pytest_in(folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert len(good) == 18 and failed(good) == set()  # 17 parity items (<calls> among them), the repository's test
+    assert good[("llama-spm", "<calls>")][0] == "passed"
+    assert {n for (c, n), (o, _) in good.items() if o == "skipped"} == {"pieces", "attr", "specials", "eog", "control"}
+    done, bad = pytest_in(folder, env={"EXAMPLE_ENGINE": "broken"}, cache=True)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert failed(bad) == {("llama-spm", "dog")}
+    message = bad[("llama-spm", "dog")][1]
+    assert "first differing position" in message and "reproduce: python -m harness run" in message
+    done, again = pytest_in(folder, "--lf", env={"EXAMPLE_ENGINE": "broken"}, cache=True)  # --lf: the failed one
+    assert set(again) == {("llama-spm", "dog")} and failed(again) == {("llama-spm", "dog")}, done.stdout[-3000:]
+
+
+# --- verdicts on a hand-made result (no pytest run) ------------------------------------------------
+
+def test_verdicts_for_each_outcome():
+    result = ModelResult("m", "spm", cases=5)
+    result.add("known_oracle_crashes", {"case_id": "k", "crash": {"reason": "killed by SIGABRT"}, "known_crash": "x"})
+    result.not_applicable.add("na")
+    result.add_flake({"case_ids": ["fl"], "op": "tokenize", "first": "exited with status 3", "recheck": "answered"})
+    result.add_fault({"case_id": "hf", "op": "tokenize", "crash": {}, "reason": "worker died, a fresh one answered"})
+    result.capabilities = {"attr": {"capability": "token_attr", "status": "not offered", "errors": 0, "differ": 0}}
+    known = {"x": {"description": "llama.cpp aborts here"}}
+    assert item_verdicts.case_verdict(result, "k", known=known) == item_verdicts.Verdict(
+        "xfail", "known llama.cpp crash x (killed by SIGABRT): llama.cpp aborts here")
+    assert item_verdicts.case_verdict(result, "na").outcome == "skip"
+    assert "bytes_input" in item_verdicts.case_verdict(result, "na").message
+    flake = item_verdicts.case_verdict(result, "fl")
+    assert flake.outcome == "flake" and flake.message.startswith("engine flake on tokenize: exited with status 3")
+    fault = item_verdicts.case_verdict(result, "hf")
+    assert fault.outcome == "pass" and fault.warnings == ("harness fault: worker died, a fresh one answered",)
+    assert item_verdicts.case_verdict(result, "ok") == item_verdicts.Verdict("pass")
+    attr = item_verdicts.vocab_verdict(result, "attr")
+    assert attr.outcome == "skip" and "token_attr not offered" in attr.message
+
+
+def test_an_engine_that_cannot_load_fails_every_item_with_the_reason():
+    from harness.runs.outcomes import engine_load_error
+    result = ModelResult("m", "spm")
+    engine_load_error(result, "UnsupportedVocab: no such pre-tokenizer 'x'")
+    result.failing.update({"a", "b"})
+    for verdict in (item_verdicts.case_verdict(result, "a"), item_verdicts.model_verdict(result),
+                    item_verdicts.vocab_verdict(result, "text")):
+        assert verdict.outcome == "fail" and "UnsupportedVocab: no such pre-tokenizer 'x'" in verdict.message, verdict

@@ -1,0 +1,129 @@
+"""`python -m harness repair`: the causes a GGUF key fixes written into a new file, then the check run again.
+
+The twin is tests/reference_files.py's byte-level BPE original (ignore_merges
+on, no BOS) converted as `smaug-bpe` (ignore_merges off in llama.cpp), with
+its one non-special added token typed CONTROL: two causes a key fixes. The ids
+compared are llama.cpp's and `tokenizers`', before and after; the repaired
+file must also load in our engine and agree with llama.cpp there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import reference_files as rf
+from tokenizer.gguf.reader import read
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = ["the cat sat on the mat", " zebra", "a zebra, the zebra", "x <tool> y", "hello world"]
+
+pytestmark = pytest.mark.oracle
+
+
+def twin(tmp: Path, *, pre: str = "smaug-bpe") -> tuple[Path, Path, Path]:
+    original = rf.bpe_json(tmp / "o" / "tokenizer.json", ignore_merges=True, bos=False)
+    gguf = rf.bpe_gguf(original, tmp / "x.gguf", pre=pre, add_bos=False, retype={rf.TOOL: 3})
+    corpus = tmp / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    return original, gguf, corpus
+
+
+def repair(tmp: Path, original: Path, gguf: Path, corpus: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", "repair", str(gguf), "--reference",
+                           f"hf:{original.parent}", "--out", str(tmp / "x.fixed.gguf"), "--corpus", str(corpus),
+                           "--no-default-corpora", "--json", str(tmp / "repair.json"), *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_the_key_causes_are_repaired_and_the_file_then_agrees_three_ways(tmp_path):
+    original, gguf, corpus = twin(tmp_path)
+    done = repair(tmp_path, original, gguf, corpus)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    assert report["before"]["conversion_differ"] == 3  # " zebra" twice (ignore_merges), "x <tool> y" (CONTROL)
+    assert {r["cause"]: (r["before"], r["after"]) for r in report["per_cause"]} == {
+        "pre-name": (2, 0), "token-types": (1, 0)}
+    assert report["after"] == {"compared": 5, "conversion_differ": 0, "parity_differ": 0, "parity_cases": [],
+                               "llama_failed": []}
+    assert [a["name"] for a in report["applied"]] == ["pre-name", "token-types"]
+    assert "pre-name" in done.stdout and "wrote" in done.stdout
+    before, after = read(gguf), read(tmp_path / "x.fixed.gguf")
+    assert after.metadata["tokenizer.ggml.pre"] == "llama-bpe"
+    tool = json.loads(original.read_text())["added_tokens"]
+    tool_id = next(t["id"] for t in tool if t["content"] == rf.TOOL)
+    assert int(after.metadata["tokenizer.ggml.token_type"][tool_id]) == 4
+    changed = {"tokenizer.ggml.pre", "tokenizer.ggml.token_type"}
+    assert set(report["changed_keys"]) == changed
+    for key, value in before.metadata.items():
+        if key not in changed:
+            assert np.array_equal(np.asarray(after.metadata[key]), np.asarray(value)), key
+    assert report["loads"]["ours"].startswith("loaded")
+
+
+def test_a_file_that_agrees_already_is_left_alone(tmp_path):
+    original, gguf, corpus = twin(tmp_path, pre="llama-bpe")
+    corpus.write_text(json.dumps({"id": "ok", "text": "the cat"}) + "\n")
+    done = repair(tmp_path, original, gguf, corpus)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nothing to repair" in done.stdout and not (tmp_path / "x.fixed.gguf").exists()
+
+
+def test_a_difference_no_key_fixes_writes_nothing_and_exits_1(tmp_path):
+    """Merges the GGUF lost: no candidate change brings them back, so the case is unexplained."""
+    original, gguf, corpus = twin(tmp_path, pre="llama-bpe")
+    from tokenizer.gguf.writer import rewrite
+    merges = list(read(gguf).metadata["tokenizer.ggml.merges"])
+    rewrite(gguf, tmp_path / "fewer.gguf", {"tokenizer.ggml.merges": merges[:5]})
+    corpus.write_text(json.dumps({"id": "c", "text": "the cat sat on the mat"}) + "\n")
+    done = repair(tmp_path, original, tmp_path / "fewer.gguf", corpus)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no key fix applies" in done.stdout and "unexplained" in done.stdout
+    assert not (tmp_path / "x.fixed.gguf").exists()
+
+
+@pytest.mark.parametrize("bad", ["same-file", "not-gguf", "tekken"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, bad):
+    original, gguf, corpus = twin(tmp_path)
+    out = tmp_path / "x.fixed.gguf"
+    if bad == "same-file":
+        out = gguf
+    reference = f"hf:{original.parent}"
+    if bad == "not-gguf":
+        gguf = tmp_path / "junk.gguf"
+        gguf.write_bytes(b"not a gguf at all")
+    if bad == "tekken":
+        reference = f"tekken:{original}"
+    done = subprocess.run([sys.executable, "-m", "harness", "repair", str(gguf), "--reference", reference,
+                           "--out", str(out), "--corpus", str(corpus), "--no-default-corpora"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "Traceback" not in done.stderr
+
+
+
+@pytest.mark.nightly
+def test_the_early_llama3_gguf_repaired_agrees_with_its_original(tmp_path):
+    """The real set's smaug-bpe conversion (`fetch --real`, `convert --real`): repaired, " jeho" is [101503]
+    in llama.cpp too, as in the original (docs/conversion-findings.md: the 588 vocabulary words)."""
+    from harness.models.shipped import cache_dir
+    original, gguf = cache_dir() / "real" / "llama3-early", cache_dir() / "real-gguf" / "llama3-early.gguf"
+    for path in (original / "tokenizer.json", gguf):
+        if not path.is_file():
+            pytest.skip(f"{path} missing (python -m harness fetch --real; python -m harness convert --real)")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate([" jeho", "Tiếng Việt", "Hello world"])))
+    done = repair(tmp_path, original / "tokenizer.json", gguf, corpus)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    assert report["per_cause"] == [{"cause": "pre-name", "before": 2, "after": 0}]
+    assert report["changed_keys"] == ["tokenizer.ggml.pre"]
+    jeho = report["causes"]["c0"]["evidence"][0]
+    assert jeho["original"] == jeho["llama.cpp"] == [101503]
