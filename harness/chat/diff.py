@@ -13,7 +13,7 @@ import difflib
 from typing import Any
 
 from tokenizer import Tokenizer
-from tokenizer.chat.render import ChatTemplateError
+from tokenizer.chat.errors import ChatTemplateError
 
 from ..compare.diff import visible
 from .cases import Case, Target, tokenizer_for

@@ -162,7 +162,8 @@ def _experiment(req: dict[str, Any], name: str, transformers: OriginalChat, llam
     """Why the same template renders differently, found by rendering the original again: with the variables
     llama-server injects, then with the messages as llama.cpp prepares them; the class that explains it, or None."""
     from tokenizer.chat.caps import caps_of
-    from tokenizer.chat.render import ChatTemplateError, prepare_messages
+    from tokenizer.chat.errors import ChatTemplateError
+    from tokenizer.chat.render import prepare_messages
     try:
         prepared = prepare_messages(req["messages"], source, caps_of(source))
     except ChatTemplateError:

@@ -182,10 +182,11 @@ def test_a_template_that_loops_is_killed_at_the_time_limit(tiny):
 
 # --- our renderer's memory budget -----------------------------------------------------------------
 
-BUDGET = 512 << 20  # tokenizer.chat.jinja.DEFAULT_MEMORY_BUDGET
+BUDGET = 512 << 20  # tokenizer.chat.budget.DEFAULT_MEMORY_BUDGET
 PROBE = textwrap.dedent("""
     import json, resource, sys
-    from tokenizer.chat.render import ChatBudgetExceeded, apply_template
+    from tokenizer.chat.errors import ChatBudgetExceeded
+    from tokenizer.chat.render import apply_template
     try:
         apply_template(sys.argv[1], [{"role": "user", "content": "hi"}], bos_token="<s>", eos_token="</s>",
                        now=0, seconds=60)

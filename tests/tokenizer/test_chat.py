@@ -11,8 +11,9 @@ import time
 import pytest
 
 from tokenizer.chat.caps import caps_of
+from tokenizer.chat.errors import ChatBudgetExceeded, ChatTemplateError, TemplateRaised
 from tokenizer.chat.jinja import render
-from tokenizer.chat.render import ChatBudgetExceeded, ChatTemplateError, TemplateRaised, apply_template
+from tokenizer.chat.render import apply_template
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import jinja as chat_jinja
+from .budget import DEFAULT_SIZE_BUDGET, DEFAULT_TIME_BUDGET, Budget
+from .errors import ChatBudgetExceeded, ChatTemplateError
 
 
 class _Stats:
@@ -158,7 +160,7 @@ class Caps:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
 
-def _probe(source: str, budget: chat_jinja.Budget, messages: list[Any],
+def _probe(source: str, budget: Budget, messages: list[Any],
            tools: list[Any] | None = None) -> tuple[bool, Any, Any, str]:
     msgs = track(messages)
     tls = track(tools if tools is not None else [])
@@ -167,9 +169,9 @@ def _probe(source: str, budget: chat_jinja.Budget, messages: list[Any],
     try:
         out = chat_jinja.render(source, variables, now=0.0, budget=budget, observer=observe)
         return True, msgs, tls, out
-    except chat_jinja.ChatBudgetExceeded:
+    except ChatBudgetExceeded:
         raise
-    except chat_jinja.ChatTemplateError:
+    except ChatTemplateError:
         return False, msgs, tls, ""
 
 
@@ -194,7 +196,7 @@ def _tool_conversation(arguments: Any) -> list[Any]:
 _CACHE: dict[str, Caps] = {}
 
 
-def caps_of(source: str, budget: chat_jinja.Budget | None = None) -> Caps:
+def caps_of(source: str, budget: Budget | None = None) -> Caps:
     """`jinja::caps_get`, for the capabilities that change the prompt (cached per source).
 
     The probes share `budget`: a template that loops forever fails here already.
@@ -202,12 +204,11 @@ def caps_of(source: str, budget: chat_jinja.Budget | None = None) -> Caps:
     if source not in _CACHE:
         if len(_CACHE) > 64:
             _CACHE.clear()
-        _CACHE[source] = _caps(source, budget or chat_jinja.Budget(chat_jinja.DEFAULT_TIME_BUDGET,
-                                                                     chat_jinja.DEFAULT_SIZE_BUDGET))
+        _CACHE[source] = _caps(source, budget or Budget(DEFAULT_TIME_BUDGET, DEFAULT_SIZE_BUDGET))
     return _CACHE[source]
 
 
-def _caps(source: str, budget: chat_jinja.Budget) -> Caps:
+def _caps(source: str, budget: Budget) -> Caps:
     string_content, typed_content, checks_for_string = True, False, False
     ok, msgs, _, out = _probe(source, budget, [{"role": "user", "content": _MARKER}])
     content = stats(msgs[0]["content"])

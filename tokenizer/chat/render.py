@@ -35,8 +35,9 @@ from typing import Any, Protocol
 
 from ..vocab import Vocab
 from . import jinja as chat_jinja
+from .budget import DEFAULT_MEMORY_BUDGET, DEFAULT_SIZE_BUDGET, DEFAULT_TIME_BUDGET, Budget
 from .caps import Caps, caps_of
-from .jinja import ChatBudgetExceeded, ChatTemplateError, TemplateRaised
+from .errors import ChatBudgetExceeded, ChatTemplateError, TemplateRaised
 
 __all__ = ["ChatBudgetExceeded", "ChatTemplateError", "TemplateRaised", "apply_template",
            "chat_template", "prepare_messages"]
@@ -305,18 +306,18 @@ def _special(source: str, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def apply_template(source: str, messages: Sequence[Any], *, bos_token: str, eos_token: str,
                    add_bos: bool = False, add_eos: bool = False, add_generation_prompt: bool = True,
                    tools: Sequence[Any] | None = None, now: float | None = None,
-                   seconds: float = chat_jinja.DEFAULT_TIME_BUDGET, size: int = chat_jinja.DEFAULT_SIZE_BUDGET,
-                   memory: int = chat_jinja.DEFAULT_MEMORY_BUDGET, **variables: Any) -> str:
+                   seconds: float = DEFAULT_TIME_BUDGET, size: int = DEFAULT_SIZE_BUDGET,
+                   memory: int = DEFAULT_MEMORY_BUDGET, **variables: Any) -> str:
     """The prompt text llama.cpp's Jinja path produces for `messages` (see the module doc).
 
-    `seconds`, `size` and `memory` bound the render (`chat_jinja.Budget`): wall time, the
+    `seconds`, `size` and `memory` bound the render (a `Budget`): wall time, the
     characters of any one value and of the output, and the bytes it may grow the process by.
     """
     if not source or source == "chatml":
         source = CHATML
     source = _source_fixes(source)
     now = time.time() if now is None else now
-    budget = chat_jinja.Budget(seconds, size, memory)
+    budget = Budget(seconds, size, memory)
     caps = caps_of(source, budget)
     msgs = _special(source, prepare_messages(messages, source, caps))
     context: dict[str, Any] = {"messages": msgs, "bos_token": bos_token, "eos_token": eos_token,

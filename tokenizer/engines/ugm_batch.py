@@ -30,6 +30,7 @@ Built from the lattice's own entries on first use: about 40 ms and 30 MB for nom
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -186,54 +187,28 @@ class BatchViterbi:
 
     def _viterbi(self, words: list[bytes], raw: bytes, lead: np.ndarray, cp_first: np.ndarray,
                  n_cps: np.ndarray, word_end: np.ndarray) -> list[list[int]]:
-        n_words = len(words)
-        n_cp = len(lead)
-        word_of_cp = np.repeat(np.arange(n_words), n_cps)
-        cp_index = np.arange(n_cp)
-        cell = cp_index + word_of_cp  # each word: its code point cells, then its end cell
-        end_cell = cp_first[1:] + np.arange(n_words)
-        start_cell = cell[cp_first[:-1]]
-        n_cells = n_cp + n_words
-        pos = np.empty(n_cells, dtype=np.int64)
-        pos[cell] = lead
-        pos[end_cell] = word_end
-        remaining = cp_first[1:][word_of_cp] - cp_index
-        loc = cp_index - cp_first[:-1][word_of_cp]
-        view = _u64_view(raw)
+        """The ids of each word: its lattice's edges, the forward pass over them, the backtrack."""
+        cells = _cells(lead, cp_first, n_cps, word_end)
+        edges = self._edges(cells, _u64_view(raw), n_cps)
+        best, back = _forward(edges, cells)
+        return self._backtrack(best, back, cells, len(words))
 
+    def _edges(self, cells: _Cells, view: np.ndarray, n_cps: np.ndarray) -> _Edges:
+        """The lattice's edges, tokens' and the unknown's, ordered by their start's local position."""
         src_parts, dst_parts, row_parts, loc_parts = [], [], [], []
-        single = np.zeros(n_cp, dtype=bool)
+        single = np.zeros(len(cells.loc), dtype=bool)
         # code points by how many follow them in their word, most first: the starts of
         # windows of k code points are then the first n_at[k - 1]
-        order = np.argsort(-remaining.astype(_narrow(n_cps)), kind="stable")
-        n_at = np.searchsorted(-remaining[order], -np.arange(1, self.max_cps + 1), side="right").tolist()
-        begin_all = cell[order]
-        p_all = pos[begin_all]
+        order = np.argsort(-cells.remaining.astype(_narrow(n_cps)), kind="stable")
+        n_at = np.searchsorted(-cells.remaining[order], -np.arange(1, self.max_cps + 1), side="right").tolist()
+        begin_all = cells.cell[order]
+        p_all = cells.pos[begin_all]
         first_all = view[p_all]
-        loc_all = loc[order]
-        max_size = self.max_size
+        loc_all = cells.loc[order]
         for k, n in enumerate(n_at, 1):
             if not n:
                 break
-            begin = begin_all[:n]
-            size = pos[begin + k] - p_all[:n]
-            fits = size <= max_size
-            if fits.all():
-                hit, row = self.lookup(_keys(view, p_all[:n], size, first_all[:n]))
-            else:
-                sub = np.flatnonzero(fits)
-                hit, row = self.lookup(_keys(view, p_all[sub], size[sub], first_all[sub]))
-                hit = sub[hit]
-            long = np.flatnonzero(size[hit] >= 8)
-            if len(long):
-                h = hit[long]
-                r = row[long]
-                ok = self.tok_size[r] == size[h]
-                ok[ok] = _same_bytes(view, p_all[h[ok]], self.view, self.tok_offset[r[ok]], size[h[ok]])
-                if not ok.all():
-                    good = np.ones(len(hit), dtype=bool)
-                    good[long[~ok]] = False
-                    hit, row = hit[good], row[good]
+            hit, row = self._window_tokens(view, cells.pos, begin_all[:n], p_all, first_all, k)
             if k == 1:
                 single[order[hit]] = True
             src = begin_all[hit]
@@ -242,10 +217,47 @@ class BatchViterbi:
             row_parts.append(row)
             loc_parts.append(loc_all[hit])
         unknown = np.flatnonzero(~single)
-        src_parts.append(cell[unknown])
-        dst_parts.append(cell[unknown] + 1)
+        src_parts.append(cells.cell[unknown])
+        dst_parts.append(cells.cell[unknown] + 1)
         row_parts.append(np.full(len(unknown), -1, dtype=np.int64))
-        loc_parts.append(loc[unknown])
+        loc_parts.append(cells.loc[unknown])
+        return self._by_position(src_parts, dst_parts, row_parts, loc_parts, n_cps)
+
+    def _window_tokens(self, view: np.ndarray, pos: np.ndarray, begin: np.ndarray, start: np.ndarray,
+                       first: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the indices into `begin` of the windows of `k` code points that spell a token, those tokens' rows).
+
+        `start`, `first`: the byte offset of each start cell and its first 8 bytes, `begin`'s first.
+        """
+        n = len(begin)
+        size = pos[begin + k] - start[:n]
+        fits = size <= self.max_size
+        if fits.all():
+            hit, row = self.lookup(_keys(view, start[:n], size, first[:n]))
+        else:
+            sub = np.flatnonzero(fits)
+            hit, row = self.lookup(_keys(view, start[sub], size[sub], first[sub]))
+            hit = sub[hit]
+        return self._verified(view, start, size, hit, row)
+
+    def _verified(self, view: np.ndarray, start: np.ndarray, size: np.ndarray, hit: np.ndarray,
+                  row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(`hit`, `row`) without the hits by a hashed key (8 bytes or more) whose bytes are not the token's."""
+        long = np.flatnonzero(size[hit] >= 8)
+        if len(long):
+            h = hit[long]
+            r = row[long]
+            ok = self.tok_size[r] == size[h]
+            ok[ok] = _same_bytes(view, start[h[ok]], self.view, self.tok_offset[r[ok]], size[h[ok]])
+            if not ok.all():
+                good = np.ones(len(hit), dtype=bool)
+                good[long[~ok]] = False
+                hit, row = hit[good], row[good]
+        return hit, row
+
+    def _by_position(self, src_parts: list[np.ndarray], dst_parts: list[np.ndarray], row_parts: list[np.ndarray],
+                     loc_parts: list[np.ndarray], n_cps: np.ndarray) -> _Edges:
+        """The edges in one array each, stably sorted by their start's local position, with their scores."""
         locs = np.concatenate(loc_parts)
         by_loc = np.argsort(locs.astype(_narrow(n_cps)), kind="stable")
         src = np.concatenate(src_parts)[by_loc]
@@ -254,36 +266,13 @@ class BatchViterbi:
         val = np.append(self.tok_value, self.unk_score)[row]
         steps = np.zeros(int(n_cps.max()) + 1, dtype=np.int64)
         np.cumsum(np.bincount(locs, minlength=len(steps) - 1), out=steps[1:])
-        bounds = steps.tolist()
+        return _Edges(src, dst, row, val, steps.tolist())
 
-        score = np.full(n_cells, -np.finfo(np.float64).max)
-        score[start_cell] = 0.0
-        best = np.full(n_cells, -1, dtype=np.int64)
-        back = np.zeros(n_cells, dtype=np.int64)
-        for lo, hi in pairwise(bounds):
-            s = src[lo:hi]
-            d = dst[lo:hi]
-            total = score[s] + val[lo:hi]
-            better = total > score[d]
-            if better.all():
-                r = row[lo:hi]
-            else:
-                s, d, total, r = s[better], d[better], total[better], row[lo:hi][better]
-            score[d] = total
-            best[d] = r
-            back[d] = s
-
-        on = np.zeros(n_cells, dtype=bool)
-        is_start = np.zeros(n_cells, dtype=bool)
-        is_start[start_cell] = True
-        cur = end_cell
-        while len(cur):
-            on[cur] = True
-            cur = back[cur]
-            cur = cur[~is_start[cur]]
-        path = np.flatnonzero(on)
+    def _backtrack(self, best: np.ndarray, back: np.ndarray, cells: _Cells, n_words: int) -> list[list[int]]:
+        """The ids of each word along its best path, a run of unknowns as one."""
+        path = _best_path(back, cells)
         ids = np.append(self.tok_id, self.unk)[best[path]]
-        owner = np.searchsorted(end_cell, path)
+        owner = np.searchsorted(cells.end_cell, path)
         unk = self.unk
         again = np.flatnonzero((ids[1:] == unk) & (ids[:-1] == unk) & (owner[1:] == owner[:-1])) + 1
         if len(again):
@@ -293,6 +282,81 @@ class BatchViterbi:
         flat = ids.tolist()
         cut = cuts.tolist()
         return [flat[a:b] for a, b in pairwise(cut)]
+
+
+class _Cells(NamedTuple):
+    """The lattice's cells: each word's code point cells, then its end cell."""
+
+    cell: np.ndarray  # each code point's cell
+    start_cell: np.ndarray  # each word's first cell
+    end_cell: np.ndarray  # each word's end cell
+    n_cells: int
+    pos: np.ndarray  # each cell's byte offset
+    remaining: np.ndarray  # each code point: how many code points from it to its word's end
+    loc: np.ndarray  # each code point's local position in its word
+
+
+class _Edges(NamedTuple):
+    """The lattice's edges by local position of their start: those of position i are [bounds[i], bounds[i + 1])."""
+
+    src: np.ndarray  # the cell an edge starts from
+    dst: np.ndarray  # the cell it ends at
+    row: np.ndarray  # its token's row, -1 for the unknown token
+    val: np.ndarray  # its token's score
+    bounds: list[int]
+
+
+def _cells(lead: np.ndarray, cp_first: np.ndarray, n_cps: np.ndarray, word_end: np.ndarray) -> _Cells:
+    """The cells of the words' lattices, from their code points' lead bytes (`lead`)."""
+    n_words = len(n_cps)
+    n_cp = len(lead)
+    word_of_cp = np.repeat(np.arange(n_words), n_cps)
+    cp_index = np.arange(n_cp)
+    cell = cp_index + word_of_cp  # each word: its code point cells, then its end cell
+    end_cell = cp_first[1:] + np.arange(n_words)
+    start_cell = cell[cp_first[:-1]]
+    n_cells = n_cp + n_words
+    pos = np.empty(n_cells, dtype=np.int64)
+    pos[cell] = lead
+    pos[end_cell] = word_end
+    remaining = cp_first[1:][word_of_cp] - cp_index
+    loc = cp_index - cp_first[:-1][word_of_cp]
+    return _Cells(cell, start_cell, end_cell, n_cells, pos, remaining, loc)
+
+
+def _forward(edges: _Edges, cells: _Cells) -> tuple[np.ndarray, np.ndarray]:
+    """(each cell's best token row, -1 for the unknown; the cell its best edge starts from)."""
+    src, dst, row, val = edges.src, edges.dst, edges.row, edges.val
+    score = np.full(cells.n_cells, -np.finfo(np.float64).max)
+    score[cells.start_cell] = 0.0
+    best = np.full(cells.n_cells, -1, dtype=np.int64)
+    back = np.zeros(cells.n_cells, dtype=np.int64)
+    for lo, hi in pairwise(edges.bounds):
+        s = src[lo:hi]
+        d = dst[lo:hi]
+        total = score[s] + val[lo:hi]
+        better = total > score[d]
+        if better.all():
+            r = row[lo:hi]
+        else:
+            s, d, total, r = s[better], d[better], total[better], row[lo:hi][better]
+        score[d] = total
+        best[d] = r
+        back[d] = s
+    return best, back
+
+
+def _best_path(back: np.ndarray, cells: _Cells) -> np.ndarray:
+    """The cells on the words' best paths, in order (start cells excluded, end cells included)."""
+    on = np.zeros(cells.n_cells, dtype=bool)
+    is_start = np.zeros(cells.n_cells, dtype=bool)
+    is_start[cells.start_cell] = True
+    cur = cells.end_cell
+    while len(cur):
+        on[cur] = True
+        cur = back[cur]
+        cur = cur[~is_start[cur]]
+    return np.flatnonzero(on)
 
 
 def _narrow(n_cps: np.ndarray) -> type[np.signedinteger]:
