@@ -56,14 +56,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             old = goldens.load_golden(file)
             path = find_gguf(old["gguf"], search)
-            old["cases"] = documents.attach_inputs(old["cases"], path)  # a document's text, rebuilt
+            cases = replay_inputs(old["cases"], path)
         except (SetupError, goldens.GoldenError, documents.DocumentError) as exc:
             if getattr(args, "debug", False):
                 raise  # --debug: the traceback, as for any other input error
             print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed
             skipped += 1
             continue
-        cases = [goldens.case_input_of(c) for c in old["cases"]]
         faults: list[dict[str, Any]] = []
         new = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
                            memory_limit=limits.memory, verbose=args.verbose, faults=faults)
@@ -92,6 +91,16 @@ def _wanted(file: Path, names: list[str] | None) -> bool:
 def _report_build(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
     if old != new:
         print(f"{name}: recorded with {old}, replayed with {new}")
+
+
+def replay_inputs(cases: list[dict[str, Any]], model: Path) -> list[dict[str, Any]]:
+    """The inputs to record a golden's cases again: each case's input, a document's text rebuilt.
+
+    The golden's own cases stay as recorded: a document's record holds its identity and
+    digest but no text, as the one recorded again does, so the two compare as they are.
+    `DocumentError` when a document built now is not the recorded one.
+    """
+    return [goldens.case_input_of(c) for c in documents.attach_inputs(cases, model)]
 
 
 def find_gguf(info: dict[str, Any], folders: list[Path]) -> Path:
