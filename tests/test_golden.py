@@ -163,6 +163,17 @@ def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path,
     assert "case few-hello: [add_special=False parse_special=False] ids [1, 2, 3] -> " in report
 
 
+def test_records_that_differ_only_outside_ids_and_outputs_name_the_fields():
+    cases = _small_golden()["cases"]
+    doc = next(c for c in cases if "digest" in c)
+    assert goldens.diff_cases(doc, copy.deepcopy(doc)) == []
+    assert goldens.diff_cases({**doc, "text": "rebuilt"}, doc) == ["record changed (fields: text)"]
+    shorter = {**doc, "digest": doc["digest"][:3]}
+    assert goldens.diff_cases(doc, shorter) == ["record changed (fields: digest)"]
+    case = next(c for c in cases if "encode" in c)
+    assert goldens.diff_cases(case, {**case, "id": "other"}) == ["record changed (fields: id)"]
+
+
 @pytest.mark.oracle
 @pytest.mark.vocab
 def test_drift_on_a_document_golden_finds_no_change_until_a_block_differs(require_vocab, tmp_path: Path, capsys):
