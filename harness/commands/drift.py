@@ -86,7 +86,9 @@ def _replay(file: Path, search: list[Path], limits: worker_limits.Limits, args: 
     try:
         old = goldens.load_golden(file)
         path = find_gguf(old["gguf"], search)
-        old["cases"] = documents.attach_inputs(old["cases"], path)  # a document's text, rebuilt
+        if part is not None:
+            old["cases"] = [c for c in old["cases"] if part.owns(file.name, str(c["id"]))]
+        cases = replay_inputs(old["cases"], path)  # the committed cases stay as recorded (no text attached)
     except (SetupError, goldens.GoldenError, documents.DocumentError) as exc:
         if getattr(args, "debug", False):
             raise  # --debug: the traceback, as for any other input error
@@ -94,9 +96,6 @@ def _replay(file: Path, search: list[Path], limits: worker_limits.Limits, args: 
             return None
         print(f"error: {file.name}: skipped: {exc}", file=sys.stderr)  # the others are still replayed
         return drift.entry(file.name, skipped=str(exc))
-    if part is not None:
-        old["cases"] = [c for c in old["cases"] if part.owns(file.name, str(c["id"]))]
-    cases = [goldens.case_input_of(c) for c in old["cases"]]
     faults: list[dict[str, Any]] = []
     new = record_model(path, cases, jobs=limits.jobs, timeout=limits.timeout,
                        memory_limit=limits.memory, verbose=args.verbose, faults=faults)
@@ -139,6 +138,16 @@ def _wanted(file: Path, names: list[str] | None) -> bool:
 def _report_build(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
     if old != new:
         print(f"{name}: recorded with {old}, replayed with {new}")
+
+
+def replay_inputs(cases: list[dict[str, Any]], model: Path) -> list[dict[str, Any]]:
+    """The inputs to record a golden's cases again: each case's input, a document's text rebuilt.
+
+    The golden's own cases stay as recorded: a document's record holds its identity and
+    digest but no text, as the one recorded again does, so the two compare as they are.
+    `DocumentError` when a document built now is not the recorded one.
+    """
+    return [goldens.case_input_of(c) for c in documents.attach_inputs(cases, model)]
 
 
 def find_gguf(info: dict[str, Any], folders: list[Path]) -> Path:

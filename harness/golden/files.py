@@ -305,7 +305,7 @@ def diff_cases(old: dict, new: dict) -> list[str]:
         return [f"crash changed: {old['crash']} -> {new['crash']}"]
     if "digest" in old or "digest" in new:
         from .digest import diff_digests
-        return diff_digests(old, new)
+        return diff_digests(old, new) or [_record_changed(old, new)]
     out = []
     for a, b in zip(old["encode"], new["encode"]):
         flags = f"add_special={a['add_special']} parse_special={a['parse_special']}"
@@ -317,7 +317,13 @@ def diff_cases(old: dict, new: dict) -> list[str]:
                 out.append(f"[{flags} remove_special={da['remove_special']} "
                            f"unparse_special={da['unparse_special']}] detokenize "
                            f"{_shown(da)} -> {_shown(db)}")
-    return out or ["record changed"]
+    return out or [_record_changed(old, new)]
+
+
+def _record_changed(old: dict, new: dict) -> str:
+    """The last resort: the records differ, but not in ids or outputs; names the fields that do."""
+    fields = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return f"record changed (fields: {', '.join(fields)})"
 
 
 def _crash_words(case: dict) -> str:

@@ -163,6 +163,45 @@ def test_drift_reports_a_changed_case_and_exits_1(require_vocab, tmp_path: Path,
     assert "case few-hello: [add_special=False parse_special=False] ids [1, 2, 3] -> " in report
 
 
+def test_records_that_differ_only_outside_ids_and_outputs_name_the_fields():
+    cases = _small_golden()["cases"]
+    doc = next(c for c in cases if "digest" in c)
+    assert goldens.diff_cases(doc, copy.deepcopy(doc)) == []
+    assert goldens.diff_cases({**doc, "text": "rebuilt"}, doc) == ["record changed (fields: text)"]
+    shorter = {**doc, "digest": doc["digest"][:3]}
+    assert goldens.diff_cases(doc, shorter) == ["record changed (fields: digest)"]
+    case = next(c for c in cases if "encode" in c)
+    assert goldens.diff_cases(case, {**case, "id": "other"}) == ["record changed (fields: id)"]
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+def test_drift_on_a_document_golden_finds_no_change_until_a_block_differs(require_vocab, tmp_path: Path, capsys):
+    """A digested document replays unchanged; a recorded block that differs is named by its ids.
+
+    Drift once compared the committed record with its rebuilt text attached against the
+    re-recorded one (no text), so every document was "record changed" with the same ids.
+    """
+    from harness.cli import main
+    from harness.commands.record import record_model
+    from harness.inputs import documents
+
+    path = require_vocab("llama-spm")
+    mixed = [c for c in documents.documents(path, "default") if c["id"] == "doc-mixed"]  # 96 KiB, not 462 KB
+    file = goldens.write_golden(goldens.golden_path(tmp_path, path), record_model(path, mixed))
+    argv = ["drift", "--golden", str(tmp_path), "--models-dir", str(path.parent)]
+    assert main(argv) == 0, capsys.readouterr().out
+    assert "1 cases, 0 change(s)" in capsys.readouterr().out
+    older = copy.deepcopy(goldens.load_golden(file))  # pretend an older llama.cpp said otherwise from id 768 on
+    older["cases"][0]["digest"][0]["ids"]["blocks"][3] = "0" * 16
+    goldens.write_golden(file, older)
+    assert main(argv) == 1
+    report = capsys.readouterr().out
+    assert ("case doc-mixed: [add_special=False parse_special=False] document digest changed "
+            "from ids [768, 1024) on") in report
+    assert "record changed" not in report
+
+
 @pytest.mark.oracle
 def test_a_file_llama_cpp_refuses_gets_a_golden_with_its_load_error(tmp_path: Path, capsys):
     from harness.cli import main
@@ -182,8 +221,8 @@ def test_a_file_llama_cpp_refuses_gets_a_golden_with_its_load_error(tmp_path: Pa
 @pytest.mark.nightly
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in COMMITTED])
 def test_golden_has_not_drifted(path: Path):
-    """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp."""
-    from harness.commands.drift import find_gguf
+    """Nightly: every case and the vocab record of each shipped golden, replayed on llama.cpp (as `drift` does)."""
+    from harness.commands.drift import find_gguf, replay_inputs
     from harness.commands.record import record_model
     from harness.errors import SetupError
     from harness.models.shipped import models_dir
@@ -193,7 +232,7 @@ def test_golden_has_not_drifted(path: Path):
         gguf = find_gguf(old["gguf"], [models_dir()])
     except SetupError as exc:  # not fetched
         pytest.skip(f"{exc} (fetch with: python -m harness fetch)")
-    new = record_model(gguf, [goldens.case_input_of(c) for c in old["cases"]], jobs=2)
+    new = record_model(gguf, replay_inputs(old["cases"], gguf), jobs=2)  # a document's text rebuilt
     assert goldens.diff_goldens(old, new) == []
 
 
