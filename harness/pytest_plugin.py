@@ -111,6 +111,7 @@ class ModelPlan:
     case_ids: list[str]
     cases: list[dict] = field(default_factory=list)  # live: the gathered cases
     golden: tuple[Path, Path | None] | None = None  # (golden file, --model PATH or None)
+    read: dict | None = None  # the golden file as collection read it (packed), until its replay unpacks it
     selected: set[str] | None = None  # item names left after -k / --lf (None: all)
     fuzz_items: frozenset[str] = frozenset()  # failing fuzz inputs (case ids) given items of their own
 
@@ -144,7 +145,9 @@ class ParityRun:
         try:
             if plan.golden is not None:
                 from .runs.replay import compare_golden
-                self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1])
+                read, plan.read = plan.read, None  # the replay unpacks it: not read a second time, not kept
+                self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1],
+                                                         read=read)
                 return
             from dataclasses import replace
 
@@ -229,19 +232,14 @@ def _live_plans(run_config: Any) -> list[ModelPlan]:
 
 
 def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
-    from .errors import SetupError
-    from .golden.files import GoldenError, load_golden
     from .models.shipped import short_name
-    from .runs.replay import chosen_goldens
+    from .runs.replay import case_ids, chosen_goldens, read_packed
     plans = []
     for golden_file, given in chosen_goldens(golden_dir, run_config):
-        try:
-            golden = load_golden(golden_file, check=False)
-        except GoldenError as exc:
-            raise SetupError(str(exc)) from None
+        golden = read_packed(golden_file)
         name = short_name(golden["gguf"]["file"])
-        plans.append(ModelPlan(name, str(given or name), [str(c["id"]) for c in golden["cases"]],
-                               golden=(golden_file, given)))
+        plans.append(ModelPlan(name, str(given or name), case_ids(golden_file, golden), golden=(golden_file, given),
+                               read=golden))
     return plans
 
 
