@@ -10,7 +10,8 @@ harness until then). Per model it collects:
     <model>::<model>          loading the file on both sides, refusals, flakes not tied to a case
     <model>::vocab::<check>   one item per vocabulary record check (text, score, attr, pieces, ...)
     <model>::<case id>        one item per corpus case (or golden case, with --parity-golden)
-    <model>::<fuzz>           with --parity-fuzz N: the hunt; fails with the minimal failing input
+    <model>::<fuzz>           with --parity-fuzz N: the hunt; passes saying how many inputs ran
+    <model>::<fuzz>::<id>     one item per failing input the hunt found (shrunk): its diff, a reproduce line
     <model>::<long>           with --parity-long-docs N, long documents: fails with the smallest
                               failing window of the first failing one
     <model>::<calls>          many calls of one engine object (--parity-calls N, default 12,000): fails
@@ -22,12 +23,21 @@ with goldens), on the cases pytest selected (`-k`, `--lf`); every item then
 looks its outcome up in that `ModelResult` (`harness.compare.item_verdicts`). The
 options are translated to `python -m harness run`'s own, so both build the
 same `RunConfig`. report.json and report.html are written to --parity-report.
+
+A fuzz input exists only once the hunt has found it, and pytest runs only items it
+collected; so a model whose `<fuzz>` item is selected is checked at the end of collection,
+after -k / -m / --deselect, and each failing input found becomes an item after `<fuzz>`.
+Not under `--collect-only`, and not in a pytest-xdist worker (the workers must collect the
+same items, and a hunt without a seed need not find the same input twice): there the check
+stays at the first item and `<fuzz>` fails listing each failing input.
 """
 
 from __future__ import annotations
 
 import argparse
+import traceback
 import warnings
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity-no-default-corpora", action="store_true",
                     help="only the --parity-corpus files")
     group.addoption("--parity-fuzz", type=int, default=0, metavar="N",
-                    help="fuzzed inputs per model (one <fuzz> item per model; live only)")
+                    help="fuzzed inputs per model (a <fuzz> item per model, and one item per failing input "
+                         "found; live only)")
     group.addoption("--parity-long-docs", type=int, default=None, metavar="N",
                     help="long documents per model (one <long> item per model; live only; default 0: off)")
     group.addoption("--parity-calls", type=int, default=None, metavar="N",
@@ -101,7 +112,9 @@ class ModelPlan:
     cases: list[dict] = field(default_factory=list)  # live: the gathered cases
     model: Any = None  # live: the model resolved once (`harness.models.model.Model`), shared with the check
     golden: tuple[Path, Path | None] | None = None  # (golden file, --model PATH or None)
+    read: dict | None = None  # the golden file as collection read it (packed), until its replay unpacks it
     selected: set[str] | None = None  # item names left after -k / --lf (None: all)
+    fuzz_items: frozenset[str] = frozenset()  # failing fuzz inputs (case ids) given items of their own
 
 
 class ParityRun:
@@ -118,18 +131,24 @@ class ParityRun:
 
     def result(self, plan: ModelPlan) -> Any:
         """The model's `ModelResult`, checking it at the first call (`ParityFailure` if it cannot be)."""
-        if plan.name not in self.results and plan.name not in self.errors:
-            self._check(plan)
+        self.check(plan)
         if plan.name in self.errors:
             raise ParityFailure(self.errors[plan.name])
         return self.results[plan.name]
+
+    def check(self, plan: ModelPlan) -> None:
+        """Check the model unless done: its `ModelResult` in `results`, or why it cannot be in `errors`."""
+        if plan.name not in self.results and plan.name not in self.errors:
+            self._check(plan)
 
     def _check(self, plan: ModelPlan) -> None:
         from .errors import SetupError
         try:
             if plan.golden is not None:
                 from .runs.replay import compare_golden
-                self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1])
+                read, plan.read = plan.read, None  # the replay unpacks it: not read a second time, not kept
+                self.results[plan.name] = compare_golden(plan.golden[0], self.config, self.factory, plan.golden[1],
+                                                         read=read)
                 return
             from dataclasses import replace
 
@@ -213,19 +232,14 @@ def _live_plans(run_config: Any) -> list[ModelPlan]:
 
 
 def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
-    from .errors import SetupError
-    from .golden.files import GoldenError, load_golden
     from .models.shipped import short_name
-    from .runs.replay import chosen_goldens
+    from .runs.replay import case_ids, chosen_goldens, read_packed
     plans = []
     for golden_file, given in chosen_goldens(golden_dir, run_config):
-        try:
-            golden = load_golden(golden_file, check=False)
-        except GoldenError as exc:
-            raise SetupError(str(exc)) from None
+        golden = read_packed(golden_file)
         name = short_name(golden["gguf"]["file"])
-        plans.append(ModelPlan(name, str(given or name), [str(c["id"]) for c in golden["cases"]],
-                               golden=(golden_file, given)))
+        plans.append(ModelPlan(name, str(given or name), case_ids(golden_file, golden), golden=(golden_file, given),
+                               read=golden))
     return plans
 
 
@@ -234,26 +248,57 @@ def _golden_plans(golden_dir: Path, run_config: Any) -> list[ModelPlan]:
 RUN_KEY = pytest.StashKey[ParityRun]()
 
 
-@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so that they select parity items too
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> Generator[None, object, object]:
+    """The parity items, made before -k / -m deselect (so that they select them too); after it, the hunts."""
     if not config.getoption("parity_model"):
-        return
+        return (yield)
     run, plans = _start(config)
     config.stash[RUN_KEY] = run
     for plan in plans:
         collector = ParityModel.from_parent(session, name=plan.name, nodeid=plan.name, run=run, plan=plan)
         items.extend(session.genitems(collector))
+    kept = yield  # the other implementations: -k, -m, --deselect
+    if not config.option.collectonly and not hasattr(config, "workerinput"):
+        _note_selection(items)
+        _fuzz_items(run, items)
+    return kept
+
+
+def _fuzz_items(run: ParityRun, items: list[pytest.Item]) -> None:
+    """Check each model whose `<fuzz>` item was kept now, and put an item for each failing input after `<fuzz>`."""
+    from .compare.item_verdicts import fuzz_inputs
+    hunts = [(i, item) for i, item in enumerate(items) if isinstance(item, ParityItem) and item.kind == "fuzz"]
+    for _, item in hunts:  # in the items' order, which is the report's
+        try:
+            run.check(item.plan)
+        except Exception:  # noqa: BLE001 - a harness bug: the model's items fail with it, the session goes on
+            run.errors[item.plan.name] = f"checking {item.plan.arg} failed:\n{traceback.format_exc()}"
+    for i, item in reversed(hunts):  # from the end, so that the earlier positions stay right
+        result = run.results.get(item.plan.name)
+        found = fuzz_inputs(result) if result is not None else []
+        model = item.parent
+        if isinstance(model, ParityModel):  # always: its collector made it
+            items[i + 1:i + 1] = [ParityItem.from_parent(model, name=f"<fuzz>::{case_id}", kind="fuzz_input",
+                                                         key=case_id) for case_id in found]
+            item.plan.fuzz_items = frozenset(found)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Note which items of each model survived selection: the check then runs only those cases."""
     if RUN_KEY not in session.config.stash or hasattr(session.config, "workerinput"):
         return  # an xdist worker runs a share of the items it collected: it checks whole models
+    _note_selection(session.items)
+
+
+def _note_selection(items: list[pytest.Item]) -> None:
+    """Each model's `selected`: the names of its items in `items`."""
     kept: dict[str, set[str]] = {}
-    for item in session.items:
+    for item in items:
         if isinstance(item, ParityItem):
             kept.setdefault(item.plan.name, set()).add(item.key or f"<{item.kind}>")
-    for item in session.items:
+    for item in items:
         if isinstance(item, ParityItem):
             item.plan.selected = kept[item.plan.name]
 
@@ -297,11 +342,14 @@ class ParityItem(pytest.Item):
         verdict = {"case": lambda: verdicts.case_verdict(result, self.key, known=run.known),
                    "vocab": lambda: verdicts.vocab_verdict(result, self.key),
                    "model": lambda: verdicts.model_verdict(result, known=run.known),
-                   "fuzz": lambda: verdicts.fuzz_verdict(result),
+                   "fuzz": lambda: verdicts.fuzz_verdict(result, itemized=self.plan.fuzz_items),
+                   "fuzz_input": lambda: verdicts.fuzz_input_verdict(result, self.key),
                    "long": lambda: verdicts.phase_verdict(result, "long"),
                    "calls": lambda: verdicts.phase_verdict(result, "calls")}[self.kind]()
         for text in verdict.warnings:
             warnings.warn(ParityHarnessFault(f"{self.nodeid}: {text}"), stacklevel=1)
+        if verdict.outcome == "pass" and verdict.message:  # JUnit XML: a <property> of the testcase
+            self.user_properties.append(("gguf-parity", verdict.message))
         if verdict.outcome == "flake" and run.config.allow_flakes:
             warnings.warn(ParityEngineFlake(f"{self.nodeid}: {verdict.message}"), stacklevel=1)
         elif verdict.outcome in ("fail", "flake"):

@@ -9,6 +9,8 @@ planted faults, so every case is right except exactly these:
 
 `load_tab` plants a fault the fuzzer finds on its own: any input holding a
 tab loses its last token, so Hypothesis must shrink a failure to exactly "\t".
+`load_clean` plants nothing: llama.cpp itself, in-process, so every case agrees
+(the clean control of a test that plants a fault with `load_tab`).
 
     python -m harness run --model llama-spm --engine tests.broken_engine:load ...
 """
@@ -45,6 +47,11 @@ def load(path) -> BrokenEngine:
 def load_tab(path) -> BrokenEngine:
     from harness.oracle.llama import LlamaOracle
     return BrokenEngine(LlamaOracle(path), wrong=b"\t")
+
+
+def load_clean(path):
+    from harness.oracle.llama import LlamaOracle
+    return LlamaOracle(path)
 
 
 class StubEngine:

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
 
     golden_dir = args.golden.absolute()
     config = replay_config(args)
-    part = plan(golden_dir, config) if config.shard else None
+    sharded = plan(golden_dir, config) if config.shard else None  # each golden read once: the plan keeps them
+    part = sharded[0] if sharded else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
             "engine": args.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "golden": str(golden_dir),
@@ -66,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
             **({"shard": part.meta()} if part else {})}
-    return run_and_report(lambda results: compare(golden_dir, config, results, part), config, meta)
+    return run_and_report(lambda results: compare(golden_dir, config, results, sharded), config, meta)

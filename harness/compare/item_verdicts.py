@@ -6,7 +6,8 @@ per-model check (`harness.runs.live.check_model`) or `compare`'s
 its own case, capability or model-level outcome up in it here. A `Verdict` is
 plain data (outcome, message, warnings), so this module needs no pytest:
 
-    pass     the case agrees (with `warnings` when a harness fault was absorbed)
+    pass     the case agrees (with `warnings` when a harness fault was absorbed); the `<fuzz>`
+             item's `message` says how many inputs ran
     fail     a finding; `message` is the per-token diff in text, with the reproduce line
     xfail    only a known llama.cpp crash (`harness.oracle.known_crashes`): its id and description
     skip     not checked: the capability is not offered, or the case not applicable to the engine
@@ -93,15 +94,51 @@ def model_verdict(result: ModelResult, *, known: dict | None = None) -> Verdict:
     return Verdict("pass", warnings=faults)
 
 
-def fuzz_verdict(result: ModelResult) -> Verdict:
-    """The `<fuzz>` item: fails with the minimal failing input the hunt shrank to, if it found one."""
-    found = [e for kind in FINDINGS for e in getattr(result, kind) if e.get("fuzz") and not e.get("long")]
+def fuzz_inputs(result: ModelResult) -> list[str]:
+    """The case ids of the failing inputs the fuzz hunt found (each shrunk), in the order found.
+
+    The hunt stops at its first failure, so there is one, or two when the first was only a new
+    llama.cpp crash and the hunt went on past crashes (`harness.runs.live`).
+    """
+    return list(dict.fromkeys(str(e["case_id"]) for e in _hunted(result)))
+
+
+def fuzz_input_verdict(result: ModelResult, case_id: str) -> Verdict:
+    """One failing fuzz input as an item of its own: what it shrank to, then each finding's diff and reproduce line."""
+    found = [e for e in _hunted(result) if str(e["case_id"]) == case_id]
     if not found:
         return Verdict("pass")
     first = found[0]
     shown = repr(bytes.fromhex(first["bytes"])) if first.get("bytes") else repr(first.get("text", ""))
-    head = f"fuzzing found a failing input, shrunk to {shown} (case {first['case_id']})"
+    head = f"fuzzing found a failing input, shrunk to {shown} (case {case_id})"
     return Verdict("fail", _joined([head, *(entry_text(e) for e in found)]))
+
+
+def fuzz_verdict(result: ModelResult, *, itemized: frozenset[str] = frozenset()) -> Verdict:
+    """The `<fuzz>` item: the hunt as a whole, how many inputs ran and why it stopped.
+
+    Passes when every failing input it found is an item of its own (`itemized`, its case ids),
+    the message then saying how many inputs ran; fails listing, in full, each failing input
+    that has no item (`fuzz_input_verdict`'s message). Skipped when the hunt never ran (the
+    model was not checked: its `<model>` item says why).
+    """
+    if not result.fuzz:
+        why = result.not_checked or "the model did not load on both sides (see its <model> item)"
+        return Verdict("skip", f"not fuzzed: {why}")
+    failing = fuzz_inputs(result)
+    ran = f"{result.fuzz['ran']} of {result.fuzz['asked']} fuzzed inputs ran"
+    stopped = f" (stopped: {result.fuzz['stopped']})" if result.fuzz.get("stopped") else ""
+    unlisted = [case_id for case_id in failing if case_id not in itemized]
+    if unlisted:
+        return Verdict("fail", _joined([f"{ran}{stopped}", *(fuzz_input_verdict(result, c).message for c in unlisted)]))
+    if failing:
+        return Verdict("pass", f"{ran}{stopped}; failing: {', '.join(failing)}, each an item of its own")
+    return Verdict("pass", f"{ran}{stopped}; none failed")
+
+
+def _hunted(result: ModelResult) -> list[dict]:
+    """The findings of the fuzz hunt (not of the long documents, which are generated too)."""
+    return [e for kind in FINDINGS for e in getattr(result, kind) if e.get("fuzz") and not e.get("long")]
 
 
 def phase_verdict(result: ModelResult, phase: str) -> Verdict:

@@ -222,6 +222,15 @@ def write_golden(path: str | os.PathLike, golden: dict) -> Path:
 
 def load_golden(path: str | os.PathLike, *, check: bool = True) -> dict:
     """Read a golden file (validated unless `check=False`), cases unpacked to the full layout."""
+    return unpack_golden(read_golden(path), path, check=check)
+
+
+def read_golden(path: str | os.PathLike) -> dict:
+    """A golden file as it is on disk: read (bounded) and parsed, its cases still packed, nothing checked.
+
+    What `load_golden` does in one step, split so that a caller reading the file for its case ids
+    (`harness.runs.replay.plan`) hands the same dict on to `unpack_golden`, and reads the file once.
+    """
     path = Path(path)
     try:  # bounded: size, inflated size, nesting (harness.files.input_limits)
         raw = input_limits.read_capped(path, input_limits.MAX_GOLDEN_BYTES, "golden file")
@@ -232,6 +241,12 @@ def load_golden(path: str | os.PathLike, *, check: bool = True) -> dict:
         raise GoldenError(f"cannot read golden file: {exc}") from None  # exc names the file
     if not isinstance(golden, dict):
         raise GoldenError(f"{path}: not a golden file (the top level is not an object)")
+    return golden
+
+
+def unpack_golden(golden: dict, path: str | os.PathLike, *, check: bool = True) -> dict:
+    """A golden `read_golden` returned, validated unless `check=False`, its cases unpacked in place."""
+    path = Path(path)
     if check:
         _validate_packed(golden, where=str(path))
     golden["cases"] = [_unpacked(c, i, path) for i, c in enumerate(golden.get("cases") or [])]

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..compare.result import ModelResult
 from ..compare.verdict import finish
 from ..errors import SetupError
-from ..golden.files import GoldenError, golden_files, load_golden
+from ..golden.files import GoldenError, golden_files, read_golden, unpack_golden
 from ..golden.identity import mismatch
 from ..inputs import documents
 from ..models.families import family_of
@@ -113,21 +113,31 @@ def selected_goldens(directory: Path, names: tuple[str, ...],
     return chosen
 
 
-def _load(golden_file: Path, *, check: bool) -> dict:
+def read_packed(golden_file: Path) -> dict:
+    """The golden as on disk, cases packed (`harness.golden.files.read_golden`); `SetupError` if unreadable."""
     try:
-        return load_golden(golden_file, check=check)
+        return read_golden(golden_file)
+    except GoldenError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def _unpack(golden_file: Path, read: dict) -> dict:
+    try:
+        return unpack_golden(read, golden_file, check=_can_validate())
     except GoldenError as exc:
         raise SetupError(str(exc)) from None
 
 
 def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | None = None,
-                   part: Partition | None = None) -> ModelResult:
+                   part: Partition | None = None, read: dict | None = None) -> ModelResult:
     """One golden against the engine; not checked (with a message) when its GGUF is not here.
 
     With `given` (`--model PATH`) that file must be the recorded one: a set-up error otherwise.
-    With `part` (a shard, `harness.runs.shard`) only its cases are judged.
+    With `part` (a shard, `harness.runs.shard`) only its cases are judged. `read` is the file
+    as `plan` read it (`harness.golden.files.read_golden`), so that it is not read again; it is
+    unpacked in place.
     """
-    golden = _load(golden_file, check=_can_validate())
+    golden = _unpack(golden_file, read_packed(golden_file) if read is None else read)
     name = short_name(golden["gguf"]["file"])
     if part is not None:  # units are keyed by the golden's file name (`plan`)
         key = short_name(_stem(golden_file))
@@ -202,31 +212,49 @@ def chosen_goldens(golden_dir: Path, config: RunConfig) -> list[tuple[Path, Path
     return selected_goldens(golden_dir, names, paths)
 
 
-def plan(golden_dir: Path, config: RunConfig) -> Partition:
-    """Shard `config.shard` of the replay: per golden its `MODEL` unit, then one unit per recorded case."""
+def plan(golden_dir: Path, config: RunConfig) -> tuple[Partition, dict[Path, dict]]:
+    """Shard `config.shard` of the replay, and the goldens it holds units of, as read for the plan.
+
+    Units: per golden its `MODEL` unit, then one unit per recorded case. Every golden is read
+    to list its case ids (packed: `harness.golden.files.read_golden`); those of this shard are
+    kept for `compare`, which then reads no file a second time.
+    """
     if config.shard is None:
         raise ValueError("plan() needs a RunConfig with a shard")
     units: list[Unit] = []
+    read: dict[Path, dict] = {}
     for golden_file, _ in chosen_goldens(golden_dir, config):
+        read[golden_file] = read_packed(golden_file)
         name = short_name(_stem(golden_file))
-        units += [Unit(name, MODEL), *(Unit(name, str(c["id"])) for c in _load(golden_file, check=False)["cases"])]
-    return partition("compare", units, config.shard)
+        units += [Unit(name, MODEL), *(Unit(name, case_id) for case_id in case_ids(golden_file, read[golden_file]))]
+    part = partition("compare", units, config.shard)
+    return part, {f: golden for f, golden in read.items() if part.items(short_name(_stem(f)))}
+
+
+def case_ids(golden_file: Path, golden: dict) -> list[str]:
+    """The ids of a packed golden's cases; `SetupError` for cases that are not objects with an id."""
+    cases = golden.get("cases") or []
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and "id" in c for c in cases):
+        raise SetupError(f"{golden_file}: not a golden file (its cases are not a list of objects with an id)")
+    return [str(c["id"]) for c in cases]
 
 
 def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | None = None,
-            part: Partition | None = None) -> list[ModelResult]:
+            sharded: tuple[Partition, dict[Path, dict]] | None = None) -> list[ModelResult]:
     """Every selected golden in `golden_dir` against the engine of `config`, appended to `results`.
 
-    With `part` (from `plan`) only that shard's share: goldens it holds nothing of are skipped.
+    With `sharded` (from `plan`) only that shard's share: goldens it holds nothing of are skipped,
+    and the others are replayed from what `plan` read.
     """
     check_spec(config)  # a bad --reference or a missing library: exit 2 before any work
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = [] if results is None else results
+    part, read = sharded if sharded is not None else (None, {})
     for golden_file, given in chosen_goldens(golden_dir, config):
         key = short_name(_stem(golden_file))
         if part is not None and not part.items(key):
             continue
-        result = compare_golden(golden_file, config, factory, given, part=part)
+        result = compare_golden(golden_file, config, factory, given, part=part, read=read.pop(golden_file, None))
         if part is not None and not part.owns(key):
             case_part(result)
         results.append(result)

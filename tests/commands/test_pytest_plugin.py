@@ -173,22 +173,89 @@ def test_an_engine_flake_is_its_own_outcome(tmp_path, require_vocab, allow):
         assert done.returncode == 1, done.stdout[-3000:]
 
 
+FUZZ = ("--parity-model", "llama-spm", "--parity-no-default-corpora", "--parity-fuzz", "40", "--parity-seed", "3",
+        *SHORT)
+
+
+def properties(junit: Path, name: str) -> dict[str, str]:
+    """The <property> elements of the JUnit testcase called `name`."""
+    [case] = [c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == name]
+    return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+
+
 @pytest.mark.oracle
-def test_the_fuzz_item_fails_with_the_minimal_failing_input(tmp_path, require_vocab):
-    """tests/broken_engine.py:load_tab drops the last token of an input with a tab: <fuzz> shrinks to a short one."""
+def test_a_failing_fuzz_input_is_a_testcase_of_its_own(tmp_path, require_vocab):
+    """tests/broken_engine.py:load_tab drops the last token of an input with a tab: the hunt shrinks a failure
+    to a short input, which JUnit shows as its own failing testcase; <fuzz> passes, saying how many ran."""
     require_vocab("llama-spm")
-    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-no-default-corpora",
-                              "--parity-fuzz", "40", "--parity-seed", "3",
-                              "--parity-engine", "tests.broken_engine:load_tab", env={"PYTHONPATH": str(ROOT)})
+    done, results = pytest_in(tmp_path, *FUZZ, "--parity-engine", "tests.broken_engine:load_tab",
+                              env={"PYTHONPATH": str(ROOT)})
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr
-    assert failed(results) == {("llama-spm", "<fuzz>")}
-    message = results[("llama-spm", "<fuzz>")][1]
     saved = (tmp_path / "parity-report" / "found" / "llama-spm.jsonl").read_text(encoding="utf-8")
-    [shrunk] = [json.loads(line)["text"] for line in saved.splitlines()]
+    [case] = [json.loads(line) for line in saved.splitlines()]
     # Where the shrinker stops depends on the strategies' draws; what must hold is a short input
-    # with the planted trigger (a tab), named in the item's message and saved under found/.
-    assert "\t" in shrunk and len(shrunk) <= 8, shrunk
-    assert f"shrunk to {shrunk!r}" in message and "first differing position" in message, message
+    # with the planted trigger (a tab), an item of its own, and saved under found/.
+    assert "\t" in case["text"] and len(case["text"]) <= 8, case
+    assert failed(results) == {("llama-spm.<fuzz>", case["id"])}, sorted(failed(results))
+    message = results[("llama-spm.<fuzz>", case["id"])][1]
+    assert f"shrunk to {case['text']!r}" in message and "first differing position" in message, message
+    assert "reproduce: python -m harness run --model llama-spm" in message and f"--case {case['id']}" in message
+    assert "Traceback" not in message
+    assert results[("llama-spm", "<fuzz>")][0] == "passed"
+    summary = properties(tmp_path / "junit.xml", "<fuzz>")["gguf-parity"]
+    assert "fuzzed inputs ran" in summary and f"failing: {case['id']}, each an item of its own" in summary, summary
+    report = json.loads((tmp_path / "parity-report" / "report.json").read_text(encoding="utf-8"))
+    assert f"{report['summary']['fuzz']['ran']} of 40 fuzzed inputs ran" in summary
+    assert {e["case_id"] for e in report["mismatches"]} == {case["id"]}  # the harness found it, nothing else
+
+
+@pytest.mark.oracle
+def test_a_clean_engine_gives_passing_items_only(tmp_path, require_vocab):
+    """The same hunt on llama.cpp itself (tests/broken_engine.py:load_clean): no fuzz input item, <fuzz> passes
+    saying how many inputs ran."""
+    require_vocab("llama-spm")
+    done, results = pytest_in(tmp_path, *FUZZ, "--parity-engine", "tests.broken_engine:load_clean",
+                              env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert {o for o, _ in results.values()} <= {"passed", "skipped"} and not failed(results)
+    assert not [k for k in results if k[0] == "llama-spm.<fuzz>"]
+    summary = properties(tmp_path / "junit.xml", "<fuzz>")["gguf-parity"]
+    report = json.loads((tmp_path / "parity-report" / "report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["fuzz"]["ran"] > 20 and report["summary"]["failing_cases"] == 0
+    # Hypothesis may stop short of the budget when it draws no new distinct input; the summary says so
+    assert summary.startswith(f"{report['summary']['fuzz']['ran']} of 40 fuzzed inputs ran"), summary
+    assert summary.endswith("; none failed"), summary
+
+
+@pytest.mark.oracle
+def test_under_xdist_the_fuzz_item_lists_each_failing_input(tmp_path, require_vocab):
+    """A pytest-xdist worker checks at the first item (workers must collect the same items): no item per input,
+    <fuzz> fails with the input's diff and reproduce line instead."""
+    pytest.importorskip("xdist")
+    require_vocab("llama-spm")
+    done, results = pytest_in(tmp_path, "-n", "2", *FUZZ, "--parity-engine", "tests.broken_engine:load_tab",
+                              env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert failed(results) == {("llama-spm", "<fuzz>")}, sorted(failed(results))
+    message = results[("llama-spm", "<fuzz>")][1]
+    assert "fuzzing found a failing input, shrunk to" in message and "first differing position" in message
+    assert "reproduce: python -m harness run --model llama-spm" in message, message
+
+
+@pytest.mark.oracle
+def test_a_deselected_fuzz_item_hunts_nothing(tmp_path, require_vocab):
+    """-k leaving <fuzz> out: the model is not checked at collection, no input is fuzzed."""
+    require_vocab("llama-spm")
+    corpus = tmp_path / "short.jsonl"
+    corpus.write_text('{"id": "short", "text": "Hello world"}\n', encoding="utf-8")
+    done, results = pytest_in(tmp_path, *FUZZ, "--parity-corpus", str(corpus),
+                              "--parity-engine", "tests.broken_engine:load_tab", "-k", "not fuzz",
+                              env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert results[("llama-spm", "short")][0] == "passed"
+    assert ("llama-spm", "<model>") in results and not [k for k in results if "fuzz" in k[0] + k[1]]
+    report = json.loads((tmp_path / "parity-report" / "report.json").read_text(encoding="utf-8"))
+    assert "fuzz" not in report["summary"] and not (tmp_path / "parity-report" / "found").exists()
 
 
 @pytest.mark.oracle
@@ -290,6 +357,26 @@ def test_verdicts_for_each_outcome():
     assert item_verdicts.case_verdict(result, "ok") == item_verdicts.Verdict("pass")
     attr = item_verdicts.vocab_verdict(result, "attr")
     assert attr.outcome == "skip" and "token_attr not offered" in attr.message
+
+
+def test_fuzz_verdicts_list_a_failing_input_unless_it_has_its_own_item():
+    """<fuzz> passes when each failing input is an item; listed in full when not (a pytest-xdist worker)."""
+    result = ModelResult("m", "spm", cases=3)
+    result.fuzz = {"asked": 40, "ran": 3, "stopped": "at the first failing input fuzz-ab (shrunk)"}
+    entry = {"case_id": "fuzz-ab", "text": "a\tb", "fuzz": True, "add_special": False, "parse_special": False,
+             "first_diff": 1, "aligned": [], "command": "python -m harness run --case fuzz-ab"}
+    result.add("mismatches", entry)
+    result.add("mismatches", {**entry, "case_id": "fuzz-long", "long": "a window"})  # a long document's
+    assert item_verdicts.fuzz_inputs(result) == ["fuzz-ab"]
+    alone = item_verdicts.fuzz_input_verdict(result, "fuzz-ab")
+    assert alone.outcome == "fail" and alone.message.startswith("fuzzing found a failing input, shrunk to 'a\\tb'")
+    assert "reproduce: python -m harness run --case fuzz-ab" in alone.message
+    assert item_verdicts.fuzz_verdict(result, itemized=frozenset({"fuzz-ab"})) == item_verdicts.Verdict(
+        "pass", "3 of 40 fuzzed inputs ran (stopped: at the first failing input fuzz-ab (shrunk)); "
+                "failing: fuzz-ab, each an item of its own")
+    listed = item_verdicts.fuzz_verdict(result)
+    assert listed.outcome == "fail" and alone.message in listed.message
+    assert item_verdicts.fuzz_verdict(ModelResult("m", "spm")).outcome == "skip"  # never fuzzed
 
 
 def test_an_engine_that_cannot_load_fails_every_item_with_the_reason():
