@@ -80,7 +80,8 @@ class Merger:
         self.none = len(merges)  # the rank of a pair that is no merge: above every real one
         self.shift = (n_tokens + len(self.extra)).bit_length()
         # std::map::emplace keeps the first rank of a repeated pair: PairTable does too
-        self.table = PairTable(left << self.shift | right, self.none)
+        self.pair_keys = left << self.shift | right  # in rank order
+        self.table = PairTable(self.pair_keys, self.none)
         self.result_array = result
 
     @cached_property
@@ -90,8 +91,17 @@ class Merger:
 
     @cached_property
     def ranks(self) -> dict[int, int]:
-        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it)."""
-        return self.table.as_dict()
+        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it).
+
+        Filled from the highest rank down, so that a repeated pair ends with its first rank.
+        """
+        keys = self.pair_keys[::-1].tolist()
+        return dict(zip(keys, range(len(keys) - 1, -1, -1)))
+
+    def byte_pair_ranks(self, byte_syms: np.ndarray) -> list[int]:
+        """The rank of the pair of byte symbols (a, b) at `a << 8 | b`, for the first round of
+        `merge_ids` on byte-level pieces (one numpy lookup instead of a dict lookup per pair)."""
+        return self.pair_ranks(np.repeat(byte_syms, 256), np.tile(byte_syms, 256)).tolist()  # type: ignore[no-any-return]
 
     def _symbols(self, texts: list[bytes]) -> list[int]:
         found: list[int | None] = list(map(self.ids.get, texts))
@@ -126,13 +136,14 @@ class Merger:
         """The text of a non-token symbol: an extra one, or `unknown[~sym]`."""
         return unknown[~sym] if sym < 0 else self.extra_texts[sym - self.n_tokens]
 
-    def merge_ids(self, syms: list[int]) -> list[int]:
-        """Merge `syms` in place by rank and return it."""
+    def merge_ids(self, syms: list[int], ranks: list[int] | None = None) -> list[int]:
+        """Merge `syms` in place by rank and return it (`ranks`: the rank of each pair, if known)."""
         if len(syms) < 2:
             return syms
         get, shift, none, result = self.ranks.get, self.shift, self.none, self.result
         # one rank per symbol: the pair it starts, and `none` after the last
-        ranks = [get(a << shift | b, none) for a, b in pairwise(syms)]
+        if ranks is None:
+            ranks = [get(a << shift | b, none) for a, b in pairwise(syms)]
         ranks.append(none)
         while True:
             best = min(ranks)
@@ -409,8 +420,9 @@ class BPEEngine(BosEosEngine):
             if len(joined) >= BATCH_MIN:
                 flat = self.byte_sym_array[np.frombuffer(joined, dtype=np.uint8)]
                 return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
-            byte_sym = self.byte_syms.__getitem__
-            runs = [merger.merge_ids(list(map(byte_sym, p))) for p in pieces]
+            byte_sym, first = self.byte_syms.__getitem__, self._byte_pair_ranks
+            runs = [merger.merge_ids(list(map(byte_sym, p)), [first[a << 8 | b] for a, b in pairwise(p)])
+                    for p in pieces]
         else:
             texts = _decoded(pieces)
             if texts is not None and sum(map(len, texts)) >= BATCH_MIN:
@@ -425,6 +437,11 @@ class BPEEngine(BosEosEngine):
                 return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
             runs = list(map(merger.merge_ids, initial))
         return [tuple(self._emit(run, texts)) for run, texts in zip(runs, unknown)]
+
+    @cached_property
+    def _byte_pair_ranks(self) -> list[int]:
+        """`Merger.byte_pair_ranks` of this vocabulary's byte symbols (built on first use)."""
+        return self.merger.byte_pair_ranks(self.byte_sym_array)
 
     def _emit_all(self, batch: tuple[list[tuple[int, ...]], list[int]],
                   unknown: Sequence[Sequence[bytes]]) -> list[tuple[int, ...]]:

@@ -54,7 +54,3 @@ class PairTable:
             more = ~hit & (held != self._EMPTY)
             where, query, slot = where[more], query[more], (slot[more] + 1) & self.mask
         return out
-
-    def as_dict(self) -> dict[int, int]:
-        used = self.keys != self._EMPTY
-        return dict(zip(self.keys[used].tolist(), self.ranks[used].tolist()))
