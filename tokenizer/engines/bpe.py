@@ -370,8 +370,8 @@ class BPEEngine(BosEosEngine):
 
     def _encode_words(self, words: list[str]) -> list[tuple[int, ...]]:
         """The ids of each word: whole when llama.cpp keeps it whole, else its pieces merged."""
-        if self.pre.byte_encode and not self._whole_first:  # every word is one piece
-            return self._merge_pieces(list(map(_UTF8, words)))
+        if self.pre.byte_encode:  # every word is one piece
+            return self._byte_level_words(words)
         plans = list(map(self._plan, words))
         if self.cutter is None:  # one piece per word, and no word repeats here
             todo = [plan[0] for plan in plans if isinstance(plan, list)]
@@ -392,6 +392,18 @@ class BPEEngine(BosEosEngine):
             known.make_room(len(merged))
             known.update(merged)
         return out
+
+    def _byte_level_words(self, words: list[str]) -> list[tuple[int, ...]]:
+        """`_encode_words` on byte-level words: `_plan` for all of them at once, in C calls."""
+        raws = list(map(_UTF8, words))
+        if not self._whole_first:
+            return self._merge_pieces(raws)
+        keys = list(map(_UTF8, map(methodcaller("translate", unicode.byte_translation()), map(_LATIN1, raws))))
+        wholes: list[int | None] = list(map(self.ids.get, keys))
+        if not self.vocab.ignore_merges:  # gemma4's rule: see _keep_whole
+            wholes = [None if w is None or not self._keep_whole(k) else w for w, k in zip(wholes, keys)]
+        each = iter(self._merge_pieces([raw for raw, whole in zip(raws, wholes) if whole is None]))
+        return [next(each) if whole is None else (whole,) for whole in wholes]
 
     def _plan(self, word: str) -> tuple[int, ...] | list[bytes]:
         """A word's single token, or the raw pieces BPE merges on their own."""
@@ -512,6 +524,7 @@ def decode_byte_level(text: bytes) -> bytes:
 
 
 _UTF8 = methodcaller("encode", "utf-8", "surrogatepass")  # unicode.encode, without a Python call
+_LATIN1 = methodcaller("decode", "latin-1")  # unicode.byte_encode's first step
 
 
 class _CodePointTexts(Sequence[bytes]):
