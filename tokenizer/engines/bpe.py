@@ -85,9 +85,13 @@ class Merger:
         self.result_array = result
 
     @cached_property
-    def result(self) -> list[int]:
-        """The merged symbol of each rank, as a list for `merge_ids` (built on first use)."""
-        return self.result_array.tolist()  # type: ignore[no-any-return]
+    def result(self) -> tuple[int, ...]:
+        """The merged symbol of each rank, for `merge_ids` (built on first use).
+
+        A tuple, not a list: the cyclic collector stops walking a tuple of ints after
+        its first pass over it, but walks a list's 280,147 items on every pass.
+        """
+        return tuple(self.result_array.tolist())
 
     @cached_property
     def ranks(self) -> dict[int, int]:
@@ -98,10 +102,10 @@ class Merger:
         keys = self.pair_keys[::-1].tolist()
         return dict(zip(keys, range(len(keys) - 1, -1, -1)))
 
-    def byte_pair_ranks(self, byte_syms: np.ndarray) -> list[int]:
+    def byte_pair_ranks(self, byte_syms: np.ndarray) -> tuple[int, ...]:
         """The rank of the pair of byte symbols (a, b) at `a << 8 | b`, for the first round of
         `merge_ids` on byte-level pieces (one numpy lookup instead of a dict lookup per pair)."""
-        return self.pair_ranks(np.repeat(byte_syms, 256), np.tile(byte_syms, 256)).tolist()  # type: ignore[no-any-return]
+        return tuple(self.pair_ranks(np.repeat(byte_syms, 256), np.tile(byte_syms, 256)).tolist())
 
     def _symbols(self, texts: list[bytes]) -> list[int]:
         found: list[int | None] = list(map(self.ids.get, texts))
@@ -451,7 +455,7 @@ class BPEEngine(BosEosEngine):
         return [tuple(self._emit(run, texts)) for run, texts in zip(runs, unknown)]
 
     @cached_property
-    def _byte_pair_ranks(self) -> list[int]:
+    def _byte_pair_ranks(self) -> tuple[int, ...]:
         """`Merger.byte_pair_ranks` of this vocabulary's byte symbols (built on first use)."""
         return self.merger.byte_pair_ranks(self.byte_sym_array)
 
