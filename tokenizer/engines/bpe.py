@@ -35,7 +35,7 @@ from ..pretokenize.splitter import Splitter
 from ..vocab_rules import DNA_MARKER
 from . import bpe_ids
 from .base import BosEosEngine
-from .pair_table import PairTable
+from .pair_table import PairTable, first_ranks
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -95,12 +95,8 @@ class Merger:
 
     @cached_property
     def ranks(self) -> dict[int, int]:
-        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it).
-
-        Filled from the highest rank down, so that a repeated pair ends with its first rank.
-        """
-        keys = self.pair_keys[::-1].tolist()
-        return dict(zip(keys, range(len(keys) - 1, -1, -1)))
+        """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it)."""
+        return first_ranks(self.pair_keys)
 
     def byte_pair_ranks(self, byte_syms: np.ndarray) -> tuple[int, ...]:
         """The rank of the pair of byte symbols (a, b) at `a << 8 | b`, for the first round of
