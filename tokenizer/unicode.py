@@ -273,10 +273,11 @@ def char_to_byte() -> dict[str, int]:
 
 
 @cache
-def _byte_translation() -> dict[int, str]:
+def byte_translation() -> dict[int, str]:
+    """The `str.translate` table of `byte_encode`: byte value -> its stand-in character."""
     return dict(enumerate(byte_to_char()))
 
 
 def byte_encode(word: bytes) -> str:
     """GPT-2 byte-level encoding of a word: each byte -> its stand-in character."""
-    return word.decode("latin-1").translate(_byte_translation())
+    return word.decode("latin-1").translate(byte_translation())

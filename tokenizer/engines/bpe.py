@@ -35,7 +35,7 @@ from ..pretokenize.splitter import Splitter
 from ..vocab_rules import DNA_MARKER
 from . import bpe_ids
 from .base import BosEosEngine
-from .pair_table import PairTable
+from .pair_table import PairTable, first_ranks
 
 if TYPE_CHECKING:
     from ..vocab import Vocab
@@ -80,18 +80,28 @@ class Merger:
         self.none = len(merges)  # the rank of a pair that is no merge: above every real one
         self.shift = (n_tokens + len(self.extra)).bit_length()
         # std::map::emplace keeps the first rank of a repeated pair: PairTable does too
-        self.table = PairTable(left << self.shift | right, self.none)
+        self.pair_keys = left << self.shift | right  # in rank order
+        self.table = PairTable(self.pair_keys, self.none)
         self.result_array = result
 
     @cached_property
-    def result(self) -> list[int]:
-        """The merged symbol of each rank, as a list for `merge_ids` (built on first use)."""
-        return self.result_array.tolist()  # type: ignore[no-any-return]
+    def result(self) -> tuple[int, ...]:
+        """The merged symbol of each rank, for `merge_ids` (built on first use).
+
+        A tuple, not a list: the cyclic collector stops walking a tuple of ints after
+        its first pass over it, but walks a list's 280,147 items on every pass.
+        """
+        return tuple(self.result_array.tolist())
 
     @cached_property
     def ranks(self) -> dict[int, int]:
         """The pair table as a dict, for `merge_ids` (built on first use: a long text never needs it)."""
-        return self.table.as_dict()
+        return first_ranks(self.pair_keys)
+
+    def byte_pair_ranks(self, byte_syms: np.ndarray) -> tuple[int, ...]:
+        """The rank of the pair of byte symbols (a, b) at `a << 8 | b`, for the first round of
+        `merge_ids` on byte-level pieces (one numpy lookup instead of a dict lookup per pair)."""
+        return tuple(self.pair_ranks(np.repeat(byte_syms, 256), np.tile(byte_syms, 256)).tolist())
 
     def _symbols(self, texts: list[bytes]) -> list[int]:
         found: list[int | None] = list(map(self.ids.get, texts))
@@ -126,13 +136,14 @@ class Merger:
         """The text of a non-token symbol: an extra one, or `unknown[~sym]`."""
         return unknown[~sym] if sym < 0 else self.extra_texts[sym - self.n_tokens]
 
-    def merge_ids(self, syms: list[int]) -> list[int]:
-        """Merge `syms` in place by rank and return it."""
+    def merge_ids(self, syms: list[int], ranks: list[int] | None = None) -> list[int]:
+        """Merge `syms` in place by rank and return it (`ranks`: the rank of each pair, if known)."""
         if len(syms) < 2:
             return syms
         get, shift, none, result = self.ranks.get, self.shift, self.none, self.result
         # one rank per symbol: the pair it starts, and `none` after the last
-        ranks = [get(a << shift | b, none) for a, b in pairwise(syms)]
+        if ranks is None:
+            ranks = [get(a << shift | b, none) for a, b in pairwise(syms)]
         ranks.append(none)
         while True:
             best = min(ranks)
@@ -359,8 +370,8 @@ class BPEEngine(BosEosEngine):
 
     def _encode_words(self, words: list[str]) -> list[tuple[int, ...]]:
         """The ids of each word: whole when llama.cpp keeps it whole, else its pieces merged."""
-        if self.pre.byte_encode and not self._whole_first:  # every word is one piece
-            return self._merge_pieces(list(map(_UTF8, words)))
+        if self.pre.byte_encode:  # every word is one piece
+            return self._byte_level_words(words)
         plans = list(map(self._plan, words))
         if self.cutter is None:  # one piece per word, and no word repeats here
             todo = [plan[0] for plan in plans if isinstance(plan, list)]
@@ -381,6 +392,18 @@ class BPEEngine(BosEosEngine):
             known.make_room(len(merged))
             known.update(merged)
         return out
+
+    def _byte_level_words(self, words: list[str]) -> list[tuple[int, ...]]:
+        """`_encode_words` on byte-level words: `_plan` for all of them at once, in C calls."""
+        raws = list(map(_UTF8, words))
+        if not self._whole_first:
+            return self._merge_pieces(raws)
+        keys = list(map(_UTF8, map(methodcaller("translate", unicode.byte_translation()), map(_LATIN1, raws))))
+        wholes: list[int | None] = list(map(self.ids.get, keys))
+        if not self.vocab.ignore_merges:  # gemma4's rule: see _keep_whole
+            wholes = [None if w is None or not self._keep_whole(k) else w for w, k in zip(wholes, keys)]
+        each = iter(self._merge_pieces([raw for raw, whole in zip(raws, wholes) if whole is None]))
+        return [next(each) if whole is None else (whole,) for whole in wholes]
 
     def _plan(self, word: str) -> tuple[int, ...] | list[bytes]:
         """A word's single token, or the raw pieces BPE merges on their own."""
@@ -409,8 +432,9 @@ class BPEEngine(BosEosEngine):
             if len(joined) >= BATCH_MIN:
                 flat = self.byte_sym_array[np.frombuffer(joined, dtype=np.uint8)]
                 return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
-            byte_sym = self.byte_syms.__getitem__
-            runs = [merger.merge_ids(list(map(byte_sym, p))) for p in pieces]
+            byte_sym, first = self.byte_syms.__getitem__, self._byte_pair_ranks
+            runs = [merger.merge_ids(list(map(byte_sym, p)), [first[a << 8 | b] for a, b in pairwise(p)])
+                    for p in pieces]
         else:
             texts = _decoded(pieces)
             if texts is not None and sum(map(len, texts)) >= BATCH_MIN:
@@ -425,6 +449,11 @@ class BPEEngine(BosEosEngine):
                 return self._emit_all(merger.merge_batch(flat, np.array(lengths, dtype=np.int64)), unknown)
             runs = list(map(merger.merge_ids, initial))
         return [tuple(self._emit(run, texts)) for run, texts in zip(runs, unknown)]
+
+    @cached_property
+    def _byte_pair_ranks(self) -> tuple[int, ...]:
+        """`Merger.byte_pair_ranks` of this vocabulary's byte symbols (built on first use)."""
+        return self.merger.byte_pair_ranks(self.byte_sym_array)
 
     def _emit_all(self, batch: tuple[list[tuple[int, ...]], list[int]],
                   unknown: Sequence[Sequence[bytes]]) -> list[tuple[int, ...]]:
@@ -495,6 +524,7 @@ def decode_byte_level(text: bytes) -> bytes:
 
 
 _UTF8 = methodcaller("encode", "utf-8", "surrogatepass")  # unicode.encode, without a Python call
+_LATIN1 = methodcaller("decode", "latin-1")  # unicode.byte_encode's first step
 
 
 class _CodePointTexts(Sequence[bytes]):

@@ -2,12 +2,21 @@
 
 The BPE engine looks up merge pairs in it (packed symbol pairs), and the loader
 finds merge parts' ids with it (`bpe_ids`, packed token bytes); one module so
-that neither imports the other for it.
+that neither imports the other for it. `first_ranks` is the same map as a dict,
+for BPE's word-by-word merging.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def first_ranks(keys: np.ndarray) -> dict[int, int]:
+    """{key: the first rank it was given} for `keys` in rank order, as a dict (what `PairTable`
+    answers, for lookups one at a time): filled from the highest rank down, so that a repeated key
+    ends with its first rank."""
+    reverse = keys[::-1].tolist()
+    return dict(zip(reverse, range(len(reverse) - 1, -1, -1)))
 
 
 class PairTable:
@@ -54,7 +63,3 @@ class PairTable:
             more = ~hit & (held != self._EMPTY)
             where, query, slot = where[more], query[more], (slot[more] + 1) & self.mask
         return out
-
-    def as_dict(self) -> dict[int, int]:
-        used = self.keys != self._EMPTY
-        return dict(zip(self.keys[used].tolist(), self.ranks[used].tolist()))

@@ -156,7 +156,8 @@ class Lattice:
     def __init__(self, vocab: Vocab, *, space: bytes) -> None:
         self.unk = vocab.special["unk"]
         self.space = space
-        self.cache: BoundedCache[bytes, list[int]] = BoundedCache()
+        # tuples, which the cyclic collector stops walking after one pass (lists it walks on every one)
+        self.cache: BoundedCache[bytes, tuple[int, ...]] = BoundedCache()
         base = np.asarray(vocab.base_attrs, dtype=np.int64)
         scores = np.asarray(vocab.scores, dtype=np.float32)
         self.unk_score = float(_unk_score(scores[(base & _NORMAL) != 0]))
@@ -208,10 +209,10 @@ class Lattice:
             batch = self.batch_for(len(missing))
             if batch is not None:
                 found, batched, rest = batch.run(list(missing))
-                cache.update(zip(batched, found))
+                cache.update(zip(batched, map(tuple, found)))
                 missing = set(rest)
             for word in missing:
-                cache[word] = viterbi(space + word)
+                cache[word] = tuple(viterbi(space + word))
         ids = list(chain.from_iterable(map(cache.__getitem__, words)))
         return _collapse(ids, self.unk) if self.unk in ids else ids
 
