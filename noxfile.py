@@ -131,6 +131,7 @@ SHARD = os.environ.get("GGUF_PARITY_SHARD") or None
 SHIPPED_FAMILIES = ("spm", "bpe", "wpm", "ugm")           # together: the 19 shipped vocabularies
 SYNTHETIC_FAMILIES = ("rwkv", "plamo2", "pre-sweep", "model-names", "sensitivity")
 MAIN_SYNTHETIC_FAMILIES = ("sensitivity",)   # synthetic families the main job runs too (built first)
+SYNTHETIC_ENGINE_FAMILIES = ("rwkv", "plamo2")   # synthetic families whose engine no shipped vocabulary has
 
 
 HARNESS = ("python", "-m", "harness")
@@ -152,12 +153,12 @@ def found_nothing(report_dir: Path) -> bool:
 
 
 def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None,
-                 live: list[tuple[str, list[str], int]] | None = None, long: tuple[str, ...] = (),
+                 live: list[tuple[str, list[str], int, tuple[str, ...]]] | None = None, long: tuple[str, ...] = (),
                  command: tuple[str, ...] = HARNESS, out: Path | None = None) -> bool:
     """Golden replay + live run (corpora and fuzz) for `selection`, merged into reports/<session>/.
 
-    `live` splits the live run into named parts with their own fuzz budgets
-    (the nightly); by default it is one run of `selection` with `fuzz`.
+    `live` splits the live run into named parts, each with its own fuzz budget and long-phase
+    arguments (the nightly); by default it is one run of `selection` with `fuzz` and `long`.
     Returns True when the merged report holds no mismatch, engine error or oracle crash.
     `command` runs the harness (the coverage session: under coverage.py).
     """
@@ -171,8 +172,8 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
                 "--report", str(out / "golden"), command=command)
         parts.append(out / "golden")
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
-    for name, chosen, budget in live or [("live", selection, fuzz)]:
-        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long, "--jobs", JOBS, *shard,
+    for name, chosen, budget, long_args in live or [("live", selection, fuzz, long)]:
+        harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long_args, "--jobs", JOBS, *shard,
                 "--report", str(out / name), command=command)
         parts.append(out / name)
     if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
@@ -377,9 +378,19 @@ def nightly(session: nox.Session) -> None:
     session.env["GGUF_PARITY_DOCUMENTS"] = "full"    # the live run adds a 900 KiB document (harness.inputs.documents)
     shipped = [arg for family in SHIPPED_FAMILIES for arg in ("--family", family)]
     synthetic = [arg for family in SYNTHETIC_FAMILIES for arg in ("--family", family)]
+    engines = [arg for family in SYNTHETIC_ENGINE_FAMILIES for arg in ("--family", family)]
+    sweeps = [arg for family in SYNTHETIC_FAMILIES if family not in SYNTHETIC_ENGINE_FAMILIES
+              for arg in ("--family", family)]
     # The synthetic vocabularies share a few small token lists and differ in their pre-tokenizer;
-    # the full boundary corpus walks each regex's classes, so they get a smaller fuzz budget.
-    live = [("live", shipped, NIGHTLY_FUZZ), ("live-synthetic", synthetic, NIGHTLY_SYNTH_FUZZ)]
+    # the full boundary corpus walks each regex's classes, so they get a smaller fuzz budget. The
+    # long phases (composed documents up to 1.1 MB, 40,000 calls of one engine object) hunt bugs
+    # of an engine, not of a vocabulary: run's nightly budgets go to the shipped vocabularies and to
+    # the two engines no shipped one has (RWKV, PLaMo-2); the sweeps of pre-tokenizer names, model
+    # names and the sensitivity family, whose engines the shipped ones already are, take the main
+    # job's (every corpus case called once more; their corpus documents still reach the batch paths).
+    # Measured on pre-falcon: 67 s with the nightly's long phases, 21 s without (docs/results.md).
+    live = [("live", shipped, NIGHTLY_FUZZ, ()), ("live-synthetic", engines, NIGHTLY_SYNTH_FUZZ, ()),
+            ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG)]
     failed = []
     if not parity_check(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None, live=live):
         failed.append("parity (reports/nightly/report.html)")

@@ -205,13 +205,16 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ)]
 
 
-def nightly_commands(tmp_path, monkeypatch, shard: str | None) -> tuple[list[str], list]:
-    """The nightly session's commands (parity and the real set stubbed) with GGUF_PARITY_SHARD=`shard`."""
+def nightly_commands(tmp_path, monkeypatch, shard: str | None,
+                     parity: list[dict] | None = None) -> tuple[list[str], list]:
+    """The nightly session's commands (parity and the real set stubbed) with GGUF_PARITY_SHARD=`shard`;
+    `parity` collects the arguments parity_check was given."""
     noxfile = _noxfile()
     real = []
+    asked = [] if parity is None else parity
     monkeypatch.setattr(noxfile, "SHARD", shard)
     monkeypatch.setattr(noxfile, "real_check", lambda session, out, *, fuzz, seed: real.append(out) or True)
-    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
+    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: asked.append(kw) or True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "reports" / "nightly" / (f"shard-{shard.replace('/', '-of-')}" if shard else "")
@@ -247,6 +250,20 @@ def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeyp
     assert real == [Path("reports/nightly/shard-1-of-4/real")]
     commands, real = nightly_commands(tmp_path, monkeypatch, None)
     assert not any("--shard" in c for c in commands) and real == [Path("reports/nightly/real")]
+
+
+def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_synthetic_engines(tmp_path,
+                                                                                              monkeypatch):
+    """The sweeps of pre-tokenizer names, model names and the sensitivity family run the main job's long
+    phases; the shipped vocabularies, RWKV and PLaMo-2 run's nightly ones (no long arguments given)."""
+    noxfile = _noxfile()
+    asked: list[dict] = []
+    nightly_commands(tmp_path, monkeypatch, None, parity=asked)
+    [check] = asked
+    parts = {name: (set(chosen[1::2]), long) for name, chosen, _, long in check["live"]}
+    assert parts == {"live": (set(noxfile.SHIPPED_FAMILIES), ()), "live-synthetic": ({"rwkv", "plamo2"}, ()),
+                     "live-sweeps": ({"pre-sweep", "model-names", "sensitivity"}, noxfile.MAIN_LONG)}
+    assert set(check["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
 
 
 def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):
