@@ -184,7 +184,7 @@ def test_a_template_that_loops_is_killed_at_the_time_limit(tiny):
 
 BUDGET = 512 << 20  # tokenizer.chat.budget.DEFAULT_MEMORY_BUDGET
 PROBE = textwrap.dedent("""
-    import json, resource, sys
+    import json, sys
     from tokenizer.chat.errors import ChatBudgetExceeded
     from tokenizer.chat.render import apply_template
     try:
@@ -193,7 +193,11 @@ PROBE = textwrap.dedent("""
         error = ""
     except ChatBudgetExceeded as exc:
         error = str(exc)
-    print(json.dumps({"error": error, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    # VmHWM: this process's own peak. ru_maxrss is not: after exec it keeps the forking parent's (a
+    # pytest-xdist worker of hundreds of MiB), so it measured the worker, not the render.
+    with open("/proc/self/status", encoding="ascii") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+    print(json.dumps({"error": error, "peak": peak}))
 """)
 
 
