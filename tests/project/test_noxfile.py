@@ -191,7 +191,8 @@ def test_parity_real_checks_the_templated_originals_three_ways(tmp_path, monkeyp
 def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
-    monkeypatch.setattr(noxfile, "real_check", lambda session, out, *, fuzz, seed: calls.append((out, fuzz)) or True)
+    monkeypatch.setattr(noxfile, "real_check",
+                        lambda session, out, *, fuzz, seed, shard=None: calls.append((out, fuzz)) or True)
     monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
@@ -213,7 +214,8 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     real = []
     asked = [] if parity is None else parity
     monkeypatch.setattr(noxfile, "SHARD", shard)
-    monkeypatch.setattr(noxfile, "real_check", lambda session, out, *, fuzz, seed: real.append(out) or True)
+    monkeypatch.setattr(noxfile, "real_check",
+                        lambda session, out, *, fuzz, seed, shard=None: real.append((out, shard)) or True)
     monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: asked.append(kw) or True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
@@ -234,8 +236,8 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
 
 
 def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeypatch):
-    """GGUF_PARITY_SHARD=2/4: drift, chat, the self-test and pytest --nightly get --shard 2/4 and write
-    into reports/nightly/shard-2-of-4/; the real set is run whole by shard 1 only."""
+    """GGUF_PARITY_SHARD=2/4: drift, chat, the self-test, the real set and pytest --nightly get shard 2/4
+    and write into reports/nightly/shard-2-of-4/."""
     commands, real = nightly_commands(tmp_path, monkeypatch, "2/4")
     part = "reports/nightly/shard-2-of-4"
     step = {name: next(c for c in commands if name in c)
@@ -245,11 +247,17 @@ def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeyp
     assert f"--report {part}/chat" in step["harness chat --fuzz"]
     assert f"--report {part}/selftest" in step["harness selftest"]
     assert "--deselect tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector" in step["-m pytest"]
-    assert real == []
-    _, real = nightly_commands(tmp_path, monkeypatch, "1/4")
-    assert real == [Path("reports/nightly/shard-1-of-4/real")]
+    assert real == [(Path(f"{part}/real"), "2/4")]
     commands, real = nightly_commands(tmp_path, monkeypatch, None)
-    assert not any("--shard" in c for c in commands) and real == [Path("reports/nightly/real")]
+    assert not any("--shard" in c for c in commands) and real == [(Path("reports/nightly/real"), None)]
+
+
+def test_the_real_set_s_shards_hold_each_converted_gguf_once():
+    noxfile = _noxfile()
+    models = [Path(f"m{i}.gguf") for i in range(10)]
+    parts = [noxfile.real_share(models, f"{k}/4") for k in range(1, 5)]
+    assert sorted(m for part in parts for m in part) == models and all(parts)
+    assert noxfile.real_share(models, None) == models and noxfile.real_share(models[:2], "3/4") == []
 
 
 def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_synthetic_engines(tmp_path,
