@@ -192,7 +192,8 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None: calls.append((out, fuzz)) or True)
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True:
+                        calls.append((out, fuzz, replay)) or True)
     monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
@@ -203,7 +204,22 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     session.name = "nightly"
     session.run = lambda *args, **kwargs: "0 differ, 0 llama.cpp crash" if "chat" in args else None
     noxfile.nightly.func(session)
-    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ)]
+    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ, False)]
+
+
+def test_the_nightly_s_real_set_is_live_only_and_a_shard_checks_its_share(tmp_path, monkeypatch):
+    """No record and compare (the live run checks the same cases against llama.cpp itself); shard 2/4 of
+    the three converted GGUFs checks the second only, and leaves `chat --real` to shard 1."""
+    noxfile = _noxfile()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(noxfile, "found_nothing", lambda report_dir: True)
+    session = RealSession([])
+    assert noxfile.real_check(session, Path("reports/nightly/real"), fuzz=200, seed=None, shard="2/4", replay=False)
+    commands = [" ".join(args) for args, _ in session.calls]
+    assert not any(c.startswith(("python -m harness record", "python -m harness compare",
+                                 "python -m harness chat --real")) for c in commands), commands
+    runs = [c for c in commands if c.startswith("python -m harness run")]
+    assert len(runs) == 1 and "--model reports/nightly/real/gguf/mistral-spm-v1.gguf" in runs[0], runs
 
 
 def nightly_commands(tmp_path, monkeypatch, shard: str | None,
@@ -215,7 +231,8 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     asked = [] if parity is None else parity
     monkeypatch.setattr(noxfile, "SHARD", shard)
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None: real.append((out, shard)) or True)
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True:
+                        real.append((out, shard)) or True)
     monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: asked.append(kw) or True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
