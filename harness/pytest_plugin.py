@@ -227,6 +227,7 @@ def _live_plans(run_config: Any) -> list[ModelPlan]:
     for arg in run_config.models:
         model = open_model(arg)
         cases = gather_cases(model, run_config)
+        model.forget_metadata()  # read again by its check: every model is collected before the first is checked
         plans.append(ModelPlan(model.name, arg, [str(c["id"]) for c in cases], cases, model=model))
     return plans
 

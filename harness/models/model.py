@@ -4,8 +4,9 @@
 that every stage of one model's check shares: the live run, the golden replay and the pytest
 plugin gather its cases from it, the report names it by `name`, and `source` says where a URL
 or a cut file came from. `metadata` is the file's GGUF metadata as our reader reads it, read
-on first use and then kept, so that the corpus's vocabulary cases, the boundary probes and the
-documents all read the file once between them. The engine under test and llama.cpp still read
+on first use and then kept until `forget_metadata()` (at the end of the model's check), so that
+the corpus's vocabulary cases, the boundary probes, the documents and the token table read the
+file once between them. The engine under test and llama.cpp still read
 the file themselves: this copy only chooses inputs, it never stands in for either side.
 """
 
@@ -45,6 +46,11 @@ class Model:
         if metadata is None:
             raise cast(Exception, error)
         return metadata
+
+    def forget_metadata(self) -> None:
+        """Let the metadata go (read again if asked): a run holds every model it was given, and the
+        metadata of a large vocabulary is tens of MiB."""
+        self.__dict__.pop("_read", None)
 
     @cached_property
     def _read(self) -> tuple[Mapping[str, Any] | None, Exception | None]:

@@ -183,6 +183,7 @@ def check_model(model: Model, config: RunConfig, factory, part: Partition | None
         pool.close()
         for fault in pool.faults():
             result.add_fault(fault)
+        model.forget_metadata()  # a run holds all its models: only the one being checked keeps its metadata
     return check.conclude(result, cases, config)
 
 
@@ -430,6 +431,7 @@ def plan(config: RunConfig) -> tuple[Partition, Gathered]:
     for arg in config.models:
         model = open_model(arg)
         cases = gather_cases(model, config)
+        model.forget_metadata()  # read again by its check: every model is planned before the first is checked
         gathered[arg] = model, cases
         units += [Unit(model.name, MODEL), *(Unit(model.name, str(c["id"])) for c in cases)]
         if config.fuzz:

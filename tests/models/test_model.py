@@ -76,3 +76,28 @@ def test_open_model_keeps_the_argument_and_the_short_name(require_vocab):
     assert (model.arg, model.name, model.path) == ("llama-spm", "llama-spm", Path(path).resolve())
     assert as_model(model) is model and model.source is None
     assert Model("x", model.path, "x").name == "x"
+
+
+@pytest.mark.vocab
+def test_forgotten_metadata_is_read_again_when_asked(require_vocab, reads):
+    require_vocab("llama-spm")
+    model = open_model("llama-spm")
+    first = model.metadata
+    assert model.metadata is first and reads == [model.path]
+    model.forget_metadata()
+    again = model.metadata
+    assert again is not first and again.keys() == first.keys() and reads == [model.path, model.path]
+
+
+@pytest.mark.vocab
+def test_a_planned_run_keeps_no_model_s_metadata(require_vocab, tmp_path):
+    """`plan` gathers every model's cases before the first check: it lets each model's metadata go."""
+    from harness.runs import live
+    from harness.runs.shard import Shard
+
+    for name in ("llama-spm", "bert-bge"):
+        require_vocab(name)
+    config = RunConfig(models=("llama-spm", "bert-bge"), report_dir=tmp_path, found_dir=None, shard=Shard.parse("1/2"))
+    _, gathered = live.plan(config)
+    assert [model.name for model, _ in gathered.values()] == ["llama-spm", "bert-bge"]
+    assert all("_read" not in vars(model) and cases for model, cases in gathered.values())
