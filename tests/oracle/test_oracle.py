@@ -237,7 +237,11 @@ def test_abort_becomes_a_crash_record_and_the_run_goes_on(aborting_vocab):
 def test_hang_past_the_timeout_becomes_a_timeout_record(require_vocab):
     from harness.oracle.workers import run_cases
 
-    results = run_cases(require_vocab("gpt-2"), CRASH_CASES[:1], timeout=0.0)
+    # 900 KB of text keep llama.cpp busy for seconds (4.2 MB took it 55 s), far past 50 ms on any machine,
+    # in the first worker and in the fresh one that repeats the request (a timeout of 0 raced a short
+    # case's reply on an idle machine, where the reply came within the poll that ends the wait).
+    slow = {"id": "slow", "text": "Hello world, again and again. " * 30_000}
+    results = run_cases(require_vocab("gpt-2"), [slow], timeout=0.05)
     assert results[0]["crash"]["kind"] == "timeout"
     assert results[0]["crash"]["signal"] == "SIGKILL"
 
