@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,48 +61,104 @@ class Partitioner:
             tokens = tuple((tid, texts[tid], attrs[tid]) for tid in vocab.special_tokens
                            if parse_special or not attrs[tid] & _HIDDEN_UNLESS_SPECIAL)
             leads = tuple(dict.fromkeys(text[:2] for _, text, _ in tokens))
-            self._plans[parse_special] = (tokens, leads if len(leads) <= self.GATE_MAX else None)
+            self._plans[parse_special] = (tokens, leads if len(leads) <= self.GATE_MAX else None,
+                                          _PrefixFilter([text for _, text, _ in tokens]))
 
     def partition(self, data: bytes, *, parse_special: bool) -> list[Fragment]:
         if not data:
             return []
-        tokens, leads = self._plans[parse_special]
+        tokens, leads, prefixes = self._plans[parse_special]
         if leads is not None and not any(lead in data for lead in leads):
             return [data]
-        spans: list[Span] = [(0, len(data))]
-        may_occur = _pair_filter(data, len(tokens))
-        for tid, text, attr in tokens:
-            if not may_occur(text) or text not in data:
-                continue
-            spans = _split_all(data, spans, text, tid, attr)
-        return [data[s[0]:s[1]] if isinstance(s, tuple) else s for s in spans]
+        spans = _Spans(len(data))
+        for (tid, text, attr), maybe in zip(tokens, prefixes.may_occur(data), strict=True):
+            if maybe and text in data:
+                spans.split_at(data, text, tid, attr)
+        return spans.fragments(data)
 
 
 _FILTER_MIN_WORK = 1 << 20  # bytes x special tokens below which plain `in` is cheaper
 
 
-def _pair_filter(data: bytes, n_tokens: int) -> Callable[[bytes], bool]:
-    """A cheap "may `text` occur in `data`?" test, exact in its "no".
+class _PrefixFilter:
+    """A cheap "may this token occur in `data`?" for every token at once, exact in its "no".
 
-    On long inputs with many special tokens (command-r has about 1,000) scanning
-    the input once per token dominates; a bitmap of the byte pairs present rules
-    most tokens out with one lookup of their first two bytes.
+    On long inputs with many special tokens (command-r has about 1,000, ai21-j2's
+    GGUF 26,089) scanning the input once per token dominates. A token whose first
+    four bytes (two, if it is shorter) are nowhere in the input cannot occur in it:
+    the input's 4-byte windows and byte pairs are gathered once, and every token's
+    prefix is looked up in one vectorised step.
     """
-    if len(data) * n_tokens < _FILTER_MIN_WORK:
-        return lambda text: True
-    a = np.frombuffer(data, dtype=np.uint8).astype(np.uint16)
-    present = np.zeros(1 << 16, dtype=bool)
-    present[(a[:-1] << 8) | a[1:]] = True
-    return lambda text: len(text) < 2 or bool(present[(text[0] << 8) | text[1]])
 
+    def __init__(self, texts: list[bytes]) -> None:
+        self.count = len(texts)
+        self.key4 = np.array([_key(text[:4]) if len(text) >= 4 else -1 for text in texts], dtype=np.int64)
+        self.key2 = np.array([_key(text[:2]) if len(text) >= 2 else -1 for text in texts], dtype=np.int64)
 
-def _split_all(data: bytes, spans: list[Span], text: bytes, tid: int, attr: int) -> list[Span]:
-    out: list[Span] = []
-    for span in spans:
-        if isinstance(span, int):
-            out.append(span)
+    def may_occur(self, data: bytes) -> list[bool]:
+        if len(data) * self.count < _FILTER_MIN_WORK:
+            return [True] * self.count
+        a = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+        pairs = np.zeros(1 << 16, dtype=bool)
+        pairs[(a[:-1] << 8) | a[1:]] = True
+        maybe = np.where(self.key2 >= 0, pairs[np.maximum(self.key2, 0)], True)
+        long = self.key4 >= 0
+        if len(data) >= 4:
+            windows = (a[:-3] << 24) | (a[1:-2] << 16) | (a[2:-1] << 8) | a[3:]
+            maybe[long] = np.isin(self.key4[long], windows)
         else:
-            _split(data, span[0], span[1], text, tid, attr, out)
+            maybe[long] = False
+        return [bool(m) for m in maybe.tolist()]
+
+
+def _key(prefix: bytes) -> int:
+    return int.from_bytes(prefix, "big")
+
+
+class _Spans:
+    """The partition so far: raw byte ranges and special token ids, in input order.
+
+    A token splits only the raw ranges it occurs in. Those are found from its
+    occurrences in the whole input (a bisect over the ranges' starts each), so a
+    token touches the few ranges it is in, not all of them: an input holding
+    thousands of special tokens (ai21-j2 has 26,089 CONTROL ones) would otherwise
+    walk thousands of ranges once per token.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.items: list[Span] = [(0, size)]
+        self.starts: list[int] = [0]  # where each item begins; a token id's item at its match
+
+    def split_at(self, data: bytes, text: bytes, tid: int, attr: int) -> None:
+        at = data.find(text)
+        while at >= 0:
+            i = bisect_right(self.starts, at) - 1
+            item = self.items[i]
+            if isinstance(item, int) or at + len(text) > item[1]:
+                at = data.find(text, at + 1)  # inside a token already split out, or across a range's end
+                continue
+            pieces: list[Span] = []
+            _split(data, item[0], item[1], text, tid, attr, pieces)
+            self.items[i:i + 1] = pieces
+            self.starts[i:i + 1] = _starts(pieces, item[0])
+            at = data.find(text, item[1])
+
+    def fragments(self, data: bytes) -> list[Fragment]:
+        return [data[s[0]:s[1]] if isinstance(s, tuple) else s for s in self.items]
+
+
+def _starts(pieces: list[Span], start: int) -> list[int]:
+    """Where each of `pieces` begins: a range at its own start, a token id where the
+    range before it ended (its LSTRIP whitespace included), so that bisect finds the
+    item holding any byte."""
+    out: list[int] = []
+    at = start
+    for piece in pieces:
+        if isinstance(piece, int):
+            out.append(at)
+        else:
+            out.append(piece[0])
+            at = piece[1]
     return out
 
 

@@ -140,3 +140,21 @@ def test_long_input_with_special_tokens(pair_for, name, parse_special):
     assert len(text) * len(ours.vocab.special_tokens) >= 1 << 20 or len(text) > 4000
     kw = {"add_special": True, "parse_special": parse_special}
     assert ours.tokenize(text, **kw) == oracle.tokenize(text, **kw)
+
+
+@pytest.mark.oracle
+@pytest.mark.vocab
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ("command-r", "gemma-4", "phi-3")])
+def test_every_special_token_in_one_input(pair_for, name):
+    # Hundreds to thousands of special tokens present at once: the partition keeps
+    # an index of its raw ranges (each token splits only the ranges it occurs in) and
+    # a vectorised 4-byte prefix filter; texts overlap, nest (`<x>` inside `<x>y`),
+    # are glued together and sit between tabs and newlines (LSTRIP/RSTRIP).
+    ours, oracle = pair_for(name)
+    specials = [ours.vocab.texts[i] for i in ours.vocab.special_tokens]
+    forms = [b"".join(specials), b" ".join(reversed(specials)),
+             b"".join(b"x \t" + t + b"\n y" for t in specials), b"".join(t[:-1] + t + b"  z\n\n" for t in specials)]
+    for parse_special in (False, True):
+        kw = {"add_special": False, "parse_special": parse_special}
+        for text in forms:
+            assert ours.tokenize(text, **kw) == oracle.tokenize(text, **kw), (parse_special, text[:80])
