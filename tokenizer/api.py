@@ -22,7 +22,7 @@ vocabulary raise `InvalidToken`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from . import pieces
@@ -47,9 +47,8 @@ class Tokenizer:
     def __init__(self, vocab: Vocab, engine: Engine) -> None:
         self.vocab = vocab
         self.engine = engine
-        # a dict, not a list of n_tokens Nones: every pass of the cyclic collector walks a list
-        # (16 ms of a full collection on nomic-bert-moe's 250,048), a dict of bytes not at all
-        self._pieces: dict[int, bytes] = {}
+        self._piece = _cached_pieces(engine)
+        self._tables = {special: pieces.PieceTable(vocab, self._piece, special=special) for special in (False, True)}
         self._nl = vocab.linefeed if vocab.linefeed is not None else engine.linefeed()
         self._specials = Partitioner(vocab)
 
@@ -90,18 +89,12 @@ class Tokenizer:
 
     def detokenize(self, ids: Sequence[int], *, remove_special: bool, unparse_special: bool) -> bytes:
         """The bytes of `ids`, as `llama_detokenize(ids, remove_special, unparse_special)`."""
-        return pieces.detokenize(self.vocab, self._piece, ids, remove_special=remove_special,
+        return pieces.detokenize(self.vocab, self._tables, ids, remove_special=remove_special,
                                  unparse_special=unparse_special)
 
     def token_to_piece(self, token: int, *, lstrip: int = 0, special: bool) -> bytes:
         """The bytes of one token, as `llama_token_to_piece(token, lstrip, special)`."""
         return pieces.token_to_piece(self.vocab, self._piece, token, lstrip=lstrip, special=special)
-
-    def _piece(self, token: int) -> bytes:
-        cached = self._pieces.get(token)
-        if cached is None:
-            cached = self._pieces[token] = self.engine.piece(token)
-        return cached
 
     # -- the vocabulary ------------------------------------------------------------
     @property
@@ -220,3 +213,18 @@ def _special_getter(role: str) -> property:
 
 for _role in ROLES:
     setattr(Tokenizer, _role, _special_getter(_role))
+
+
+def _cached_pieces(engine: Engine) -> Callable[[int], bytes]:
+    """`engine.piece`, each token's spelling computed once (a closure, not a method: the
+    piece tables hold it, and a bound method would tie the tokenizer into a cycle)."""
+    # a dict, not a list of n_tokens Nones: every pass of the cyclic collector walks a list
+    # (16 ms of a full collection on nomic-bert-moe's 250,048), a dict of bytes not at all
+    store: dict[int, bytes] = {}
+
+    def piece(token: int) -> bytes:
+        cached = store.get(token)
+        if cached is None:
+            cached = store[token] = engine.piece(token)
+        return cached
+    return piece

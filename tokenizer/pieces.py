@@ -66,47 +66,69 @@ def token_to_piece(vocab: Vocab, piece: Callable[[int], bytes], token: int, *,
     return out[skip:] if skip else out
 
 
-def detokenize(vocab: Vocab, piece: Callable[[int], bytes], ids: Sequence[int], *,
+class PieceTable(dict[int, bytes]):
+    """token -> `token_to_piece(token, lstrip=0, special=special)`, each filled on its first use.
+
+    `detokenize` joins pieces from it at C speed; an id outside the vocabulary is
+    never stored (its lookup raises `InvalidToken`).
+    """
+
+    def __init__(self, vocab: Vocab, piece: Callable[[int], bytes], *, special: bool) -> None:
+        super().__init__()
+        self.vocab, self.piece, self.special = vocab, piece, special
+
+    def __missing__(self, token: int) -> bytes:
+        value = token_to_piece(self.vocab, self.piece, token, lstrip=0, special=self.special)
+        self[token] = value
+        return value
+
+
+def detokenize(vocab: Vocab, tables: dict[bool, PieceTable], ids: Sequence[int], *,
                remove_special: bool, unparse_special: bool) -> bytes:
-    """llama.cpp's `llama_detokenize` (with a buffer large enough for the result)."""
+    """llama.cpp's `llama_detokenize` (with a buffer large enough for the result).
+
+    `tables`: the `PieceTable` for each `unparse_special`.
+    """
     ids = list(ids)
+    if not set(map(type, ids)) <= _PLAIN_IDS:  # a numpy integer or other object: refused as check_token does
+        for token in ids:
+            check_token(vocab, token)
     remove_space = vocab.add_space_prefix
     if remove_special and vocab.add_bos and ids and ids[0] == vocab.special["bos"]:
         remove_space = False
         ids = ids[1:]
     if remove_special and vocab.add_eos and ids and ids[-1] == vocab.special["eos"]:
         ids = ids[:-1]
-    parts = []
-    for token in ids:
-        parts.append(token_to_piece(vocab, piece, token, lstrip=int(remove_space),
-                                    special=unparse_special))
-        remove_space = False
-    text = b"".join(parts)
+    special = unparse_special
+    table = tables[special]
+    if remove_space and ids:
+        first = token_to_piece(vocab, table.piece, ids[0], lstrip=1, special=special)
+        text = first + b"".join(map(table.__getitem__, ids[1:]))
+    else:
+        text = b"".join(map(table.__getitem__, ids))
     return clean_spaces(text) if vocab.clean_spaces else text
 
 
+_PLAIN_IDS = frozenset((int, bool))  # bool is an int to check_token, as to llama.cpp's C API
+
+
 def clean_spaces(text: bytes) -> bytes:
-    """llama.cpp's three clean-up passes, run on a buffer exactly as its C loops run."""
+    """llama.cpp's three clean-up passes, with its C loops' results."""
+    for gap in _PUNCTUATION_GAPS:
+        text = text.replace(gap, gap[1:])
     buf = bytearray(text)
     total = len(buf)
-    if any(p in text for p in (b" ?", b" !", b" .", b" ,")):
-        total = _pass_punctuation(buf, total)
-    if b" ' " in buf[:total]:
+    if b" ' " in buf:
         total = _pass_lone_apostrophe(buf, total)
     if b" '" in buf[:total]:
         total = _pass_contractions(buf, total)
     return bytes(buf[:total])
 
 
-def _pass_punctuation(t: bytearray, n: int) -> int:
-    total = 1 if n else 0
-    for i in range(1, n):
-        x = t[i]
-        if t[i - 1] == 0x20 and x in b"?!.,":
-            total -= 1
-        t[total] = x
-        total += 1
-    return total
+# The first pass drops each space that comes just before one of ? ! . , (its loop compares
+# the input's own bytes, which it has not yet overwritten). A drop never makes a new pair of
+# another mark, so one `replace` per mark, in any order, gives the loop's result.
+_PUNCTUATION_GAPS = (b" ?", b" !", b" .", b" ,")
 
 
 def _pass_lone_apostrophe(t: bytearray, n: int) -> int:

@@ -64,6 +64,8 @@ def plain_ids(value: object) -> list[int]:
     """`value` as a list of ints, or `ContractError`: bools, floats and strings are not ids."""
     if not isinstance(value, (list, tuple)):
         raise ContractError(f"tokenize returned {type(value).__name__}, not a list of ints")
+    if set(map(type, value)) <= {int}:  # the common case, checked at C speed (a bool's type is not int)
+        return list(value)
     out = []
     for index, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, numbers.Integral):
