@@ -9,7 +9,9 @@ of a fresh worker: if that one dies or hangs too, the call raises
 `OracleCrash` carrying the crash record; if it answers, the answer is
 returned and the first death goes to `faults` as a harness fault (a worker
 killed from outside is not llama.cpp's crash, so the fuzzer neither shrinks
-nor saves it).
+nor saves it). A death whose stderr carries a known llama.cpp crash's own message (`known`,
+harness/oracle/known_crashes.py) is llama.cpp's already: it is not asked again (each re-check
+costs a worker load, about 0.5 s on a large vocabulary, and the fuzz meets such inputs often).
 
     with OracleSession(resolve("llama-spm"), timeout=30) as oracle:
         record = oracle.evaluate({"id": "x", "text": "Hello"})
@@ -58,8 +60,9 @@ class OracleSession:
     """One vocabulary in a long-lived llama.cpp worker process; see the module docstring."""
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, known: Callable[[Record], bool] | None = None) -> None:
         self.path = Path(path)
+        self.known = known or (lambda crash: False)
         self.timeout = timeout
         self.memory_limit = memory_limit
         self.faults: list[Record] = []  # harness faults: deaths a fresh worker did not repeat
@@ -84,7 +87,8 @@ class OracleSession:
     def call(self, op: str, *args: Any) -> Any:
         """Run `op` in the worker; `OracleCrash` if it dies or hangs twice, `OracleRefusal` if it refuses."""
         result, crash = self._ask(op, args)
-        if crash is not None and crash["kind"] != "error":  # llama.cpp's only if a fresh worker agrees
+        if crash is not None and crash["kind"] != "error" and not self.known(crash):
+            # llama.cpp's only if a fresh worker agrees
             first = crash
             result, crash = self._ask(op, args)
             if crash is None:

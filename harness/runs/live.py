@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -112,8 +112,9 @@ def _unique(cases: list[dict]) -> list[dict]:
 class OraclePool:
     """`jobs` oracle sessions for one model, shared by worker threads."""
 
-    def __init__(self, path: Path, *, jobs: int, timeout: float, memory_limit: int | None = None) -> None:
-        self.sessions = [OracleSession(path, timeout=timeout, memory_limit=memory_limit)
+    def __init__(self, path: Path, *, jobs: int, timeout: float, memory_limit: int | None = None,
+                 known: Callable[[dict], bool] | None = None) -> None:
+        self.sessions = [OracleSession(path, timeout=timeout, memory_limit=memory_limit, known=known)
                          for _ in range(max(jobs, 1))]
         self._free: Queue = Queue()
         for session in self.sessions:
@@ -157,7 +158,8 @@ def check_model(model: Model, config: RunConfig, factory, part: Partition | None
         cases = [c for c in cases if part.owns(name, str(c["id"]))]
     fuzz = config.fuzz if part is None or part.owns(name, FUZZ) else 0
     before = fingerprint(path)
-    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit)
+    pool = OraclePool(path, jobs=config.jobs, timeout=config.timeout, memory_limit=config.memory_limit,
+                      known=lambda crash: config.known_crashes.match(name, crash) is not None)
     try:
         loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes,
                             expect_refusal=config.expect_refusal, before=before)
