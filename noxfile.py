@@ -137,9 +137,10 @@ SYNTHETIC_ENGINE_FAMILIES = ("rwkv", "plamo2")   # synthetic families whose engi
 HARNESS = ("python", "-m", "harness")
 
 
-def harness(session: nox.Session, *args: str, command: tuple[str, ...] = HARNESS) -> None:
+def harness(session: nox.Session, *args: str, command: tuple[str, ...] = HARNESS,
+            env: dict[str, str] | None = None) -> None:
     """`python -m harness ...`; exit 1 (differences found) does not stop the session, exit 2 does."""
-    session.run(*command, *args, success_codes=[0, 1])
+    session.run(*command, *args, success_codes=[0, 1], env=env)
 
 
 def found_nothing(report_dir: Path) -> bool:
@@ -153,12 +154,12 @@ def found_nothing(report_dir: Path) -> bool:
 
 
 def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed: str | None,
-                 live: list[tuple[str, list[str], int, tuple[str, ...]]] | None = None, long: tuple[str, ...] = (),
+                 live: list[tuple] | None = None, long: tuple[str, ...] = (),
                  command: tuple[str, ...] = HARNESS, out: Path | None = None) -> bool:
     """Golden replay + live run (corpora and fuzz) for `selection`, merged into reports/<session>/.
 
-    `live` splits the live run into named parts, each with its own fuzz budget and long-phase
-    arguments (the nightly); by default it is one run of `selection` with `fuzz` and `long`.
+    `live` splits the live run into named parts, each (name, arguments, fuzz budget, long-phase
+    arguments[, environment]) (the nightly); by default it is one run of `selection` with `fuzz` and `long`.
     Returns True when the merged report holds no mismatch, engine error or oracle crash.
     `command` runs the harness (the coverage session: under coverage.py).
     """
@@ -172,9 +173,9 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
                 "--report", str(out / "golden"), command=command)
         parts.append(out / "golden")
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
-    for name, chosen, budget, long_args in live or [("live", selection, fuzz, long)]:
+    for name, chosen, budget, long_args, *env in live or [("live", selection, fuzz, long)]:
         harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long_args, "--jobs", JOBS, *shard,
-                "--report", str(out / name), command=command)
+                "--report", str(out / name), command=command, env=env[0] if env else None)
         parts.append(out / name)
     if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
         return all(found_nothing(part) for part in parts)
@@ -402,8 +403,11 @@ def nightly(session: nox.Session) -> None:
     shipped = [arg for family in SHIPPED_FAMILIES for arg in ("--family", family)]
     synthetic = [arg for family in SYNTHETIC_FAMILIES for arg in ("--family", family)]
     engines = [arg for family in SYNTHETIC_ENGINE_FAMILIES for arg in ("--family", family)]
+    # pre-sweep as its two views (harness.models.families.VIEWS): one vocabulary per behaviour with
+    # every boundary input, and the 31 names that only alias one of them with the main job's share.
     sweeps = [arg for family in SYNTHETIC_FAMILIES if family not in SYNTHETIC_ENGINE_FAMILIES
-              for arg in ("--family", family)]
+              for arg in ("--family", "pre-behaviours" if family == "pre-sweep" else family)]
+    aliases = ["--family", "pre-aliases"]
     # The synthetic vocabularies share a few small token lists and differ in their pre-tokenizer;
     # the full boundary corpus walks each regex's classes, so they get a smaller fuzz budget. The
     # long phases (composed documents up to 1.1 MB, 40,000 calls of one engine object) hunt bugs
@@ -413,7 +417,8 @@ def nightly(session: nox.Session) -> None:
     # job's (every corpus case called once more; their corpus documents still reach the batch paths).
     # Measured on pre-falcon: 67 s with the nightly's long phases, 21 s without (docs/results.md).
     live = [("live", shipped, NIGHTLY_FUZZ, ()), ("live-synthetic", engines, NIGHTLY_SYNTH_FUZZ, ()),
-            ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG)]
+            ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG),
+            ("live-aliases", aliases, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})]
     failed = []
     if not parity_check(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None, live=live):
         failed.append("parity (reports/nightly/report.html)")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from ..models.families import FAMILIES, members
+from ..models.families import CHOICES, members
 from ..models.paths import resolve
 from ..models.shipped import SHIPPED
 from ..runs import matrix as peers
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "three ways; VOCABULARY= as given to --model, needed with more than one (repeatable)")
     parser.add_argument("--reference-arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an option for every reference, as run --reference-arg (repeatable)")
-    parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
+    parser.add_argument("--family", action="append", default=[], choices=CHOICES,
                         help="every model of a family as rows (default: the 19 shipped vocabularies)")
     parser.add_argument("--report", type=Path, default=Path("reports/peers"), metavar="DIR",
                         help="where peers.html, peers.json and each pair's report go (default reports/peers)")

@@ -25,7 +25,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..models.families import FAMILIES
+from ..models.families import CHOICES
 from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import replay_config
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only this vocabulary's golden (repeatable; default all); a .gguf PATH: replay "
                              "its golden (by file name) against that file, checked to be the recorded one; a URL: "
                              "its header (docs/remote-models.md)")
-    parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
+    parser.add_argument("--family", action="append", default=[], choices=CHOICES,
                         help="only the goldens of this family (repeatable)")
     known_crashes.add_option(parser)
     parser.add_argument("--expect-refusal", action="store_true",

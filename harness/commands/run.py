@@ -21,7 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..models.families import FAMILIES
+from ..models.families import CHOICES
 from ..models.shipped import short_name
 from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
                         help="a shipped vocabulary name, a .gguf path (one cut after its metadata too), or a "
                              "URL: http(s)://... or hf://ORG/REPO/FILE, header only (repeatable)")
-    parser.add_argument("--family", action="append", default=[], choices=sorted(FAMILIES),
+    parser.add_argument("--family", action="append", default=[], choices=CHOICES,
                         help="every model of a family (repeatable)")
     parser.add_argument("--corpus", action="append", default=[], type=Path, metavar="FILE",
                         help="a JSONL or .inp corpus, in addition to the defaults (repeatable)")

@@ -40,7 +40,7 @@ from tokenizer.attrs import TokenType
 from tokenizer.gguf import reader as gguf
 from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys, ValueType
-from tokenizer.pretokenize.names import PRE_NAMES
+from tokenizer.pretokenize.names import PRE_NAMES, resolve
 
 from . import synth_sensitivity
 from .shipped import cache_dir
@@ -364,4 +364,21 @@ def names(prefix: str = "") -> list[str]:
 
 def pre_sweep_names() -> list[str]:
     return names("pre-")
+
+
+def pre_sweep_aliases() -> list[str]:
+    """The pre-sweep vocabularies that behave exactly as an earlier one (in name order): the same
+    base vocabulary, and a pre name llama.cpp's load() gives the same behaviour and flags
+    (`tokenizer.pretokenize.names.resolve`; e.g. `llama-v3` as `llama3`). 31 of the 91."""
+    seen: set[tuple] = set()
+    aliases = []
+    for name in pre_sweep_names():
+        pre = name.removeprefix("pre-")
+        spec = resolve(pre, model="gpt2")
+        key = (pre_base(pre), spec.pre_type, tuple(sorted(spec.overrides.items())), spec.no_default_bos,
+               spec.merges_optional, spec.force_add_bos)
+        if key in seen:
+            aliases.append(name)
+        seen.add(key)
+    return aliases
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.models.families import FAMILIES
+from harness.models.families import FAMILIES, VIEWS, members
 from harness.models.shipped import SHIPPED
 from harness.selftest.run import MAIN_FAMILIES
 
@@ -285,10 +285,28 @@ def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_s
     asked: list[dict] = []
     nightly_commands(tmp_path, monkeypatch, None, parity=asked)
     [check] = asked
-    parts = {name: (set(chosen[1::2]), long) for name, chosen, _, long in check["live"]}
+    parts = {name: (set(chosen[1::2]), long, *env) for name, chosen, _, long, *env in check["live"]}
     assert parts == {"live": (set(noxfile.SHIPPED_FAMILIES), ()), "live-synthetic": ({"rwkv", "plamo2"}, ()),
-                     "live-sweeps": ({"pre-sweep", "model-names", "sensitivity"}, noxfile.MAIN_LONG)}
+                     "live-sweeps": ({"pre-behaviours", "model-names", "sensitivity"}, noxfile.MAIN_LONG),
+                     "live-aliases": ({"pre-aliases"}, noxfile.MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})}
     assert set(check["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
+    assert set(members(["pre-behaviours", "pre-aliases"])) == set(FAMILIES["pre-sweep"])
+
+
+def test_a_pre_sweep_alias_behaves_as_a_vocabulary_the_nightly_checks_in_full():
+    """pre-aliases holds only names llama.cpp's load() resolves like a pre-behaviours one, on the same base."""
+    from harness.models.synth import pre_base
+    from tokenizer.pretokenize.names import resolve
+
+    def behaviour(name):
+        spec = resolve(name.removeprefix("pre-"), model="gpt2")
+        return (pre_base(name.removeprefix("pre-")), spec.pre_type, dict(spec.overrides), spec.no_default_bos,
+                spec.merges_optional, spec.force_add_bos)
+    full = {repr(behaviour(n)) for n in VIEWS["pre-behaviours"]}
+    assert len(full) == len(VIEWS["pre-behaviours"])  # no two alike among those checked in full
+    assert VIEWS["pre-aliases"] and all(repr(behaviour(n)) in full for n in VIEWS["pre-aliases"])
+    llama3 = {"pre-llama3", "pre-llama-v3", "pre-llama-bpe", "pre-falcon3"}  # one load() branch with falcon-h1
+    assert llama3 <= set(VIEWS["pre-aliases"]) and "pre-falcon-h1" in VIEWS["pre-behaviours"]  # the first by name
 
 
 def test_the_whole_suite_runs_in_xdist_workers_and_given_arguments_go_as_written(monkeypatch):
