@@ -406,7 +406,7 @@ def load_prior(path: Path, s: Settings) -> dict[str, Any]:
 def progress_line(done: int, total: int, mutant: Mutant, verdicts: dict[str, Verdict]) -> str:
     parts = []
     for detector, v in verdicts.items():
-        mark = f"{v.outcome} ({v.vocab})" if v.killed else v.outcome
+        mark = f"{v.outcome} ({v.vocab})" if v.killed else "not run" if v.outcome == "skipped" else v.outcome
         parts.append(f"{detector} {mark}")
     seconds = sum(v.seconds for v in verdicts.values())
     return f"[{done}/{total}] {mutant.id}: " + ", ".join(parts) + f"  {seconds:.0f} s"
