@@ -11,6 +11,13 @@ writes selftest.json, selftest.html and selftest.md to --report DIR.
     python -m harness selftest --jobs 2                  # every mutant (tens of minutes)
     python -m harness selftest --mutant bpe-rank-tie-rightmost --detector golden
     python -m harness selftest --list
+    python -m harness selftest --until-main-kill --detector golden --detector live+fuzz   # the nightly's
+
+With --until-main-kill the detectors run in the order given, and a mutant that
+golden or live+fuzz (or live, which implies it) has killed runs no further
+detector: those are "not run (the main job already kills it)", counted neither
+as kills nor as survivals, and each rate reads "k/n run". Every detector's
+baseline runs only when a mutant first needs it.
 
 Exit status: 0 when the main job (golden or live+fuzz; with --scope nightly
 or without those detectors: any selected detector) kills every selected
@@ -57,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--likely-only", action="store_true",
                         help="run each mutant only on its likely vocabularies (cheaper; a survivor then means "
                              "'not killed there', not 'not killed by the main job')")
+    parser.add_argument("--until-main-kill", action="store_true",
+                        help="run the detectors in the order given and stop on a mutant once the main job "
+                             "(golden or live+fuzz) kills it: the rest are 'not run', and each rate counts "
+                             "only the mutants its detector ran on (k/n run)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     sharding.add_option(parser)
 
@@ -76,16 +87,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.jobs < 1 or args.fuzz < 0 or args.timeout <= 0:
         raise SetupError("--jobs must be at least 1, --fuzz 0 or more, --timeout positive")
-    detectors = tuple(d for d in DETECTORS if d in args.detector) if args.detector else DETECTORS
+    detectors = chosen(args.detector, args.until_main_kill)
     settings = Settings(scope=args.scope, detectors=detectors, fuzz=args.fuzz, seed=args.seed,
-                        jobs=args.jobs, timeout=args.timeout, baseline=args.baseline, likely_only=args.likely_only)
+                        jobs=args.jobs, timeout=args.timeout, baseline=args.baseline, likely_only=args.likely_only,
+                        until_main_kill=args.until_main_kill)
     if args.reuse is not None:
         try:
             prior = load_prior(args.reuse, settings)
         except (OSError, ValueError) as exc:
             raise SetupError(f"--reuse: {exc}") from None
-        reused = set(prior.get("vocabularies", {}))
-        detectors = tuple(d for d in DETECTORS if d in detectors or d in reused)
+        # its detectors: those with a baseline, and (lazy baselines) those it only recorded as skipped
+        reused = set(prior.get("vocabularies", {})) | set(prior.get("settings", {}).get("detectors", ()))
+        detectors = (*detectors, *(d for d in DETECTORS if d in reused and d not in detectors))
+        if not args.until_main_kill:
+            detectors = tuple(d for d in DETECTORS if d in detectors)
         settings = replace(settings, detectors=detectors, prior=prior)
     json_path = args.report / "selftest.json"
     of = f" (shard {part.shard}: {len(mutants)} of {part.units} mutants)" if part is not None else ""
@@ -102,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
     print(text_table(report))
     print(f"report: {html_path}")
     return verdict(report)
+
+
+def chosen(named: list[str], in_order: bool) -> tuple[str, ...]:
+    """The detectors to run: all four by default; those named, in the order named with
+    --until-main-kill (which stops at the main job's kill), else in the usual order."""
+    if not named:
+        return DETECTORS
+    if in_order:
+        return tuple(dict.fromkeys(named))
+    return tuple(d for d in DETECTORS if d in named)
 
 
 def verdict(report: dict[str, Any]) -> int:
@@ -144,7 +169,7 @@ def _survivors(report: dict[str, Any], column: str | None) -> list[str]:
     for row in report["mutants"]:
         cells = row["results"]
         judged = [cells[column]] if column else list(cells.values())
-        if all(c["outcome"] in ("not-run", "timeout") for c in judged):
+        if all(c["outcome"] in ("not-run", "skipped", "timeout") for c in judged):
             continue  # reported as not run or inconclusive, not as a survivor
         if not any(c["killed"] for c in judged):
             out.append(row["id"])

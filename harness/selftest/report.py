@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -33,7 +34,8 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
     columns = [*s.detectors, *([MAIN] if all(d in s.detectors for d in MAIN_JOB) else [])]
     return {
         "settings": {"scope": s.scope, "detectors": list(s.detectors), "fuzz": s.fuzz, "seed": s.seed,
-                     "jobs": s.jobs, "timeout": s.timeout, "baseline": s.baseline, "likely_only": s.likely_only},
+                     "jobs": s.jobs, "timeout": s.timeout, "baseline": s.baseline, "likely_only": s.likely_only,
+                     "until_main_kill": s.until_main_kill},
         "vocabularies": usable,
         "baseline_failures": failures,
         "seconds": round(seconds, 1),
@@ -44,7 +46,7 @@ def build(mutants: list[Mutant], results: dict[str, dict[str, Verdict]], s: Sett
 
 
 # Settings every part of a merge must share (jobs and timeout are how a part ran, not what it judged).
-SAME = ("scope", "detectors", "fuzz", "seed", "baseline", "likely_only")
+SAME = ("scope", "detectors", "fuzz", "seed", "baseline", "likely_only", "until_main_kill")
 
 
 def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -68,12 +70,18 @@ def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
                 raise ValueError(f"mutant {row['id']} is in both {seen[row['id']]} and {name}")
             seen[row["id"]] = name
     judging = [(p, n) for p, n in zip(parts, names, strict=True) if p["mutants"]] or [(first, names[0])]
-    base = judging[0][0]
-    differs = [n for p, n in judging if (p["vocabularies"], p["baseline_failures"])
-               != (base["vocabularies"], base["baseline_failures"])]
+    vocabularies: dict[str, Any] = {}
+    failures: dict[str, Any] = {}
+    for part, _ in judging:  # a baseline runs only when a mutant needs it: a part may lack a detector's
+        for d, usable in part["vocabularies"].items():
+            vocabularies.setdefault(d, usable)
+            failures.setdefault(d, part["baseline_failures"].get(d, {}))
+    differs = [n for p, n in judging
+               if any((usable, p["baseline_failures"].get(d, {})) != (vocabularies[d], failures[d])
+                      for d, usable in p["vocabularies"].items())]
     columns = first["columns"]
     return {"settings": {**first["settings"], "jobs": max(p["settings"].get("jobs", 1) for p in parts)},
-            "vocabularies": base["vocabularies"], "baseline_failures": base["baseline_failures"],
+            "vocabularies": vocabularies, "baseline_failures": failures,
             **({"baseline_differs": [judging[0][1], *differs]} if differs else {}),
             "seconds": round(sum(p["seconds"] for p in parts), 1), "columns": columns, "mutants": rows,
             "summary": summarize(rows, columns)}
@@ -88,7 +96,9 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
         per_detector[col] = {"killed": killed, "judged": len(judged),
                              "survivors": [r["id"] for r in judged if not r["results"][col]["killed"]],
                              "inconclusive": [r["id"] for r in rows if col in r["results"]
-                                              and r["results"][col]["outcome"] == "timeout"]}
+                                              and r["results"][col]["outcome"] == "timeout"],
+                             "skipped": [r["id"] for r in rows if col in r["results"]
+                                         and r["results"][col]["outcome"] == "skipped"]}
     per_area: dict[str, dict[str, list[int]]] = {}
     for area in AREAS:
         in_area = [r for r in rows if r["area"] == area]
@@ -99,7 +109,8 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
 
 
 def _judged(row: dict[str, Any], col: str) -> bool:
-    """Killed or survived; not-run and timeout (inconclusive on a loaded machine) are not counted."""
+    """Killed or survived; not-run, skipped (`--until-main-kill`) and timeout (inconclusive on a loaded
+    machine) are not counted."""
     return col in row["results"] and row["results"][col]["outcome"] in ("killed", "survived")
 
 
@@ -107,10 +118,20 @@ def _rate(killed: int, judged: int) -> str:
     return f"{killed}/{judged} ({100 * killed / judged:.0f}%)" if judged else "-"
 
 
+def _rate_run(killed: int, judged: int) -> str:
+    """With `--until-main-kill` a detector does not run on every mutant: the rate says of how many it ran on."""
+    return f"{killed}/{judged} run ({100 * killed / judged:.0f}%)" if judged else "- (none run)"
+
+
+def rater(report: dict[str, Any]) -> Callable[[int, int], str]:
+    return _rate_run if report["settings"].get("until_main_kill") else _rate
+
+
 def text_table(report: dict[str, Any]) -> str:
     """The kill table for the terminal: one line per area, then the totals and the survivors."""
     cols = report["columns"]
     summary = report["summary"]
+    rate = rater(report)
     width = max([len(a) for a in summary["per_area"]] + [5])
     lines = [f"{'area':<{width}}  " + "  ".join(f"{c:>14}" for c in cols)]
     if report.get("shard"):  # a part never reads as the whole self-test
@@ -118,15 +139,17 @@ def text_table(report: dict[str, Any]) -> str:
         lines.insert(0, f"shard {shard['index']}/{shard['count']}: {shard['owned_units']} of {shard['units']} "
                         "mutants only (merge-reports folds the parts)")
     for area, cells in summary["per_area"].items():
-        lines.append(f"{area:<{width}}  " + "  ".join(f"{_rate(*cells[c]):>14}" for c in cols))
+        lines.append(f"{area:<{width}}  " + "  ".join(f"{rate(*cells[c]):>14}" for c in cols))
     totals = summary["per_detector"]
     lines.append(f"{'total':<{width}}  " + "  ".join(
-        f"{_rate(totals[c]['killed'], totals[c]['judged']):>14}" for c in cols))
+        f"{rate(totals[c]['killed'], totals[c]['judged']):>14}" for c in cols))
     for c in cols:
         if totals[c]["survivors"]:
             lines.append(f"survivors of {c}: {', '.join(totals[c]['survivors'])}")
         if totals[c].get("inconclusive"):
             lines.append(f"timed out (not counted) in {c}: {', '.join(totals[c]['inconclusive'])}")
+        if totals[c].get("skipped"):
+            lines.append(f"not run in {c}, the main job already kills them: {len(totals[c]['skipped'])} mutants")
     return "\n".join(lines)
 
 
@@ -140,20 +163,23 @@ def html_page(report: dict[str, Any]) -> str:
     """A self-contained page (inline CSS, no scripts): totals, per area, per mutant (templates/selftest.html.j2)."""
     failures = {d: f for d, f in report.get("baseline_failures", {}).items() if f}
     return environment().get_template("selftest.html.j2").render(
-        report=report, summary=report["summary"], cols=report["columns"], failures=failures, rate=_rate, css=_CSS)
+        report=report, summary=report["summary"], cols=report["columns"], failures=failures, rate=rater(report),
+        css=_CSS)
 
 
 def markdown(report: dict[str, Any]) -> str:
     """The kill tables as Markdown (per detector with survivors, per area), for the README."""
     cols = report["columns"]
     summary = report["summary"]
+    rate = rater(report)
     lines = ["| detector | mutants killed | survivors |", "|---|---|---|"]
     for c in cols:
         t = summary["per_detector"][c]
         blind = {r["id"] for r in report["mutants"] if r.get("blind_spot")}
         survivors = ", ".join(f"`{s}`" + (" (blind spot)" if s in blind else "") for s in t["survivors"]) or "none"
-        lines.append(f"| {c} | {_rate(t['killed'], t['judged'])} | {survivors} |")
+        skipped = f"; not run on {len(t['skipped'])} (the main job already kills them)" if t.get("skipped") else ""
+        lines.append(f"| {c} | {rate(t['killed'], t['judged'])} | {survivors}{skipped} |")
     lines += ["", "| area | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for area, cells in summary["per_area"].items():
-        lines.append(f"| {area} | " + " | ".join(_rate(*cells[c]) for c in cols) + " |")
+        lines.append(f"| {area} | " + " | ".join(rate(*cells[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"

@@ -24,9 +24,16 @@ is a kill by `live+fuzz` there too: it is recorded as implied, not re-run.
 The main job (`./quickstart.sh parity`) is golden + live+fuzz, so it
 kills a mutant when either does.
 
-A baseline run of every detector on the unmutated copy comes first: a
-vocabulary on which a detector already fails cannot judge a mutant and is left
-out (and reported).
+With `--until-main-kill` (`Settings.until_main_kill`) the detectors run in the
+order given, and once golden or live+fuzz (or live, which implies it) has killed
+a mutant, the rest are not run on it: each is recorded as `skipped` ("not run:
+the main job already kills it"), neither a kill nor a survival, and the
+per-detector rates count only the mutants a detector ran on.
+
+Before a detector judges its first mutant, its baseline runs on the unmutated
+copy: a vocabulary on which the detector already fails cannot judge a mutant
+and is left out (and reported). Each baseline runs once, when a mutant first
+needs the detector (`Baselines`), so one that no mutant reaches is never run.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +54,7 @@ from typing import Any
 from ..models import synth_sensitivity
 from ..models.families import members as of_families
 from .mutants import Mutant
-from .settings import DETECTORS, Settings, Verdict
+from .settings import DETECTORS, MAIN_JOB, SKIPPED, Settings, Verdict
 
 MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm", "sensitivity")   # noxfile: SHIPPED + MAIN_SYNTHETIC_FAMILIES
 NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2")   # pre-sweep (91 vocabularies) is too dear per mutant
@@ -150,9 +158,9 @@ def make_base(root: Path, into: Path) -> Path:
     return base
 
 
-def mutant_copy(base: Path, mutant: Mutant | None, into: Path) -> Path:
-    """A fresh copy of `base` with `mutant` applied (None: the unmutated baseline)."""
-    where = into / (mutant.id if mutant else "baseline")
+def mutant_copy(base: Path, mutant: Mutant | None, into: Path, *, name: str = "baseline") -> Path:
+    """A fresh copy of `base` with `mutant` applied (None: the unmutated baseline, in `into / name`)."""
+    where = into / (mutant.id if mutant else name)
     shutil.copytree(base, where, symlinks=True)
     if mutant is not None:
         target = where / mutant.file
@@ -242,8 +250,9 @@ def detect(detector: str, vocabs: list[str], workdir: Path, s: Settings, *, alon
     return verdict
 
 
-def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]], s: Settings) -> dict[str, Verdict]:
-    """Every selected detector on one mutant (its own copy, removed afterwards)."""
+def judge(mutant: Mutant, base: Path, scratch: Path, usable: Baselines, s: Settings) -> dict[str, Verdict]:
+    """Every selected detector on one mutant (its own copy, removed afterwards), in the order of
+    `s.detectors`; with `s.until_main_kill`, none after the main job has killed it."""
     workdir = mutant_copy(base, mutant, scratch)
     try:
         verdicts: dict[str, Verdict] = {}
@@ -251,6 +260,9 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
         for detector in s.detectors:
             if detector in reused:
                 verdicts[detector] = reused[detector]
+                continue
+            if s.until_main_kill and main_kill(verdicts):
+                verdicts[detector] = Verdict("skipped", detail=f"{SKIPPED} ({main_kill(verdicts)})")
                 continue
             live = verdicts.get("live")
             if detector == "live+fuzz" and live is not None and live.killed:
@@ -268,29 +280,67 @@ def judge(mutant: Mutant, base: Path, scratch: Path, usable: dict[str, list[str]
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def baseline(base: Path, scratch: Path, candidates: dict[str, list[str]], s: Settings,
-             say: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
-    """Each detector on the unmutated copy, per vocabulary: (usable vocabularies, failures)."""
-    workdir = mutant_copy(base, None, scratch)
-    usable: dict[str, list[str]] = {}
-    failures: dict[str, dict[str, str]] = {}
+def main_kill(verdicts: dict[str, Verdict]) -> str | None:
+    """The main-job detector (golden, live+fuzz) that has killed the mutant, if one has."""
+    return next((d for d in MAIN_JOB if d in verdicts and verdicts[d].killed), None)
+
+
+def baseline(detector: str, base: Path, scratch: Path, candidates: list[str], s: Settings,
+             say: Callable[[str], None]) -> tuple[list[str], dict[str, str]]:
+    """One detector on the unmutated copy, per vocabulary: (usable vocabularies, failures)."""
+    workdir = mutant_copy(base, None, scratch, name=f"baseline-{detector.replace('+', '-')}")
+    usable: list[str] = []
+    failures: dict[str, str] = {}
     try:
-        for detector in s.detectors:
-            usable[detector], failures[detector] = [], {}
-            outcome, _, _ = run_one(detector, candidates[detector], workdir, s)
-            alone = [[v] for v in candidates[detector]] if outcome != "survived" else []
-            usable[detector] = [] if alone else list(candidates[detector])
-            for (vocab,) in alone:  # something fails: find out where, one vocabulary at a time
-                outcome, detail, _ = run_one(detector, [vocab], workdir, s)
-                if outcome == "survived":
-                    usable[detector].append(vocab)
-                else:
-                    failures[detector][vocab] = detail
-                    say(f"baseline: {detector} already fails on {vocab} ({detail}); left out")
-            say(f"baseline: {detector} passes on {len(usable[detector])} of {len(candidates[detector])} vocabularies")
+        outcome, _, _ = run_one(detector, candidates, workdir, s)
+        alone = [[v] for v in candidates] if outcome != "survived" else []
+        usable = [] if alone else list(candidates)
+        for (vocab,) in alone:  # something fails: find out where, one vocabulary at a time
+            outcome, detail, _ = run_one(detector, [vocab], workdir, s)
+            if outcome == "survived":
+                usable.append(vocab)
+            else:
+                failures[vocab] = detail
+                say(f"baseline: {detector} already fails on {vocab} ({detail}); left out")
+        say(f"baseline: {detector} passes on {len(usable)} of {len(candidates)} vocabularies")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return usable, failures
+
+
+class Baselines:
+    """Each detector's usable vocabularies, `baselines[detector]`: its baseline is run when a mutant
+    first needs the detector, and once (a lock per detector: mutants are judged in threads), so a
+    detector no mutant reaches (`--until-main-kill`) costs nothing. Without `run_them`
+    (`--no-baseline`) every candidate is usable."""
+
+    def __init__(self, base: Path, scratch: Path, candidates: dict[str, list[str]], s: Settings,
+                 say: Callable[[str], None], *, run_them: bool) -> None:
+        self.base, self.scratch, self.candidates, self.s, self.say = base, scratch, candidates, s, say
+        self.run_them = run_them
+        self.usable: dict[str, list[str]] = {}
+        self.failures: dict[str, dict[str, str]] = {}
+        self.runs = 0   # baselines run so far
+        self._locks = {d: threading.Lock() for d in candidates}
+
+    def __getitem__(self, detector: str) -> list[str]:
+        if detector in self.usable:
+            return self.usable[detector]
+        with self._locks[detector]:
+            if detector not in self.usable:
+                if self.run_them:
+                    self.runs += 1
+                    usable, self.failures[detector] = baseline(detector, self.base, self.scratch,
+                                                               self.candidates[detector], self.s, self.say)
+                else:
+                    usable, self.failures[detector] = list(self.candidates[detector]), {}
+                self.usable[detector] = usable   # last: a reader without the lock sees it complete
+        return self.usable[detector]
+
+    def known(self, order: tuple[str, ...]) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
+        """(usable, failures) of the detectors settled so far, in `order`."""
+        return ({d: self.usable[d] for d in order if d in self.usable},
+                {d: self.failures[d] for d in order if d in self.failures})
 
 
 def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
@@ -311,24 +361,25 @@ def run(mutants: list[Mutant], s: Settings, *, out_json: Path | None = None,
     with tempfile.TemporaryDirectory(prefix="gguf-parity-selftest-") as tmp:
         scratch = Path(tmp)
         base = make_base(s.root, scratch)
-        if s.baseline and mutants:  # no mutant (a `--shard` part with none): no baseline to judge it by
-            usable, failures = baseline(base, scratch, candidates, fresh, say)
-        else:
-            usable, failures = candidates, {}
-        usable.update(reused_usable)
-        failures.update({d: f for d, f in s.prior.get("baseline_failures", {}).items() if d in reused_usable})
+        # no mutant (a `--shard` part with none): no baseline to judge it by
+        baselines = Baselines(base, scratch, candidates, fresh, say, run_them=s.baseline and bool(mutants))
+        baselines.usable.update(reused_usable)
+        baselines.failures.update({d: f for d, f in s.prior.get("baseline_failures", {}).items()
+                                   if d in reused_usable})
 
         def one(mutant: Mutant) -> tuple[Mutant, dict[str, Verdict]]:
-            return mutant, judge(mutant, base, scratch, usable, s)
+            return mutant, judge(mutant, base, scratch, baselines, s)
 
         with ThreadPoolExecutor(max_workers=max(1, s.jobs)) as pool:
             for done, (mutant, verdicts) in enumerate(pool.map(one, mutants), 1):
                 results[mutant.id] = verdicts
                 say(progress_line(done, len(mutants), mutant, verdicts))
                 if out_json is not None:
-                    report = build(mutants, results, s, usable, failures, time.monotonic() - started)
+                    report = build(mutants, results, s, *baselines.known(s.detectors), time.monotonic() - started)
                     write_json(out_json, report)
-    return build(mutants, results, s, usable, failures, time.monotonic() - started)
+        if not mutants:  # nothing needed a baseline: the report lists the candidates
+            baselines.usable.update({d: candidates[d] for d in fresh.detectors})
+    return build(mutants, results, s, *baselines.known(s.detectors), time.monotonic() - started)
 
 
 def prior_verdicts(prior: dict[str, Any], mutant_id: str) -> dict[str, Verdict]:
@@ -355,7 +406,7 @@ def load_prior(path: Path, s: Settings) -> dict[str, Any]:
 def progress_line(done: int, total: int, mutant: Mutant, verdicts: dict[str, Verdict]) -> str:
     parts = []
     for detector, v in verdicts.items():
-        mark = f"{v.outcome} ({v.vocab})" if v.killed else v.outcome
+        mark = f"{v.outcome} ({v.vocab})" if v.killed else "not run" if v.outcome == "skipped" else v.outcome
         parts.append(f"{detector} {mark}")
     seconds = sum(v.seconds for v in verdicts.values())
     return f"[{done}/{total}] {mutant.id}: " + ", ".join(parts) + f"  {seconds:.0f} s"

@@ -28,13 +28,14 @@ class Settings:
     root: Path = field(default_factory=project_root)
     prior: dict[str, Any] = field(default_factory=dict)   # an earlier selftest.json to reuse (--reuse)
     likely_only: bool = False   # only each mutant's likely vocabularies (--likely-only: a cheaper, weaker run)
+    until_main_kill: bool = False   # a mutant the main job has killed runs no further detector (--until-main-kill)
 
 
 @dataclass
 class Verdict:
     """One detector on one mutant."""
 
-    outcome: str                    # killed | survived | timeout (inconclusive) | not-run
+    outcome: str                    # killed | survived | timeout (inconclusive) | not-run | skipped
     vocab: str | None = None        # the vocabulary that killed it
     tried: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -45,3 +46,6 @@ class Verdict:
     def killed(self) -> bool:
         """A timeout is no kill: on a loaded machine it says nothing about the mutant."""
         return self.outcome == "killed"
+
+
+SKIPPED = "not run: the main job already kills it"   # a skipped Verdict's detail (--until-main-kill)

@@ -263,6 +263,7 @@ def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeyp
     assert f"--report {part}/drift > {part}/drift.txt" in step["harness drift"]
     assert f"--report {part}/chat" in step["harness chat --fuzz"]
     assert f"--report {part}/selftest" in step["harness selftest"]
+    assert "--until-main-kill --detector golden --detector live+fuzz" in step["harness selftest"]
     assert "--deselect tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector" in step["-m pytest"]
     assert real == [(Path(f"{part}/real"), "2/4")]
     commands, real = nightly_commands(tmp_path, monkeypatch, None)

@@ -125,6 +125,21 @@ def test_selftest_in_four_shards_merges_to_the_unsharded_kill_table(require_voca
     assert kills == {"spm-no-byte-fallback": True, "wpm-accents-kept": False}
 
 
+@pytest.mark.vocab
+def test_selftest_until_main_kill_in_four_shards_merges_to_the_unsharded_kill_table(require_vocab, tmp_path: Path,
+                                                                                      capsys):
+    """The nightly's way (`--until-main-kill`, golden then live+fuzz): each part runs golden's baseline for
+    its own mutants only when one needs it, never live+fuzz's; the merge is the unsharded table."""
+    require_vocab("llama-spm")
+    command = ["selftest", "--mutant", "spm-no-byte-fallback", "--mutant", "spm-merge-score-sign",
+               "--detector", "golden", "--detector", "live+fuzz", "--until-main-kill", "--likely-only"]
+    whole, merged, code = sharded(capsys, tmp_path, command, "selftest.json")
+    assert code == 0
+    assert comparable(merged) == comparable(whole)
+    assert "baseline_differs" not in merged and list(merged["vocabularies"]) == ["golden"]
+    assert {r["results"]["live+fuzz"]["outcome"] for r in merged["mutants"]} == {"skipped"}
+
+
 def test_selftest_merge_refuses_parts_of_different_runs(tmp_path: Path, capsys):
     from harness.selftest.report import summarize
     for name, fuzz in (("a", 20), ("b", 5)):
