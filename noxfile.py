@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nox
@@ -163,24 +165,56 @@ def parity_check(session: nox.Session, *, selection: list[str], fuzz: int, seed:
     Returns True when the merged report holds no mismatch, engine error or oracle crash.
     `command` runs the harness (the coverage session: under coverage.py).
     """
+    out = parity_dir(session, out)
+    parts = parity_parts(session, selection=selection, fuzz=fuzz, seed=seed, live=live, long=long,
+                         command=command, out=out)
+    return merged_found_nothing(session, parts, out, command=command)
+
+
+def parity_dir(session: nox.Session, out: Path | None = None) -> Path:
+    """reports/<session>/ (or `out`), in its shard-K-of-N folder with GGUF_PARITY_SHARD=K/N."""
     out = out or Path("reports") / session.name
+    return out / f"shard-{SHARD.replace('/', '-of-')}" if SHARD else out
+
+
+def parity_parts(session: nox.Session, *, selection: list[str] | None, fuzz: int, seed: str | None,
+                 live: list[tuple] | None = None, long: tuple[str, ...] = (),
+                 command: tuple[str, ...] = HARNESS, out: Path) -> list[Path]:
+    """`parity_check`'s reports, not merged: the golden replay of `selection` (None: none) and the live parts."""
     shard = ["--shard", SHARD] if SHARD else []
-    if SHARD:
-        out = out / f"shard-{SHARD.replace('/', '-of-')}"
     parts = []
-    if any(Path("golden").glob("*.json*")):
+    if selection is not None and any(Path("golden").glob("*.json*")):
         harness(session, "compare", "--golden", "golden", *selection, "--quiet", *shard,
                 "--report", str(out / "golden"), command=command)
         parts.append(out / "golden")
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
-    for name, chosen, budget, long_args, *env in live or [("live", selection, fuzz, long)]:
+    for name, chosen, budget, long_args, *env in live or [("live", selection or [], fuzz, long)]:
         harness(session, "run", *chosen, "--fuzz", str(budget), *seed_args, *long_args, "--jobs", JOBS, *shard,
                 "--report", str(out / name), command=command, env=env[0] if env else None)
         parts.append(out / name)
-    if SHARD:  # one shard cannot be merged alone: merge-reports refuses missing shards
+    return parts
+
+
+def merged_found_nothing(session: nox.Session, parts: list[Path], out: Path,
+                         command: tuple[str, ...] = HARNESS) -> bool:
+    """`parts` merged into `out`; True when it holds no finding (each part alone, for one shard:
+    merge-reports refuses a run with shards missing)."""
+    if SHARD:
         return all(found_nothing(part) for part in parts)
-    harness(session, "merge-reports", *map(str, parts), "--out", str(out))
+    harness(session, "merge-reports", *map(str, parts), "--out", str(out), command=command)
     return found_nothing(out)
+
+
+def in_lanes(*lanes: Callable[[], None]) -> None:
+    """Run each lane (steps in order) in a thread of its own, and wait for all; the first failure is raised.
+
+    One `run` keeps about one core busy (our engine in its process, llama.cpp's workers mostly waiting
+    on it: load average 1.2 to 1.8 on 2 cores), so the nightly runs two lanes of independent steps at once.
+    """
+    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        futures = [pool.submit(lane) for lane in lanes]
+    for future in futures:
+        future.result()
 
 
 @nox.session
@@ -379,17 +413,13 @@ def parity_chat(session: nox.Session) -> None:
         session.error(f"message-level differences: see {out / 'live' / 'messages.html'}")
 
 
-def nightly_steps_dir(out: Path) -> Path:
-    """Where the nightly's own steps (drift, chat, the real set, the self-test) write: `out`, or with
-    GGUF_PARITY_SHARD=K/N its shard-K-of-N folder, as `parity_check` does for the parity parts."""
-    return out / f"shard-{SHARD.replace('/', '-of-')}" if SHARD else out
-
-
 @nox.session
 def nightly(session: nox.Session) -> None:
     """Every family, fuzzed (1000 per shipped vocabulary, 100 per synthetic one), golden drift,
     chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
     inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/.
+    In two lanes at once (`in_lanes`): the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
+    then drift, chat and the real set; beside them the sweeps, then the self-test and the nightly tests.
 
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
@@ -419,48 +449,66 @@ def nightly(session: nox.Session) -> None:
     live = [("live", shipped, NIGHTLY_FUZZ, ()), ("live-synthetic", engines, NIGHTLY_SYNTH_FUZZ, ()),
             ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG),
             ("live-aliases", aliases, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})]
-    failed = []
-    if not parity_check(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None, live=live):
-        failed.append("parity (reports/nightly/report.html)")
-    out = nightly_steps_dir(Path("reports") / session.name)
+    failed: list[str] = []
+    top = parity_dir(session)
+    out = top  # the nightly's own steps (drift, chat, the real set, the self-test) write beside the parity parts
     out.mkdir(parents=True, exist_ok=True)
     shard = ["--shard", SHARD] if SHARD else []
-    drift_txt = out / "drift.txt"
-    session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
-                f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
-    if (out / "drift.rc").read_text().strip() != "0":
-        failed.append(f"golden drift ({drift_txt})")
-    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
-    chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
-                       success_codes=[0, 1, 2], silent=True)
-    if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
-        failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
-    # The real set's own golden round trip (record, compare) is parity-real's; here the live run checks
-    # the same cases and more against llama.cpp itself (measured: the replay took over 15 minutes).
-    if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False):
-        failed.append(f"the real set ({out / 'real' / 'report.html'})")
-    # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected below),
-    # as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through, and a
-    # detector's baseline only when a mutant needs it (docs/mutation-selftest.md, "The nightly's self-test").
-    # live and llama.cpp's own vectors are left out: they are measures of those detectors, not of the main job
-    # (vectors alone cost 1 min 40 s over the 77 mutants); `nox -s mutants` runs every detector.
-    session.run("sh", "-c", f"python -m harness selftest --scope nightly --until-main-kill --detector golden "
-                f"--detector live+fuzz --jobs {JOBS} {' '.join(shard)} "
-                f"--report {out / 'selftest'}; echo $? > {out / 'selftest.rc'}", external=True)
-    if (out / "selftest.rc").read_text().strip() != "0":
-        failed.append(f"the mutation self-test ({out / 'selftest' / 'selftest.html'})")
-    if failed:  # report before the nightly tests, which stop the session if they fail
-        session.warn("nightly found problems: " + "; ".join(failed))
-    # The session's own steps above already are the nightly fuzz of every shipped vocabulary
-    # and of every pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary),
-    # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
-    # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
-    session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
-                "--deselect", "tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
-                "--deselect", "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
-                "--deselect", "tests/golden/test_golden.py::test_golden_has_not_drifted",
-                "--deselect", "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector",
-                success_codes=[0, 5])
+    parts: dict[str, list[Path]] = {}
+
+    def first_lane() -> None:
+        """The golden replay, the shipped vocabularies and RWKV and PLaMo-2, then drift, chat and the real set."""
+        parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
+                                      live=live[:2], out=top)
+        drift_txt = out / "drift.txt"
+        session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
+                    f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
+        if (out / "drift.rc").read_text().strip() != "0":
+            failed.append(f"golden drift ({drift_txt})")
+        session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+        chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
+                           success_codes=[0, 1, 2], silent=True)
+        if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
+            failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
+        # The real set's own golden round trip (record, compare) is parity-real's; here the live run checks
+        # the same cases and more against llama.cpp itself (measured: the replay took over 15 minutes).
+        if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False):
+            failed.append(f"the real set ({out / 'real' / 'report.html'})")
+
+    def second_lane() -> None:
+        """The sweeps, then the mutation self-test and the nightly tests."""
+        parts["second"] = parity_parts(session, selection=None, fuzz=NIGHTLY_FUZZ, seed=None, live=live[2:], out=top)
+        # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected
+        # below), as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through,
+        # and a detector's baseline only when a mutant needs it (docs/mutation-selftest.md, "The nightly's
+        # self-test"). live and llama.cpp's own vectors are left out: they are measures of those detectors, not
+        # of the main job (vectors alone cost 1 min 40 s over the 77 mutants); `nox -s mutants` runs every one.
+        session.run("sh", "-c", f"python -m harness selftest --scope nightly --until-main-kill --detector golden "
+                    f"--detector live+fuzz --jobs {JOBS} {' '.join(shard)} "
+                    f"--report {out / 'selftest'}; echo $? > {out / 'selftest.rc'}", external=True)
+        if (out / "selftest.rc").read_text().strip() != "0":
+            failed.append(f"the mutation self-test ({out / 'selftest' / 'selftest.html'})")
+        # The session's own steps already are the nightly fuzz of every shipped vocabulary and of every
+        # pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin),
+        # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
+        # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
+        # A failing test stops the session, after the other lane and the report below.
+        session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
+                    "--deselect", "tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
+                    "--deselect", "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
+                    "--deselect", "tests/models/test_synth.py::test_pre_sweep_live_differential",
+                    "--deselect", "tests/golden/test_golden.py::test_golden_has_not_drifted",
+                    "--deselect", "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector",
+                    success_codes=[0, 5])
+
+    try:
+        in_lanes(first_lane, second_lane)
+    finally:
+        done = parts.get("first", []) + parts.get("second", [])
+        if set(parts) == {"first", "second"} and not merged_found_nothing(session, done, top):
+            failed.insert(0, "parity (reports/nightly/report.html)")
+        if failed:
+            session.warn("nightly found problems: " + "; ".join(failed))
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
 

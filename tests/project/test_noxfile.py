@@ -194,7 +194,8 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     monkeypatch.setattr(noxfile, "real_check",
                         lambda session, out, *, fuzz, seed, shard=None, replay=True:
                         calls.append((out, fuzz, replay)) or True)
-    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: True)
+    monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: [])
+    monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports" / "nightly").mkdir(parents=True)
@@ -225,7 +226,7 @@ def test_the_nightly_s_real_set_is_live_only_and_a_shard_checks_its_share(tmp_pa
 def nightly_commands(tmp_path, monkeypatch, shard: str | None,
                      parity: list[dict] | None = None) -> tuple[list[str], list]:
     """The nightly session's commands (parity and the real set stubbed) with GGUF_PARITY_SHARD=`shard`;
-    `parity` collects the arguments parity_check was given."""
+    `parity` collects the arguments each lane's parity_parts was given."""
     noxfile = _noxfile()
     real = []
     asked = [] if parity is None else parity
@@ -233,7 +234,8 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     monkeypatch.setattr(noxfile, "real_check",
                         lambda session, out, *, fuzz, seed, shard=None, replay=True:
                         real.append((out, shard)) or True)
-    monkeypatch.setattr(noxfile, "parity_check", lambda session, **kw: asked.append(kw) or True)
+    monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: asked.append(kw) or [])
+    monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "reports" / "nightly" / (f"shard-{shard.replace('/', '-of-')}" if shard else "")
@@ -242,8 +244,9 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     def run(*args, **kwargs):
         commands.append(" ".join(args))
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("drift.rc", "selftest.rc"):
-            (out / name).write_text("0\n")
+        for step in ("drift", "selftest"):  # each step's own rc (the lanes run at once)
+            if f"harness {step}" in " ".join(args):
+                (out / f"{step}.rc").write_text("0\n")
         return "messages: 0 differ, 0 llama.cpp crash" if "chat" in args else None
     session = RealSession([])
     session.name = "nightly"
@@ -285,12 +288,13 @@ def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_s
     noxfile = _noxfile()
     asked: list[dict] = []
     nightly_commands(tmp_path, monkeypatch, None, parity=asked)
-    [check] = asked
-    parts = {name: (set(chosen[1::2]), long, *env) for name, chosen, _, long, *env in check["live"]}
+    first, second = sorted(asked, key=lambda kw: kw["selection"] is None)  # the lane with the golden replay first
+    parts = {name: (set(chosen[1::2]), long, *env) for kw in asked for name, chosen, _, long, *env in kw["live"]}
     assert parts == {"live": (set(noxfile.SHIPPED_FAMILIES), ()), "live-synthetic": ({"rwkv", "plamo2"}, ()),
                      "live-sweeps": ({"pre-behaviours", "model-names", "sensitivity"}, noxfile.MAIN_LONG),
                      "live-aliases": ({"pre-aliases"}, noxfile.MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})}
-    assert set(check["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
+    assert set(first["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
+    assert second["selection"] is None  # one golden replay, in the first lane
     assert set(members(["pre-behaviours", "pre-aliases"])) == set(FAMILIES["pre-sweep"])
 
 
@@ -355,3 +359,19 @@ def test_the_coverage_session_runs_the_main_job_under_coverage_then_reports(tmp_
     at = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in steps]
     assert at == sorted(at), commands
     assert session.env["COVERAGE_FILE"].endswith("reports/coverage/.coverage")
+
+
+def test_the_nightly_s_lanes_all_finish_before_the_first_failure_is_raised():
+    import time
+    noxfile = _noxfile()
+    done = []
+
+    def failing() -> None:
+        raise RuntimeError("a step failed")
+
+    def slow() -> None:
+        time.sleep(0.2)
+        done.append("slow")
+    with pytest.raises(RuntimeError, match="a step failed"):
+        noxfile.in_lanes(failing, slow)
+    assert done == ["slow"]
