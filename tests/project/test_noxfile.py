@@ -234,12 +234,13 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     monkeypatch.setattr(noxfile, "real_check",
                         lambda session, out, *, fuzz, seed, shard=None, replay=True:
                         real.append((out, shard)) or True)
-    monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: asked.append(kw) or [])
+    commands = []
+    monkeypatch.setattr(noxfile, "parity_parts",
+                        lambda session, **kw: asked.append(kw) or commands.append("<parity parts>") or [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "reports" / "nightly" / (f"shard-{shard.replace('/', '-of-')}" if shard else "")
-    commands = []
 
     def run(*args, **kwargs):
         commands.append(" ".join(args))
@@ -375,3 +376,10 @@ def test_the_nightly_s_lanes_all_finish_before_the_first_failure_is_raised():
     with pytest.raises(RuntimeError, match="a step failed"):
         noxfile.in_lanes(failing, slow)
     assert done == ["slow"]
+
+
+def test_the_nightly_builds_the_chat_helper_before_its_live_runs(tmp_path, monkeypatch):
+    """`run` checks the shipped vocabularies' chat templates only when the helper exists."""
+    commands, _ = nightly_commands(tmp_path, monkeypatch, None)
+    build = commands.index("python -m harness chat --build-helper --jobs " + _noxfile().JOBS)
+    assert build < commands.index("<parity parts>")
