@@ -452,8 +452,7 @@ def nightly(session: nox.Session) -> None:
             ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG),
             ("live-aliases", aliases, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})]
     failed: list[str] = []
-    top = parity_dir(session)
-    out = top  # the nightly's own steps (drift, chat, the real set, the self-test) write beside the parity parts
+    out = parity_dir(session)  # the parity parts and the nightly's own steps (drift, chat, real set, self-test)
     out.mkdir(parents=True, exist_ok=True)
     shard = ["--shard", SHARD] if SHARD else []
     parts: dict[str, list[Path]] = {}
@@ -461,7 +460,7 @@ def nightly(session: nox.Session) -> None:
     def first_lane() -> None:
         """The golden replay, the shipped vocabularies and RWKV and PLaMo-2, then drift, chat and the real set."""
         parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
-                                      live=live[:2], out=top)
+                                      live=live[:2], out=out)
         drift_txt = out / "drift.txt"
         session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
                     f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
@@ -478,7 +477,7 @@ def nightly(session: nox.Session) -> None:
 
     def second_lane() -> None:
         """The sweeps, then the mutation self-test and the nightly tests."""
-        parts["second"] = parity_parts(session, selection=None, fuzz=NIGHTLY_FUZZ, seed=None, live=live[2:], out=top)
+        parts["second"] = parity_parts(session, selection=None, fuzz=NIGHTLY_FUZZ, seed=None, live=live[2:], out=out)
         # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected
         # below), as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through,
         # and a detector's baseline only when a mutant needs it (docs/mutation-selftest.md, "The nightly's
@@ -506,7 +505,7 @@ def nightly(session: nox.Session) -> None:
         in_lanes(first_lane, second_lane)
     finally:
         done = parts.get("first", []) + parts.get("second", [])
-        if set(parts) == {"first", "second"} and not merged_found_nothing(session, done, top):
+        if set(parts) == {"first", "second"} and not merged_found_nothing(session, done, out):
             failed.insert(0, "parity (reports/nightly/report.html)")
         if failed:
             session.warn("nightly found problems: " + "; ".join(failed))

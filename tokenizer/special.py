@@ -19,7 +19,9 @@ Example:
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from itertools import repeat
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -72,8 +74,8 @@ class Partitioner:
             return [data]
         spans = _Spans(len(data))
         for (tid, text, attr), maybe in zip(tokens, prefixes.may_occur(data), strict=True):
-            if maybe and text in data:
-                spans.split_at(data, text, tid, attr)
+            if maybe:
+                spans.split_at(data, text, tid, attr)  # its first `find` is the test of whether it occurs
         return spans.fragments(data)
 
 
@@ -95,9 +97,9 @@ class _PrefixFilter:
         self.key4 = np.array([_key(text[:4]) if len(text) >= 4 else -1 for text in texts], dtype=np.int64)
         self.key2 = np.array([_key(text[:2]) if len(text) >= 2 else -1 for text in texts], dtype=np.int64)
 
-    def may_occur(self, data: bytes) -> list[bool]:
+    def may_occur(self, data: bytes) -> Iterable[bool]:
         if len(data) * self.count < _FILTER_MIN_WORK:
-            return [True] * self.count
+            return repeat(True, self.count)
         a = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         pairs = np.zeros(1 << 16, dtype=bool)
         pairs[(a[:-1] << 8) | a[1:]] = True
@@ -108,7 +110,7 @@ class _PrefixFilter:
             maybe[long] = np.isin(self.key4[long], windows)
         else:
             maybe[long] = False
-        return [bool(m) for m in maybe.tolist()]
+        return cast(list[bool], maybe.tolist())
 
 
 def _key(prefix: bytes) -> int:
