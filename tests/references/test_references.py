@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.golden.records import FLAGS
-from harness.models.shipped import SetupError, cache_dir
+from harness.models.real_set import real_dir, real_gguf_dir
+from harness.models.shipped import SetupError
 from harness.references import classify, gguf_keys, specs
 from harness.runs.engine import load_engine
 from harness.subjects.guard import EngineLoadError
@@ -490,7 +491,7 @@ def test_run_with_a_reference_engine_shows_the_conversion_finding(tmp_path, pre,
 
 # --- the real files (`fetch --real`) ---------------------------------------------------------------
 
-REAL_LLAMA3 = cache_dir() / "real" / "llama3-early" / "tokenizer.json"  # where `fetch --real` puts it
+REAL_LLAMA3 = real_dir() / "llama3-early" / "tokenizer.json"  # where `fetch --real` puts it
 
 
 @pytest.mark.nightly
@@ -504,7 +505,7 @@ def test_real_early_llama3_against_the_shipped_llama_bpe(require_vocab, tmp_path
     assert keys_of(found) == ["tokenizer.ggml.add_bos_token"], [d.line() for d in found]
 
 
-REAL_LLAMA3_GGUF = cache_dir() / "real-gguf" / "llama3-early.gguf"  # llama.cpp's converter's output (`convert`)
+REAL_LLAMA3_GGUF = real_gguf_dir() / "llama3-early.gguf"  # llama.cpp's converter's output (`convert`)
 
 
 @pytest.mark.nightly

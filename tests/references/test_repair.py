@@ -112,8 +112,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, bad):
 def test_the_early_llama3_gguf_repaired_agrees_with_its_original(tmp_path):
     """The real set's smaug-bpe conversion (`fetch --real`, `convert --real`): repaired, " jeho" is [101503]
     in llama.cpp too, as in the original (docs/conversion-findings.md: the 588 vocabulary words)."""
-    from harness.models.shipped import cache_dir
-    original, gguf = cache_dir() / "real" / "llama3-early", cache_dir() / "real-gguf" / "llama3-early.gguf"
+    from harness.models.real_set import real_dir, real_gguf_dir
+    original, gguf = real_dir() / "llama3-early", real_gguf_dir() / "llama3-early.gguf"
     for path in (original / "tokenizer.json", gguf):
         if not path.is_file():
             pytest.skip(f"{path} missing (python -m harness fetch --real; python -m harness convert --real)")
