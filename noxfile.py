@@ -423,8 +423,8 @@ def nightly(session: nox.Session) -> None:
     chat templates with 200 fuzzed conversations each, the real set (parity-real, 200 fuzzed
     inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/.
     In two lanes at once (`in_lanes`): the real set, the golden replay, the shipped vocabularies, RWKV and
-    PLaMo-2, then chat; beside them the sweeps, the self-test, drift, then the nightly tests (once the real
-    set is converted: some read its GGUFs).
+    PLaMo-2, then the nightly tests (some read the real set's GGUFs); beside them the sweeps, the self-test,
+    drift, chat, then the every-code-point probes of the nightly tests.
 
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
@@ -471,9 +471,23 @@ def nightly(session: nox.Session) -> None:
     session.env["GGUF_PARITY_REAL_GGUF"] = str((real / "gguf").resolve())  # harness.models.real_set.REAL_GGUF_ENV
     converted = threading.Event()
 
+    # The nightly tests, in two parts: the every-code-point probes through llama.cpp (11.6 of their 17 minutes
+    # alone, on one core: deepseek-v3's pattern 6 min) in one lane, the rest in the other. Twins of the session's
+    # own steps are deselected: the nightly fuzz of every shipped vocabulary and of every pre-tokenizer name
+    # (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin), the golden drift check
+    # (`drift`) and the mutation self-test (`selftest`); they would only repeat them (the pre-name one: 55 min).
+    # A failing test stops the session, after the other lane and the report below.
+    pytest = ("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard)
+    code_points = "tests/tokenizer/test_unicode.py::test_every_code_point_through_oracle"
+    twins = ("tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
+             "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
+             "tests/models/test_synth.py::test_pre_sweep_live_differential",
+             "tests/golden/test_golden.py::test_golden_has_not_drifted",
+             "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector")
+
     def first_lane() -> None:
-        """The real set (converted first), then the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
-        and chat."""
+        """The real set (converted first), the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
+        then the nightly tests but the every-code-point probes."""
         try:
             if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
                               converted=converted.set):
@@ -482,16 +496,15 @@ def nightly(session: nox.Session) -> None:
             converted.set()  # a lane that failed before converting must not leave the tests waiting
         parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
                                       live=live[:2], out=out)
-        chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
-                           success_codes=[0, 1, 2], silent=True)
-        if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
-            failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
+        converted.wait()  # (here at once; the wait keeps the order if the tests move lanes)
+        session.run(*pytest, *(arg for twin in (*twins, code_points) for arg in ("--deselect", twin)),
+                    success_codes=[0, 5])
 
     def second_lane() -> None:
-        """The sweeps, the mutation self-test and drift, then the nightly tests."""
+        """The sweeps, the mutation self-test, drift and chat, then the every-code-point probes."""
         parts["second"] = parity_parts(session, selection=None, fuzz=NIGHTLY_FUZZ, seed=None, live=live[2:], out=out)
         # The mutation self-test (its pytest twin, tests/selftest/test_mutants.py's nightly test, is deselected
-        # below), as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through,
+        # above), as the main job judges: golden first (cheap), live+fuzz only on a mutant golden lets through,
         # and a detector's baseline only when a mutant needs it (docs/mutation-selftest.md, "The nightly's
         # self-test"). live and llama.cpp's own vectors are left out: they are measures of those detectors, not
         # of the main job (vectors alone cost 1 min 40 s over the 77 mutants); `nox -s mutants` runs every one.
@@ -505,19 +518,11 @@ def nightly(session: nox.Session) -> None:
                     f"--report {out / 'drift'} > {drift_txt} 2>&1; echo $? > {out / 'drift.rc'}", external=True)
         if (out / "drift.rc").read_text().strip() != "0":
             failed.append(f"golden drift ({drift_txt})")
-        # The session's own steps already are the nightly fuzz of every shipped vocabulary and of every
-        # pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin),
-        # the golden drift check (`drift`) and the mutation self-test (`selftest`), with reports kept;
-        # their pytest twins (for `pytest --nightly` outside nox) would only repeat them (the pre-name one: 55 min).
-        # A failing test stops the session, after the other lane and the report below.
-        converted.wait()
-        session.run("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard,
-                    "--deselect", "tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
-                    "--deselect", "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
-                    "--deselect", "tests/models/test_synth.py::test_pre_sweep_live_differential",
-                    "--deselect", "tests/golden/test_golden.py::test_golden_has_not_drifted",
-                    "--deselect", "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector",
-                    success_codes=[0, 5])
+        chat = session.run("python", "-m", "harness", "chat", "--fuzz", "200", *shard, "--report", str(out / "chat"),
+                           success_codes=[0, 1, 2], silent=True)
+        if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
+            failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
+        session.run(*pytest, code_points, success_codes=[0, 5])
 
     try:
         in_lanes(first_lane, second_lane)

@@ -269,7 +269,9 @@ def test_a_nightly_shard_runs_only_its_part_of_every_long_step(tmp_path, monkeyp
     commands, real = nightly_commands(tmp_path, monkeypatch, "2/4")
     part = "reports/nightly/shard-2-of-4"
     step = {name: next(c for c in commands if name in c)
-            for name in ("harness drift", "harness chat --fuzz", "harness selftest", "-m pytest")}
+            for name in ("harness drift", "harness chat --fuzz", "harness selftest", "-m pytest --nightly -m nightly "
+                         "--shard 2/4 --deselect", "-m pytest --nightly -m nightly --shard 2/4 tests/")}
+    step["-m pytest"] = step.pop("-m pytest --nightly -m nightly --shard 2/4 --deselect")
     assert all("--shard 2/4" in c for c in step.values()), step
     assert f"--report {part}/drift > {part}/drift.txt" in step["harness drift"]
     assert f"--report {part}/chat" in step["harness chat --fuzz"]
@@ -394,7 +396,17 @@ def test_the_nightly_s_tests_read_the_real_set_where_it_converts_it_and_wait_for
     commands, _ = nightly_commands(tmp_path, monkeypatch, None)
     [converted] = [i for i, c in enumerate(commands) if c.startswith("<real set converted")]
     assert commands[converted] == f"<real set converted into {tmp_path / 'reports/nightly/real/gguf'}>"
-    assert converted < next(i for i, c in enumerate(commands) if "-m pytest --nightly" in c)
+    assert converted < next(i for i, c in enumerate(commands) if "-m pytest --nightly" in c and "--deselect" in c)
+
+
+def test_the_nightly_tests_run_once_in_two_parts(tmp_path, monkeypatch):
+    """The every-code-point probes in one lane, every other nightly test but the session's twins in the other."""
+    commands, _ = nightly_commands(tmp_path, monkeypatch, None)
+    probes = "tests/tokenizer/test_unicode.py::test_every_code_point_through_oracle"
+    parts = [c.split() for c in commands if "-m pytest --nightly -m nightly" in c]
+    small, big = sorted(parts, key=len)
+    assert small[-1] == probes and "--deselect" not in small
+    assert big.count("--deselect") == 6 and big[-2:] == ["--deselect", probes]
 
 
 def test_real_gguf_dir_is_the_folder_the_environment_names(monkeypatch, tmp_path):
