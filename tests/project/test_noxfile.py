@@ -193,8 +193,8 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None, replay=True, converted=None:
-                        calls.append((out, fuzz, replay)) or True)
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True, converted=None, env=None:
+                        calls.append((out, fuzz, replay, env)) or True)
     monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
@@ -206,7 +206,9 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     session.name = "nightly"
     session.run = lambda *args, **kwargs: "0 differ, 0 llama.cpp crash" if "chat" in args else None
     noxfile.nightly.func(session)
-    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ, False)]
+    # the default documents, as parity-real's (doc-large is an engine's long input: the shipped vocabularies')
+    short_docs = {"GGUF_PARITY_DOCUMENTS": "default"}
+    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ, False, short_docs)]
 
 
 def test_the_nightly_s_real_set_is_live_only_and_a_shard_checks_its_share(tmp_path, monkeypatch):
@@ -234,7 +236,7 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     monkeypatch.setattr(noxfile, "SHARD", shard)
     commands = []
 
-    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, converted=None):
+    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, converted=None, env=None):
         time.sleep(0.2)  # the conversion takes a while; the other lane's stubbed steps take none
         commands.append(f"<real set converted into {session.env['GGUF_PARITY_REAL_GGUF']}>")
         if converted is not None:
