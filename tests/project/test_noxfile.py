@@ -155,11 +155,12 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     runs = [c.replace(f"--jobs {noxfile.JOBS}", "--jobs 2") for c in commands if c.startswith("python -m harness run")]
     assert runs == [
         f"python -m harness run --model {gguf}/llama3-early.gguf --reference hf:/cache/real/llama3-early "
-        "--fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
+        "--timeout 180 --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
         f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
-        "--reference-arg add_bos=true --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/mistral-spm-v1",
+        "--reference-arg add_bos=true --timeout 180 --fuzz 20 --seed 0 --jobs 2 "
+        "--report reports/parity-real/live/mistral-spm-v1",
         f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
-        "--reference tekken:/cache/real/mistral-tekken-240911 --fuzz 20 --seed 0 --jobs 2 "
+        "--reference tekken:/cache/real/mistral-tekken-240911 --timeout 180 --fuzz 20 --seed 0 --jobs 2 "
         "--report reports/parity-real/live/mistral-tekken-240911",
     ], runs
     merge = commands[at[5]]
