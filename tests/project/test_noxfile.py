@@ -194,7 +194,7 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None, replay=True, converted=None, env=None:
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True, env=None:
                         calls.append((out, fuzz, replay, env)) or True)
     monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
@@ -237,11 +237,9 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     monkeypatch.setattr(noxfile, "SHARD", shard)
     commands = []
 
-    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, converted=None, env=None):
+    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, env=None):
         time.sleep(0.2)  # the conversion takes a while; the other lane's stubbed steps take none
         commands.append(f"<real set converted into {session.env['GGUF_PARITY_REAL_GGUF']}>")
-        if converted is not None:
-            converted()
         real.append((out, shard))
         return True
     monkeypatch.setattr(noxfile, "real_check", real_check)
@@ -394,8 +392,8 @@ def test_the_nightly_s_lanes_all_finish_before_the_first_failure_is_raised():
 
 def test_the_nightly_s_tests_read_the_real_set_where_it_converts_it_and_wait_for_it(tmp_path, monkeypatch):
     """The nightly tests on the real set's GGUFs (tests/references, tests/inputs/test_derived_cases.py) skipped
-    when they looked in <cache>/real-gguf: they now read reports/nightly/real/gguf, once the other lane has
-    converted it."""
+    when they looked in <cache>/real-gguf: they now read reports/nightly/real/gguf, once the real set's step
+    has converted it."""
     commands, _ = nightly_commands(tmp_path, monkeypatch, None)
     [converted] = [i for i, c in enumerate(commands) if c.startswith("<real set converted")]
     assert commands[converted] == f"<real set converted into {tmp_path / 'reports/nightly/real/gguf'}>"
