@@ -120,6 +120,16 @@ def test_calls_go_in_order_then_reversed_then_shuffled():
     assert sorted(order[8:12]) == [0, 1, 2, 3] and len(order) == 14
 
 
+def test_a_long_text_is_called_in_the_first_pass_only():
+    order = list(call_order(4, 14, seed=1, once=frozenset({1})))
+    assert order[:4] == [0, 1, 2, 3] and order[4:7] == [3, 2, 0]
+    assert order.count(1) == 1 and len(order) == 14
+
+
+def test_long_texts_alone_are_called_until_the_count_or_not_at_all_again():
+    assert list(call_order(2, 5, seed=1, once=frozenset({0, 1}))) == [0, 1]
+
+
 # --- end to end: a user's engine that fails only past 64 KiB, or only from the 10,000th call -------
 
 def _run(tmp_path, engine: str, *extra: str):
