@@ -472,14 +472,15 @@ def nightly(session: nox.Session) -> None:
     real = out / "real"
     session.env["GGUF_PARITY_REAL_GGUF"] = str((real / "gguf").resolve())  # harness.models.real_set.REAL_GGUF_ENV
 
-    # The nightly tests, in two parts: the every-code-point probes through llama.cpp (11.6 of their 17 minutes
-    # alone, on one core: deepseek-v3's pattern 6 min) in one lane, the rest in the other. Twins of the session's
-    # own steps are deselected: the nightly fuzz of every shipped vocabulary and of every pre-tokenizer name
-    # (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin), the golden drift check
-    # (`drift`) and the mutation self-test (`selftest`); they would only repeat them (the pre-name one: 55 min).
+    # The nightly tests, in two parts: the every-code-point probes (our engine against llama.cpp's recorded
+    # answers, tests/tokenizer/code_points.py: about 5 minutes on one core) in one lane, the rest in the other.
+    # Twins of the session's own steps are deselected: the nightly fuzz of every shipped vocabulary and of every
+    # pre-tokenizer name (`run --fuzz`, about 1,500 cases per pre-* vocabulary, and its seeded twin), the golden
+    # drift check (`drift`) and the mutation self-test (`selftest`); they would only repeat them (the pre-name
+    # one: 55 min).
     # A failing test stops the session, after the other lane and the report below.
     pytest = ("python", "-m", "pytest", "--nightly", "-m", "nightly", *shard)
-    code_points = "tests/tokenizer/test_unicode.py::test_every_code_point_through_oracle"
+    code_points = "tests/tokenizer/test_unicode.py::test_every_code_point_against_llama_cpp"
     twins = ("tests/inputs/test_fuzz.py::test_nightly_fuzz_every_shipped_vocabulary",
              "tests/tokenizer/test_pretokenizers.py::test_pre_name_differential",
              "tests/models/test_synth.py::test_pre_sweep_live_differential",

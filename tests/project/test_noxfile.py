@@ -403,7 +403,7 @@ def test_the_nightly_s_tests_read_the_real_set_where_it_converts_it_and_wait_for
 def test_the_nightly_tests_run_once_in_two_parts(tmp_path, monkeypatch):
     """The every-code-point probes in one lane, every other nightly test but the session's twins in the other."""
     commands, _ = nightly_commands(tmp_path, monkeypatch, None)
-    probes = "tests/tokenizer/test_unicode.py::test_every_code_point_through_oracle"
+    probes = "tests/tokenizer/test_unicode.py::test_every_code_point_against_llama_cpp"
     parts = [c.split() for c in commands if "-m pytest --nightly -m nightly" in c]
     small, big = sorted(parts, key=len)
     assert small[-1] == probes and "--deselect" not in small

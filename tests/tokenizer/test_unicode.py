@@ -8,7 +8,9 @@
    separate letters/digits/whitespace (gpt-2), marks (qwen35), punctuation
    (aquila: default pre), symbols (synthetic deepseek-v3) and Han (synthetic
    kimi-k2).  By default the code points at every class boundary of
-   llama.cpp's table (about 9,000); with --nightly all 1,114,112.
+   llama.cpp's table (about 9,000), asked of llama.cpp live; with --nightly
+   all 1,114,112, against llama.cpp's answers recorded per pinned release
+   (tests/tokenizer/code_points.py, golden/code-points/).
 3. The tables are Unicode 15.1: its additions are classified, Unicode 16.0's
    are not.  (Python 3.11's `unicodedata` is Unicode 14.0, so using it would
    be wrong for every code point added in 15.0 and 15.1.)
@@ -27,10 +29,10 @@ import pytest
 
 from tests.conformance import synthetic_or_skip
 from tests.llama_sources import llama_source
+from tests.tokenizer import code_points
 from tokenizer import unicode as uni
-from tokenizer.attrs import Attr
 
-BATCH = 2048
+FLAGS = code_points.FLAGS
 
 
 @lru_cache(maxsize=1)
@@ -91,11 +93,6 @@ def test_tables_are_unicode_15_1(cpt, flags):
 
 # --- through the oracle ----------------------------------------------------------------------
 
-def _probe(cpt: int) -> bytes:
-    c = chr(cpt)
-    return ("x" + c + "1 " + c + c + ". " + c + "a\u4e00" + c + "'s").encode("utf-8", "surrogatepass")
-
-
 def boundary_code_points() -> list[int]:
     starts = uni.tables()["ranges_flags"][0::2]
     near = {c + d for c in starts for d in (-1, 0, 1)}
@@ -104,13 +101,8 @@ def boundary_code_points() -> list[int]:
     return sorted(c for c in near if 0 <= c < uni.MAX_CODEPOINTS)
 
 
-PROBE_VOCABS = [
-    pytest.param("gpt-2", id="gpt-2-letters-digits-space"),
-    pytest.param("qwen35", id="qwen35-marks"),
-    pytest.param("aquila", id="aquila-punctuation"),
-    pytest.param("synthetic:pre-deepseek-v3", id="deepseek-v3-symbols"),
-    pytest.param("synthetic:pre-kimi-k2", id="kimi-k2-han"),
-]
+PROBE_VOCABS = [pytest.param(name, id=f"{name.removeprefix('synthetic:pre-')}-{what}")
+                for name, what in code_points.PROBE_VOCABS.items()]
 
 
 def _vocab_path(name: str, require_vocab) -> Path:
@@ -120,10 +112,10 @@ def _vocab_path(name: str, require_vocab) -> Path:
 
 
 def _separator(tok) -> bytes:
-    control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & Attr.CONTROL]
-    if not control:
+    sep = code_points.separator(tok)
+    if sep is None:
         pytest.skip("no CONTROL token to separate probes with")
-    return max((tok.token_text(t) for t in control), key=len)
+    return sep
 
 
 def probe_mismatches(path: Path, cpts: list[int]) -> list[int]:
@@ -135,13 +127,12 @@ def probe_mismatches(path: Path, cpts: list[int]) -> list[int]:
     sep = _separator(ours)
     bad = []
     with LlamaOracle(path) as oracle:
-        for i in range(0, len(cpts), BATCH):
-            chunk = cpts[i:i + BATCH]
-            data = sep.join(_probe(c) for c in chunk)
-            flags = {"add_special": False, "parse_special": True}
-            if ours.tokenize(data, **flags) != oracle.tokenize(data, **flags):
-                bad += [c for c in chunk
-                        if ours.tokenize(_probe(c), **flags) != oracle.tokenize(_probe(c), **flags)]
+        for i in range(0, len(cpts), code_points.BATCH):
+            chunk = cpts[i:i + code_points.BATCH]
+            data = sep.join(map(code_points.probe, chunk))
+            if ours.tokenize(data, **FLAGS) != oracle.tokenize(data, **FLAGS):
+                probes = [(c, code_points.probe(c)) for c in chunk]
+                bad += [c for c, one in probes if ours.tokenize(one, **FLAGS) != oracle.tokenize(one, **FLAGS)]
     return bad
 
 
@@ -155,9 +146,22 @@ def test_class_boundaries_through_oracle(name, require_vocab):
 @pytest.mark.oracle
 @pytest.mark.nightly
 @pytest.mark.parametrize("name", PROBE_VOCABS)
-def test_every_code_point_through_oracle(name, require_vocab):
-    bad = probe_mismatches(_vocab_path(name, require_vocab), list(range(uni.MAX_CODEPOINTS)))
-    assert not bad, f"{len(bad)} code points classified differently, e.g. {[hex(c) for c in bad[:10]]}"
+def test_every_code_point_against_llama_cpp(name, require_vocab):
+    """Every code point's probe, our ids against llama.cpp's recorded digests (tests/tokenizer/code_points.py);
+    a batch that differs is asked of llama.cpp live, code point by code point, to name them."""
+    from tokenizer import Tokenizer
+
+    path = _vocab_path(name, require_vocab)
+    why = code_points.stale(name, path)
+    assert why is None, f"{why}: re-record with `python -m tests.tokenizer.code_points {name}`"
+    ours = Tokenizer.from_gguf(path)
+    starts = code_points.differing(name, lambda data: ours.tokenize(data, **FLAGS), _separator(ours))
+    chunks = [range(s, min(s + code_points.BATCH, uni.MAX_CODEPOINTS)) for s in starts]
+    bad = probe_mismatches(path, [c for chunk in chunks for c in chunk]) if starts else []
+    assert not starts, (f"{len(starts)} of {-(-uni.MAX_CODEPOINTS // code_points.BATCH)} calls "
+                        f"differ from llama.cpp's record; live, {len(bad)} code points classified differently, "
+                        f"e.g. {[hex(c) for c in bad[:10]]}" + ("" if bad else " (none: the record is stale, "
+                        f"re-record with `python -m tests.tokenizer.code_points {name}`)"))
 
 
 # --- lenient UTF-8 --------------------------------------------------------------------------
