@@ -61,6 +61,10 @@ def test_the_level_switch_leaves_them_out(monkeypatch):
     assert documents.documents(None) == []
     monkeypatch.setenv(documents.LEVEL_ENV, "default")
     assert [c["id"] for c in documents.documents(None)] == ["doc-diverse", "doc-mixed"]
+    monkeypatch.setenv(documents.LEVEL_ENV, "mixed")
+    assert [c["id"] for c in documents.documents(None)] == ["doc-mixed"]
+    monkeypatch.setenv(documents.LEVEL_ENV, "full")
+    assert [c["id"] for c in documents.documents(None)] == ["doc-diverse", "doc-mixed", "doc-large"]
 
 
 @pytest.mark.vocab

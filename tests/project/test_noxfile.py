@@ -303,9 +303,9 @@ def test_the_nightly_gives_its_long_phases_to_the_shipped_vocabularies_and_the_s
     parts = {name: (set(chosen[1::2]), long, *env) for kw in asked for name, chosen, _, long, *env in kw["live"]}
     assert parts == {"live": (set(noxfile.SHIPPED_FAMILIES), ()), "live-synthetic": ({"rwkv", "plamo2"}, ()),
                      "live-sweeps": ({"pre-behaviours", "model-names", "sensitivity"}, noxfile.MAIN_LONG,
-                                     {"GGUF_PARITY_DOCUMENTS": "default"}),
+                                     {"GGUF_PARITY_DOCUMENTS": "mixed"}),
                      "live-aliases": ({"pre-aliases"}, noxfile.MAIN_LONG,
-                                      {"GGUF_PARITY_DOCUMENTS": "default", "GGUF_PARITY_BOUNDARIES": "slice"})}
+                                      {"GGUF_PARITY_DOCUMENTS": "mixed", "GGUF_PARITY_BOUNDARIES": "slice"})}
     assert set(first["selection"][1::2]) == set(noxfile.SHIPPED_FAMILIES + noxfile.SYNTHETIC_FAMILIES)
     assert second["selection"] is None  # one golden replay, in the first lane
     assert set(members(["pre-behaviours", "pre-aliases"])) == set(FAMILIES["pre-sweep"])
