@@ -7,8 +7,8 @@ reversed, then shuffled), `config.calls` tokenize calls in all (a case is one ca
 add_special x parse_special pair, each with its detokenizations), and compares every answer
 with llama.cpp's record of that case from the corpus phase (`Recorder`): no new oracle calls.
 A text of `ONCE_BYTES` or more (the corpora's documents) is asked in the first pass only: the
-phase counts calls, and each pass over a 900 KiB document cost the nightly seconds per vocabulary
-while adding one call.
+phase counts calls, and each further pass over a 900 KiB document cost the nightly seconds per
+vocabulary for four calls, as many as a sentence's.
 
 The first case that now differs is a finding on that case (the same text agreed before),
 with the call it came at, and a reproduce command that asks that one text as many times
