@@ -24,6 +24,7 @@ from random import Random
 from ..compare.result import ModelResult
 from ..compare.subject import Subject
 from ..golden.records import FLAGS
+from ..inputs.corpus import case_input
 from .check import Answer, Expected, judge_case
 
 CHUNK = 256  # cases asked of the engine per evaluate_many: the engine batches them as in the corpus phase
@@ -68,11 +69,6 @@ def call_order(n: int, count: int, seed: int | None, once: frozenset[int] = froz
         passes += 1
 
 
-def _size(case: dict) -> int:
-    """The input's length in bytes."""
-    return len(case["bytes"]) // 2 if "bytes" in case else len(case["text"].encode("utf-8", "surrogatepass"))
-
-
 def check_calls(subject: Subject, recorder: Recorder, calls: int, result: ModelResult, *,
                 seed: int | None = None) -> None:
     """Up to `calls` tokenize calls of the engine on texts it agreed on; the first that now differs is a finding."""
@@ -83,7 +79,7 @@ def check_calls(subject: Subject, recorder: Recorder, calls: int, result: ModelR
         result.notes.append("calls: not checked (no case agreed with llama.cpp before the phase)")
         return
     before = result.cases * len(FLAGS)  # about: every case judged so far was one call per flag pair
-    once = frozenset(i for i, (case, _) in enumerate(agreed) if _size(case) >= ONCE_BYTES)
+    once = frozenset(i for i, (case, _) in enumerate(agreed) if len(case_input(case)) >= ONCE_BYTES)
     if len(once) == len(agreed):  # long texts alone (a reproduce command's one document): each asked again
         once = frozenset()
     order = list(call_order(len(agreed), -(-calls // len(FLAGS)), seed, once))
