@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.models.fetch import sha256_file
 from tokenizer.attrs import Attr
 
 BATCH = 2048
@@ -64,14 +65,6 @@ def digest(ids: list[int]) -> str:
     return f"{len(ids)}:{hashlib.sha256(np.asarray(ids, dtype='<i4').tobytes()).hexdigest()[:16]}"
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def record_path(name: str) -> Path:
     return RECORDS / f"{name.split(':', 1)[-1]}.json"
 
@@ -91,7 +84,7 @@ def stale(name: str, path: Path) -> str | None:
     if record.get("llama_cpp_python") != llama_version():
         return f"{where} was recorded with llama-cpp-python {record.get('llama_cpp_python')}, " \
                f"this is {llama_version()}"
-    if record.get("gguf_sha256") != file_sha256(path):
+    if record.get("gguf_sha256") != sha256_file(path):
         return f"{where} was recorded from another file than {path}"
     if record.get("batch") != BATCH or len(record.get("digests", ())) != -(-MAX_CODEPOINTS // BATCH):
         return f"{where} holds another batching than {BATCH} code points per call"
@@ -117,18 +110,10 @@ def record(name: str, path: Path) -> Path:
         digests = [digest(oracle.tokenize(data, **FLAGS)) for _, data in batches(sep)]
     out = record_path(name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    body = {"vocabulary": name, "llama_cpp_python": llama_version(), "gguf_sha256": file_sha256(path),
+    body = {"vocabulary": name, "llama_cpp_python": llama_version(), "gguf_sha256": sha256_file(path),
             "batch": BATCH, "flags": FLAGS, "separator": sep.decode("utf-8", "replace"), "digests": digests}
     out.write_text(json.dumps(body, indent=0) + "\n", encoding="utf-8")
     return out
-
-
-def vocab_file(name: str) -> Path:
-    """A probe vocabulary's GGUF: a shipped one as fetched, a synthetic one built."""
-    from harness.models import synth
-    from harness.models.shipped import shipped_path
-
-    return synth.ensure(name.split(":", 1)[1]) if name.startswith("synthetic:") else shipped_path(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,10 +126,11 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     from harness.errors import SetupError
+    from harness.models.paths import resolve
 
     for name in args.names or PROBE_VOCABS:
         try:
-            path = vocab_file(name)
+            path = resolve(name.removeprefix("synthetic:"))
         except SetupError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -25,7 +25,7 @@ def recorded(tmp_path, monkeypatch):
     gguf = tmp_path / "v.gguf"
     gguf.write_bytes(b"GGUF planted")
     cp.RECORDS.mkdir()
-    body = {"llama_cpp_python": "9.9.9", "gguf_sha256": cp.file_sha256(gguf), "batch": cp.BATCH,
+    body = {"llama_cpp_python": "9.9.9", "gguf_sha256": cp.sha256_file(gguf), "batch": cp.BATCH,
             "digests": [cp.digest(_length(data)) for _, data in cp.batches(SEP)]}
     cp.record_path("v").write_text(json.dumps(body), encoding="utf-8")
     return gguf
