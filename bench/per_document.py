@@ -8,6 +8,9 @@ earlier pass):
 - per document: ours `Tokenizer.tokenize(doc)` per document (a `str`, as a user has
   it), llama.cpp `llama_tokenize` per document (given the UTF-8 bytes), HF
   tokenizers `encode(doc)` per document;
+- per document again: ours on the same documents with the same tokenizer object, every
+  word cached by then (what the cold figure costs beyond merging new words; llama.cpp
+  keeps no cache, so its figure is the same both times);
 - batch: ours `Tokenizer.tokenize_batch(docs)`, HF `encode_batch(docs)` single-threaded.
   llama.cpp has no batch call: its per-document loop is its figure.
 
@@ -51,6 +54,7 @@ def bench(path: Path, docs: list[str], passes: int, oracle: Any, hf_json: str | 
         t_llama, expected = timed(_each, oracle.tokenize, raw, **KW)
         keep("llama", t_llama, expected, expected)
         keep("ours", t_ours, ids_ours, expected)
+        keep("ours_again", *timed(_each, ours.tokenize, docs, **KW), expected)
         keep("ours_batch", *timed(Tokenizer.from_gguf(path).tokenize_batch, docs, **KW), expected)
         if hf_json is not None:
             t, enc = timed(_each, peer_hf.load(hf_json).encode, docs, add_special_tokens=False)
