@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tokenizer.gguf.reader import read
 
-    from ..files.atomic import write_text_atomic
+    from ..files.atomic import check_output_path, write_text_atomic
+    from ..models.gguf_rewrite import check_rewritable
     from ..references.specs import parse
     from ..runs.repair import repair
 
@@ -58,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError(f"{args.gguf}: no such file")
     if args.out.resolve() == args.gguf.resolve():
         raise SetupError(f"--out {args.out}: the repaired file must be another file than {args.gguf}")
-    read(args.gguf)  # a file that is not a GGUF is one line and exit 2 (GGUFError), before any work
+    check_output_path(args.out, "--out")  # a device, a FIFO, a folder: refused before any work
+    if args.json:
+        check_output_path(args.json, "--json")
+        if args.json.resolve() in (args.gguf.resolve(), args.out.resolve()):
+            raise SetupError(f"--json {args.json}: must be another file than the input and --out")
+    check_rewritable(read(args.gguf), args.gguf)  # not a GGUF, or padded past its size: exit 2, before any work
     ref = parse(args.reference)
     if ref.kind not in ("hf", "spm"):
         raise SetupError(f"--reference {args.reference}: repair reads hf: or spm: originals, not {ref.kind}:")
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                   log=lambda line: print(line, file=sys.stderr))
     print(render(done.as_dict(), args.gguf, args.out))
     if args.json:
-        write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n", "--json")
     final = done.after or done.before
     return 0 if not final.conversion and not final.parity and not final.new_failures(done.before) else 1
 

@@ -4,11 +4,19 @@ pip downloads the source distribution (pip's own cache is used); the
 vocabularies, their `.inp`/`.out` vectors and the chat templates are extracted
 into `harness.models.shipped.cache_dir()` and every file is checked against the sha256
 manifest committed in `harness/data/manifest.sha256`.
+
+Two runs may fetch into the same empty cache at once (the Quickstart and every nox session
+run `fetch`): the cache folder is locked for the whole fetch (`harness.files.atomic.locked`),
+so the second waits and then finds the cache verified, and each file is extracted under a
+random name and renamed into place (`harness.files.atomic.replacing`). An archive is read
+within bounds: a member over `MAX_MEMBER_BYTES`, more than `MAX_MEMBERS` members or more
+than `MAX_UNPACKED_BYTES` unpacked is refused, naming the archive.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -18,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from ..errors import SetupError
+from ..files.atomic import locked, replacing, write_text_atomic
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 MANIFEST = Path(__file__).parents[1] / "data" / "manifest.sha256"
@@ -28,6 +37,11 @@ _TEMPLATES = "vendor/llama.cpp/models/templates/"
 # our tables and name lists against them (never compiled, never imported).
 SOURCES = ("llama-vocab.cpp", "unicode.cpp", "unicode-data.cpp", "unicode.h")
 _SOURCES = "vendor/llama.cpp/src/"
+# The pinned sdist: 3,884 members, 216 MB unpacked, its largest vocabulary 15.8 MB.
+MAX_MEMBER_BYTES = 64 << 20
+MAX_MEMBERS = 100_000
+MAX_UNPACKED_BYTES = 2 << 30
+LOCK_NAME = ".fetch.lock"
 
 
 def wanted(member: str) -> str | None:
@@ -93,23 +107,31 @@ def extract(archive: Path, target: Path, *, select: Callable[[str], str | None] 
 def _extract(archive: Path, target: Path, select: Callable[[str], str | None],
              progress: Callable[[str], None]) -> list[str]:
     names = []
+    unpacked = 0
     with tarfile.open(archive, "r:gz") as tar:
-        for member in tar:
+        for count, member in enumerate(tar, 1):
+            unpacked += member.size
+            _check_bounds(archive, member, count, unpacked)
             dest = select(member.name)
             if dest is None or not member.isfile():
                 continue
-            out = target / dest
-            out.parent.mkdir(parents=True, exist_ok=True)
             src = tar.extractfile(member)
             if src is None:  # not a regular file after all (isfile() said it was)
                 continue
-            tmp = out.with_suffix(out.suffix + ".part")
-            with open(tmp, "wb") as fh:
-                fh.write(src.read())
-            tmp.replace(out)
+            with replacing(target / dest, f"{archive}: extracted file") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
             names.append(dest)
             progress(dest)
     return sorted(names)
+
+
+def _check_bounds(archive: Path, member: tarfile.TarInfo, count: int, unpacked: int) -> None:
+    if member.size > MAX_MEMBER_BYTES:
+        raise SetupError(f"{archive}: member {member.name} is {member.size:,} bytes, "
+                         f"over the limit of {MAX_MEMBER_BYTES:,}")
+    if count > MAX_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
+        raise SetupError(f"{archive}: over {MAX_MEMBERS:,} members or {MAX_UNPACKED_BYTES:,} bytes unpacked, "
+                         "not a llama-cpp-python sdist")
 
 
 def verify(target: Path, manifest: dict[str, str]) -> list[str]:
@@ -131,12 +153,22 @@ def is_fetched(target: Path | None = None) -> bool:
 
 def fetch(*, target: Path | None = None, sdist: Path | None = None, force: bool = False,
           log: Callable[[str], None] = print) -> Path:
-    """Make sure the cache holds every manifest file, verified. Returns the cache folder."""
+    """Make sure the cache holds every manifest file, verified. Returns the cache folder.
+
+    Holds the cache folder's lock throughout: a second fetch into the same cache waits, then
+    finds it verified.
+    """
     target = target or cache_dir()
     manifest = read_manifest()
-    if is_fetched(target) and not force and not verify(target, manifest):
-        log(f"already fetched and verified: {target} ({len(manifest)} files)")
-        return target
+    with locked(target / LOCK_NAME):
+        if is_fetched(target) and not force and not verify(target, manifest):
+            log(f"already fetched and verified: {target} ({len(manifest)} files)")
+            return target
+        _fetch(target, manifest, sdist, log)
+    return target
+
+
+def _fetch(target: Path, manifest: dict[str, str], sdist: Path | None, log: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if sdist is None:
             log(f"downloading llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} sdist with pip ...")
@@ -147,16 +179,15 @@ def fetch(*, target: Path | None = None, sdist: Path | None = None, force: bool 
     if problems:
         raise SetupError(f"{len(problems)} file(s) failed the manifest check in {target}: "
                          + "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else ""))
-    (target / ".complete").write_text(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n")
+    write_text_atomic(target / ".complete", f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n")
     log(f"ok: {len(manifest)} files verified against {MANIFEST.name}")
-    return target
 
 
 def write_manifest(target: Path, path: Path = MANIFEST) -> int:
     """Maintainers only, when bumping the pin: record the sha256 of every extracted file."""
     names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*")
                    if p.is_file() and _from_cache_path(p.relative_to(target).as_posix()))
-    path.write_text("".join(f"{sha256_file(target / n)}  {n}\n" for n in names))
+    write_text_atomic(path, "".join(f"{sha256_file(target / n)}  {n}\n" for n in names))
     return len(names)
 
 

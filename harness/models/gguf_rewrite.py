@@ -12,7 +12,13 @@ The copy is streamed in chunks of `CHUNK` bytes, so a model of any size is
 rewritten in bounded memory. After writing, `dst` is read back: its metadata
 must be `src`'s with the changes, and each tensor's sha256 must be the one
 it had in `src` (`Rewritten.tensors_checked`); anything else removes `dst`
-and raises `RewriteError`.
+and raises `RewriteError`. The file is written in a private folder beside `dst` and renamed
+into place (`harness.files.atomic.building`): no link planted beside `dst` is followed.
+
+No header field sets the size of what is written or held in memory beyond what `src` holds:
+`general.alignment` pads the rewritten header, so an alignment larger than the source file
+(2**31 in a 400-byte file would be 2 GiB of padding, in memory and on disk) is refused first,
+naming the key (`check_rewritable`, `SetupError`).
 
     >>> rewrite_metadata("x.gguf", "x.fixed.gguf", {"tokenizer.ggml.pre": "llama-bpe"})
 """
@@ -27,8 +33,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tokenizer.errors import GGUFError
+from tokenizer.gguf.constants import Keys
 from tokenizer.gguf.reader import GGUFFile, read
 from tokenizer.gguf.writer import GGUFWriteError, header
+
+from ..errors import SetupError
+from ..files.atomic import building
 
 CHUNK = 1 << 20
 
@@ -54,6 +64,7 @@ def rewrite_metadata(src: str | os.PathLike[str], dst: str | os.PathLike[str], c
     if source.resolve() == target.resolve():
         raise RewriteError(f"{target}: the output must be another file than the input")
     f = read(source)
+    check_rewritable(f, source)
     dropped = tuple(drop)
     missing = sorted(set(dropped) - f.metadata.keys())
     if missing:
@@ -63,20 +74,28 @@ def rewrite_metadata(src: str | os.PathLike[str], dst: str | os.PathLike[str], c
         head, placed = header(meta, types=f.types, version=f.version, tensors=f.tensors, max_data=None)
     except GGUFWriteError as exc:
         raise RewriteError(f"{target}: {exc}") from None
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        with open(source, "rb") as inp, open(tmp, "wb") as out:
+    with building(target, "the rewritten file") as tmp:
+        with open(source, "rb") as inp, open(tmp, "xb") as out:
             out.write(head)
             for tensor, (offset, nbytes) in zip(f.tensors, placed, strict=True):
                 out.seek(len(head) + offset)
                 _copy(inp, out, tensor.offset, nbytes)
             out.truncate(len(head) + _data_end(placed, f.alignment))
         checked = _check(source, f, tmp, meta)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return Rewritten(target, tuple(changes), dropped, checked)
+
+
+def check_rewritable(f: GGUFFile, source: Path) -> None:
+    """`SetupError` when a rewrite of `f` (read from `source`) would be padded beyond the file's size.
+
+    A file with tensors has its data at a multiple of the alignment inside the file, so its
+    alignment is at most its size; a file without tensors may claim any power of two. The
+    default alignment (32) is always accepted.
+    """
+    size = source.stat().st_size
+    if f.alignment > max(size, 32):
+        raise SetupError(f"{source}: {Keys.ALIGNMENT} is {f.alignment:,}, more than the file's {size:,} bytes "
+                         f"(a rewrite would pad its header to {f.alignment:,} bytes); not rewritten")
 
 
 def _data_end(placed: list[tuple[int, int]], alignment: int) -> int:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
+import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +20,7 @@ from tokenizer.gguf.reader import read
 META = {"general.architecture": "llama", "general.name": "tiny", "general.alignment": 64,
         "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "smaug-bpe",
         "tokenizer.ggml.tokens": ["a", "b", "ab"], "tokenizer.ggml.token_type": [1, 1, 3]}
+ROOT = Path(__file__).resolve().parents[2]
 TENSORS = [("tok_embd.weight", (8, 3), "F32"), ("odd", (5,), "F16"), ("big", (CHUNK // 2 + 7,), "F32")]
 
 
@@ -93,3 +99,59 @@ def test_the_output_cannot_be_the_input(tmp_path):
     model_file(src)
     with pytest.raises(RewriteError, match="another file"):
         rewrite_metadata(src, src, {"tokenizer.ggml.pre": "llama-bpe"})
+
+
+def test_links_planted_beside_the_output_are_not_followed(tmp_path):
+    """issue 47: `.out.gguf.tmp -> in.gguf` beside --out cut the input to its header (every tensor byte lost)."""
+    src, dst = tmp_path / "x.gguf", tmp_path / "y.gguf"
+    model_file(src)
+    before = src.read_bytes()
+    (tmp_path / ".y.gguf.tmp").symlink_to(src)
+    rewrite_metadata(src, dst, {"tokenizer.ggml.pre": "llama-bpe"})
+    assert src.read_bytes() == before and digests(dst) == digests(src)
+    assert (tmp_path / ".y.gguf.tmp").is_symlink()
+
+
+def test_an_input_named_like_the_old_temp_file_is_kept(tmp_path):
+    """issue 47: `repair .victim.gguf.tmp --out victim.gguf` deleted its own input."""
+    src, dst = tmp_path / ".y.gguf.tmp", tmp_path / "y.gguf"
+    model_file(src)
+    before = src.read_bytes()
+    rewrite_metadata(src, dst, {"tokenizer.ggml.pre": "llama-bpe"})
+    assert src.read_bytes() == before and read(dst).metadata["tokenizer.ggml.pre"] == "llama-bpe"
+
+
+ALIGNMENT_PROBE = """
+import sys
+from harness.models.gguf_rewrite import rewrite_metadata
+try:
+    rewrite_metadata(sys.argv[1], sys.argv[2], {"tokenizer.ggml.pre": "llama-bpe"})
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def alignment_file(path, alignment: int) -> None:
+    """A vocabulary-only GGUF (no tensors: any power of two reads) whose general.alignment is `alignment`."""
+    writer.write(path, META)
+    data = bytearray(path.read_bytes())
+    needle = b"general.alignment" + struct.pack("<II", 4, 64)  # key, UINT32, the value written
+    at = data.index(needle) + len(needle) - 4
+    data[at:at + 4] = struct.pack("<I", alignment)
+    path.write_bytes(bytes(data))
+
+
+def test_an_alignment_beyond_the_file_is_refused_naming_the_key_in_bounded_memory(tmp_path):
+    """issue 46/47: general.alignment = 2**31 in a 384-byte file took 4.1 GB of memory and 2.1 GB of disk."""
+    src, dst = tmp_path / "x.gguf", tmp_path / "y.gguf"
+    alignment_file(src, 2**31)
+    assert read(src).alignment == 2**31
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", ALIGNMENT_PROBE, str(src), str(dst)], capture_output=True,
+                         text=True, timeout=60, preexec_fn=cap, env=env, check=False)
+    assert out.stdout.startswith("SetupError") and "general.alignment is 2,147,483,648" in out.stdout, out
+    assert sorted(os.listdir(tmp_path)) == ["x.gguf"]
