@@ -14,6 +14,12 @@ kept in `<cache>/chat-helper/objects-<key>/` (keyed without main.cpp), so a chan
 main.cpp recompiles only main.cpp (a few seconds). No network is used except pip's
 download of the sdist when pip's cache does not hold it.
 
+Two runs may build at once (two nox sessions, two `chat` runs on an empty cache): the build
+of one key holds that entry's lock (`harness.files.atomic.locked`), so the second waits and
+then finds the binary; every object and the binary are written by the compiler into a private
+folder and renamed into place (`harness.files.atomic.building`), so no two compilers ever
+share a file name, and a build killed half-way leaves no half-written object behind.
+
 What it costs: 195 CPU-seconds in all (g++ 12), so about 1.6 minutes on an idle 2-core
 machine with one job per CPU (the default), plus pip's download of the sdist. The 35
 sources in `SOURCES` are every one the helper needs: linked as an archive, each is pulled
@@ -37,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from ..errors import SetupError
+from ..files.atomic import building, locked, write_text_atomic
 from ..models.fetch import download_sdist, extract, read_manifest, sha256_file
 from ..models.shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
@@ -132,23 +139,31 @@ def _compile(src_root: Path, obj_dir: Path, source: str) -> Path:
     obj = obj_dir / (source.replace("/", "_") + ".o")
     if obj.is_file():
         return obj
-    cmd = ["g++", *FLAGS, *(f"-I{src_root / i}" for i in _INCLUDES), "-c", str(src_root / source),
-           "-o", str(obj) + ".part"]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode:
-        raise SetupError(f"compiling {source} failed:\n{result.stderr[-4000:]}")
-    os.replace(str(obj) + ".part", obj)
+    with building(obj, "the chat helper's object") as part:
+        cmd = ["g++", *FLAGS, *(f"-I{src_root / i}" for i in _INCLUDES), "-c", str(src_root / source),
+               "-o", str(part)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode:
+            raise SetupError(f"compiling {source} failed:\n{result.stderr[-4000:]}")
     return obj
 
 
 def build(*, sdist: Path | None = None, jobs: int | None = None, log: Callable[[str], None] = print) -> Path:
     """The helper's path, building it first when the cache has none for this key.
 
-    `jobs` compiles run at once (default: one per CPU).
+    `jobs` compiles run at once (default: one per CPU). The entry's lock is held while building:
+    a second build of the same key waits, then returns the first one's binary.
     """
     binary = helper_path()
     if binary.is_file():
         return binary
+    with locked(binary.parent / ".build.lock"):
+        if binary.is_file():
+            return binary
+        return _build(binary, sdist, jobs, log)
+
+
+def _build(binary: Path, sdist: Path | None, jobs: int | None, log: Callable[[str], None]) -> Path:
     lib = llama_lib_dir()
     obj_dir = objects_dir()
     obj_dir.mkdir(parents=True, exist_ok=True)
@@ -165,12 +180,12 @@ def build(*, sdist: Path | None = None, jobs: int | None = None, log: Callable[[
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             objs = list(pool.map(lambda s: _compile(src_root, obj_dir, s), SOURCES))
         objs.append(_compile(src_root, binary.parent, "gguf_parity_chat.cpp"))
-        cmd = ["g++", *(str(o) for o in objs), f"-L{lib}", "-lllama", "-lggml", "-lggml-base",
-               f"-Wl,-rpath,{lib}", "-Wl,--gc-sections", "-pthread", "-o", str(binary) + ".part"]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode:
-            raise SetupError(f"linking the chat helper failed:\n{result.stderr[-4000:]}")
-    os.replace(str(binary) + ".part", binary)
+        with building(binary, "the chat helper") as part:
+            cmd = ["g++", *(str(o) for o in objs), f"-L{lib}", "-lllama", "-lggml", "-lggml-base",
+                   f"-Wl,-rpath,{lib}", "-Wl,--gc-sections", "-pthread", "-o", str(part)]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode:
+                raise SetupError(f"linking the chat helper failed:\n{result.stderr[-4000:]}")
     log(f"chat helper: {binary} (llama.cpp's objects kept in {obj_dir} for the next main.cpp change)")
     return binary
 
@@ -180,7 +195,7 @@ def write_manifest(sdist: Path, path: Path = MANIFEST) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         names = extract(sdist, Path(tmp), select=_wanted)
         lines = [f"{sha256_file(Path(tmp) / n)}  {n}" for n in sorted(names)]
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return len(lines)
 
 
