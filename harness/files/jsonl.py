@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import input_limits
-from .atomic import write_text_atomic
+from .atomic import check_output_path, write_text_atomic
 
 # Characters JSON allows raw in a string but that break lines (or UTF-8 encoding, for surrogates).
 _UNSAFE = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
@@ -53,19 +54,20 @@ def write(path: str | os.PathLike[str], records: Iterable[Any]) -> Path:
 
 
 def append(path: str | os.PathLike[str], record: Any) -> None:
-    """Append one record; a file that does not end in a newline gets one first."""
-    path = Path(path)
+    """Append one record; a file that does not end in a newline gets one first.
+
+    Only to a regular file (`check_output_path`: a FIFO or a device is refused, not written).
+    """
+    path = check_output_path(path, "JSON Lines file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as out:
-        if out.tell() and not _ends_in_newline(path):
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "r+b") as out:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the check
+            raise JSONLError(f"{path}: not a regular file; nothing appended")
+        end = out.seek(0, os.SEEK_END)
+        if end and os.pread(fd, 1, end - 1) != b"\n":
             out.write(b"\n")
         out.write((dumps(record) + "\n").encode("utf-8"))
-
-
-def _ends_in_newline(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
 
 
 def read(path: str | os.PathLike[str], *, max_bytes: int = input_limits.MAX_CORPUS_BYTES,
@@ -77,19 +79,21 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = input_limits.MAX_CORP
     """
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > max_bytes:
-                raise JSONLError(f"{path}: JSON Lines file is {size:,} bytes, over the limit of {max_bytes:,}")
-            yield from _records(f, path, max_line)
+        with input_limits.open_regular(path, "JSON Lines file", limit=max_bytes) as f:
+            yield from _records(f, path, max_line, max_bytes)
+    except input_limits.InputTooLarge as exc:
+        raise JSONLError(str(exc)) from None
     except OSError as exc:
         raise JSONLError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _records(f: BinaryIO, path: Path, max_line: int) -> Iterator[tuple[int, object]]:
-    lineno = 0
+def _records(f: BinaryIO, path: Path, max_line: int, max_bytes: int) -> Iterator[tuple[int, object]]:
+    lineno = total = 0
     while line := f.readline(max_line + 2):
         lineno += 1
+        total += len(line)
+        if total > max_bytes:
+            raise JSONLError(f"{path}: grew past the limit of {max_bytes:,} bytes while read")
         body = line[:-1] if line.endswith(b"\n") else line
         if len(body) > max_line:
             raise JSONLError(f"{path}:{lineno}: line is over the limit of {max_line:,} bytes")

@@ -45,9 +45,9 @@ def case_input(case: dict) -> bytes:
 def load_corpus(path: str | os.PathLike) -> list[dict]:
     """Cases from a JSONL file or a llama.cpp `.inp` file (chosen by suffix)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CorpusError(f"no such corpus file: {path}")
-    if path.suffix == ".inp":
+    if path.suffix == ".inp":  # either reader refuses what is not a regular file (a FIFO, a device), in one line
         return load_inp(path)
     return _load_jsonl(path)
 
@@ -114,12 +114,22 @@ def inp_expected(path: str | os.PathLike) -> list[tuple[dict, list[int]]]:
     path = Path(path)
     out = path.with_suffix(".out")
     cases = load_inp(path)
-    lines = out.read_text(encoding="ascii").split("\n")
+    try:
+        lines = input_limits.read_capped(out, input_limits.MAX_CORPUS_BYTES, ".out ids").decode("ascii").split("\n")
+    except ValueError as exc:  # over the limit, not a file, not ASCII: one line naming the file
+        raise CorpusError(f"{out}: {exc}" if isinstance(exc, UnicodeDecodeError) else str(exc)) from None
     if lines and lines[-1] == "":
         lines.pop()
     if len(lines) != len(cases):
         raise CorpusError(f"{out}: {len(lines)} lines for {len(cases)} inputs in {path.name}")
-    return [(case, [int(t) for t in line.split()]) for case, line in zip(cases, lines)]
+    return [(case, _ids(line, f"{out}:{n}")) for n, (case, line) in enumerate(zip(cases, lines), 1)]
+
+
+def _ids(line: str, where: str) -> list[int]:
+    try:
+        return [int(t) for t in line.split()]
+    except ValueError:
+        raise CorpusError(f"{where}: not a line of token ids") from None
 
 
 def inp_path(model: Model | str | os.PathLike) -> Path | None:

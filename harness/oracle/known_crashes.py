@@ -22,13 +22,13 @@ or an engine error is never hidden by it. Policy: docs/known-crashes.md.
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..environment import project_root
 from ..errors import SetupError
+from ..files import input_limits
 
 DEFAULT_FILE = project_root() / "corpora" / "known_crashes.json"
 DISABLED = "none"
@@ -92,12 +92,20 @@ NONE = KnownCrashes()
 
 
 def load(path: str | Path) -> KnownCrashes:
-    """Read and validate a known-crashes file; `KnownCrashesError` naming the entry and field."""
+    """Read and validate a known-crashes file; `KnownCrashesError` naming the entry and field.
+
+    Read as a side file (`harness.files.input_limits.read_side_json`): a regular file of bounded
+    size, so `--known-crashes /dev/zero` or a FIFO is one line, not memory until the kernel steps in.
+    """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = input_limits.read_side_text(path, "known-crashes file")
     except OSError as exc:
         raise KnownCrashesError(f"cannot read the known-crashes file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise KnownCrashesError(f"cannot read the known-crashes file: {exc}") from None
+    try:
+        data = input_limits.loads(raw, str(path))
     except ValueError as exc:
         raise KnownCrashesError(f"{path} is not valid JSON: {exc}") from None
     return KnownCrashes(parse(data, where=str(path)), source=str(path))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import struct
 import time
 import tracemalloc
@@ -191,3 +192,34 @@ def test_reader_memory_is_a_small_multiple_of_the_file(build, n):
     peak, _, out = _peak(lambda: gguf.parse(data))
     assert not isinstance(out, Exception) or isinstance(out, GGUFError), out
     assert peak < GGUF_MEMORY_RATIO * len(data), f"{peak / len(data):.1f}x the file size"
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "link-to-dev-zero", "fifo", "directory"])
+def test_a_side_file_that_is_no_file_is_refused_before_a_byte_is_read(tmp_path: Path, kind: str):
+    """issue 47: `--known-crashes /dev/zero` read until memory ran out; a FIFO waits for a writer forever."""
+    path = {"dev-zero": Path("/dev/zero"), "directory": tmp_path}.get(kind, tmp_path / "side.json")
+    if kind == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    started = time.monotonic()
+    with pytest.raises(input_limits.NotARegularFile, match=f"^{path}: expected differences is a"):
+        input_limits.read_side_json(path, "expected differences")
+    with pytest.raises(input_limits.InputTooLarge):  # what the CLI turns into exit 2
+        input_limits.read_capped(path, 1 << 20, "golden file")
+    assert time.monotonic() - started < 5
+
+
+def test_a_side_file_is_bounded_and_decoded(tmp_path: Path, monkeypatch):
+    path = tmp_path / "side.json"
+    path.write_text('{"a": [1, 2]}')
+    assert input_limits.read_side_json(path, "settings") == {"a": [1, 2]}
+    monkeypatch.setattr(input_limits, "MAX_SIDE_FILE_BYTES", 4)
+    with pytest.raises(input_limits.InputTooLarge, match="settings is 13 bytes, over the limit of 4"):
+        input_limits.read_side_text(path, "settings", limit=input_limits.MAX_SIDE_FILE_BYTES)
+    path.write_bytes(b"\xff{}")
+    with pytest.raises(ValueError, match="settings is not UTF-8"):
+        input_limits.read_side_text(path, "settings")
+    path.write_text("[" * 100 + "]" * 100)
+    with pytest.raises(ValueError, match="nested deeper"):
+        input_limits.read_side_json(path, "settings")

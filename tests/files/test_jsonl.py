@@ -10,6 +10,7 @@ the generic writer, report case files (`outcomes.save_failing`), found files
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.compare.result import ModelResult
+from harness.errors import SetupError
 from harness.files import jsonl
 from harness.inputs.corpus import CorpusError, load_corpus, make_case
 from harness.models.model import Model
@@ -111,3 +113,16 @@ def test_invalid_utf8_names_the_line(tmp_path: Path):
     path.write_bytes(b'{"id": "a", "text": "ok"}\n{"id": "b", "text": "\xff"}\n')
     with pytest.raises(CorpusError, match=r"c\.jsonl:2: not UTF-8"):
         load_corpus(path)
+
+
+def test_append_refuses_a_fifo_or_a_device_and_read_a_fifo(tmp_path: Path):
+    """issue 47: a found file that is a FIFO blocked the run on open; one that is a device was written to."""
+    fifo = tmp_path / "found.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(SetupError, match="is a FIFO"):
+        jsonl.append(fifo, {"id": "a", "text": "x"})
+    with pytest.raises(jsonl.JSONLError, match="is a FIFO"):
+        list(jsonl.read(fifo))
+    (tmp_path / "null.jsonl").symlink_to("/dev/null")
+    with pytest.raises(SetupError, match="a link to a character device"):
+        jsonl.append(tmp_path / "null.jsonl", {"id": "a", "text": "x"})

@@ -133,3 +133,34 @@ def test_vocab_cases_use_the_vocabularys_own_special_tokens(require_vocab):
 
 def test_inp_files_are_read_from_the_cache_in_place():
     assert corpus.inp_path(models_dir() / "ggml-vocab-nope.gguf") is None
+
+
+SIDE_PROBE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+from harness.inputs import corpus
+try:
+    corpus.inp_expected(sys.argv[1]) if sys.argv[1].endswith(".inp") else corpus.load_corpus(sys.argv[1])
+except corpus.CorpusError as exc:
+    print("CorpusError", exc)
+"""
+
+
+@pytest.mark.parametrize("kind", ["out-is-dev-zero", "jsonl-is-a-fifo", "inp-is-a-fifo"])
+def test_a_corpus_file_that_is_no_file_is_one_line_in_bounded_time_and_memory(tmp_path, kind):
+    """issue 47: a side file that is a device or a FIFO is refused, never read until memory runs out or a hang."""
+    import os
+    import subprocess
+    import sys
+    inp = tmp_path / "m.gguf.inp"
+    if kind == "out-is-dev-zero":
+        inp.write_bytes(b"a\n__ggml_vocab_test__\n")
+        (tmp_path / "m.gguf.out").symlink_to("/dev/zero")
+        path, said = inp, f"{tmp_path / 'm.gguf.out'}: .out ids is a character device"
+    else:
+        path = inp if kind == "inp-is-a-fifo" else tmp_path / "c.jsonl"
+        os.mkfifo(path)
+        said = f"{path}: {'.inp corpus' if kind == 'inp-is-a-fifo' else 'JSON Lines file'} is a FIFO"
+    done = subprocess.run([sys.executable, "-c", SIDE_PROBE, str(path)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2], check=False)
+    assert done.stdout.startswith(f"CorpusError {said}, not a regular file"), done
