@@ -5,13 +5,21 @@ child, the converter, an engine child) gets this checkout on its import path (`c
 an address-space cap (`child_memory`: `--memory-limit` when the command has it, else
 `default_memory()`, 4 GiB or half the RAM). `project_root` is the checkout, for the files it
 holds (corpora, goldens, mutants); `venvs_dir` is where the harness's own venvs live.
+
+A child sets its own cap with `lower_limit`, which never raises an inherited limit: under
+`ulimit -v`, a container's limit or `prlimit --as=N` lower than the cap, the inherited one stays
+in force, and a limit that cannot be set is a `LimitError` (a set-up error, exit 2), never a
+crash of what the child runs. `exec_bounded` is that for a program that is not Python (the chat
+helper): capped, tied to its parent's life, then exec'd.
 Kept at the bottom floor, beside `harness.errors`: every stage starts children.
 May import: the standard library only.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 GIB = 1 << 30
@@ -71,3 +79,62 @@ def venvs_dir() -> Path:
     """Where the harness's own venvs live, for every llama-cpp-python version: another release's
     (`--engine llama.cpp@VERSION`) and llama.cpp's converter (`GGUF_PARITY_VENVS` overrides it)."""
     return Path(os.environ.get("GGUF_PARITY_VENVS", Path.home() / ".cache" / "gguf-parity" / "venvs"))
+
+
+class LimitError(RuntimeError):
+    """A resource limit could not be set on this process: a set-up error of the harness (exit 2)."""
+
+
+def lowered(wanted: int, soft: int, hard: int, infinity: int) -> int:
+    """The limit to set: `wanted`, or an inherited `soft`/`hard` limit below it (never raised)."""
+    return min([wanted, *(v for v in (soft, hard) if v != infinity and v >= 0)])
+
+
+def lower_limit(name: str, wanted: int) -> int:
+    """Cap this process's `RLIMIT_<name>` ("AS": address space, "DATA": heap and private writable
+    mappings) at `wanted` bytes, or keep an inherited limit that is lower; the limit now in force.
+
+    `LimitError` naming the limit when it cannot be set (never a ValueError deep in a child)."""
+    import resource
+
+    which = getattr(resource, f"RLIMIT_{name}")
+    soft, hard = resource.getrlimit(which)
+    limit = lowered(wanted, soft, hard, resource.RLIM_INFINITY)
+    if limit <= 0:  # setrlimit would read a negative one as no limit at all
+        raise LimitError(f"cannot set the memory limit RLIMIT_{name} to {limit:,} bytes: not a size")
+    try:
+        resource.setrlimit(which, (limit, limit))
+    except (ValueError, OSError) as exc:
+        raise LimitError(f"cannot set the memory limit RLIMIT_{name} to {limit:,} bytes "
+                         f"(inherited soft {soft}, hard {hard}): {exc}") from None
+    return limit
+
+
+def die_with_parent_signal() -> None:
+    """Ask the kernel to SIGKILL this process when the thread that started it exits (Linux's
+    PR_SET_PDEATHSIG, kept across exec); nothing where there is no prctl."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def exec_bounded(argv: list[str]) -> None:
+    """`python -c ... MEMORY PARENT PROGRAM ARGS...`: cap the address space at MEMORY bytes (lowered
+    as `lower_limit`), die with process PARENT, then exec PROGRAM (limits survive exec).
+
+    A limit that cannot be set is one JSON line `{"setup_error": ...}` on stdout, exit 2."""
+    memory, parent, program = int(argv[0]), int(argv[1]), argv[2:]
+    try:
+        lower_limit("AS", memory)
+    except LimitError as exc:
+        sys.stdout.write(json.dumps({"setup_error": str(exc)}) + "\n")
+        sys.stdout.flush()
+        raise SystemExit(2) from None
+    die_with_parent_signal()
+    if os.getppid() != parent:  # the parent went before the signal was armed
+        raise SystemExit(1)
+    os.execv(program[0], program)

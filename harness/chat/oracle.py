@@ -27,15 +27,18 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..contained import Contained
+from ..environment import child_env
+from ..errors import SetupError
 from . import helper_build as chat_helper_build
 
 DEFAULT_TIMEOUT = 30.0
-DEFAULT_MEMORY = 4 << 30  # address space of the helper: it loads vocabularies only (no tensor data)
+DEFAULT_MEMORY = 1 << 30  # address space of the helper: vocabularies only (no tensor data); gemma-4 peaks at 0.2 GiB
 NOW = 1735689600  # 2025-01-01T00:00:00Z: the fixed clock of every recorded conversation
-# Started through Python to cap the helper's address space before it runs (RLIMIT_AS survives exec):
-# a template that allocates without end then fails inside llama.cpp, a crash of that case at worst.
-LIMITED_EXEC = ("import os, resource, sys; n = int(sys.argv[1]); "
-                "resource.setrlimit(resource.RLIMIT_AS, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
+# Started through Python to cap the helper's address space before it runs (RLIMIT_AS survives exec;
+# an inherited lower limit stays) and to tie it to this process (PR_SET_PDEATHSIG survives exec too):
+# a template that allocates without end then fails inside llama.cpp, a crash of that case at worst,
+# and a helper busy on a bomb dies with the harness, however the harness ends.
+LIMITED_EXEC = "import sys; from harness.environment import exec_bounded; exec_bounded(sys.argv[1:])"
 
 
 @dataclass(frozen=True)
@@ -132,14 +135,17 @@ class ChatOracle(LineChild):
         if self.child is None or self.child.exited():
             if self.child is not None:
                 self.child.close()
-            env = dict(os.environ, TZ="UTC", LC_ALL="C")
-            argv = [sys.executable, "-c", LIMITED_EXEC, str(self.memory), str(self.binary)]
+            env = dict(child_env(), TZ="UTC", LC_ALL="C")
+            argv = [sys.executable, "-c", LIMITED_EXEC, str(self.memory), str(os.getpid()), str(self.binary)]
             self.child = Contained(argv, env=env, stderr=subprocess.DEVNULL)
         return self.child
 
     def ask(self, req: dict[str, Any]) -> ChatAnswer:
         payload = json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
         got = self.exchange(self._start(), payload)
+        if isinstance(got, dict) and "setup_error" in got:  # its memory cap could not be set: ours, exit 2
+            self.close()
+            raise SetupError(f"the chat helper: {got['setup_error']}")
         return got if isinstance(got, ChatAnswer) else _answer(got)
 
 

@@ -9,9 +9,11 @@ transformers calls them (its special tokens are the template's variables; no BOS
 the tokenizer, transformers passes `add_special_tokens=False`). The clock is fixed: the
 template's `strftime_now` reads the request's `now` (UTC), as llama.cpp's helper does.
 
-Bounds: the address space is capped (`--memory`) before transformers is imported, so a
-template that builds a huge list fails with MemoryError in here; the parent
-(`harness.chat.transformers_side`) kills the child at its time limit. Answers:
+Bounds: the heap is capped (`--memory` bytes of RLIMIT_DATA: what it allocates, not the shared
+libraries it maps, so torch's large libraries load where transformers imports it; an inherited
+lower limit stays) before transformers is imported, so a template that builds a huge list or
+string fails with MemoryError in here; the parent (`harness.chat.transformers_side`) kills the
+child at its time limit, and the child dies with the parent (`--parent PID`). Answers:
 {"ok": true, "text", "ids"} or {"ok": false, "error", "raised"} (`raised`: the template
 called raise_exception).
 """
@@ -24,6 +26,8 @@ import json
 import os
 import sys
 from typing import Any
+
+from harness.environment import LimitError, die_with_parent_signal, lower_limit
 
 
 def _fixed_clock(module: Any, now: list[float]) -> None:
@@ -60,12 +64,21 @@ def answer(tok: Any, req: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.chat.transformers_child")
     parser.add_argument("folder")
-    parser.add_argument("--memory", type=int, required=True, help="address-space cap in bytes")
+    parser.add_argument("--memory", type=int, required=True, help="heap cap in bytes (RLIMIT_DATA)")
+    parser.add_argument("--parent", type=int, default=None, metavar="PID", help="die when this process does")
     args = parser.parse_args(argv)
-    import resource
-    resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # transformers' prints go to stderr, the protocol keeps stdout
+    if args.parent is not None:
+        die_with_parent_signal()
+        if os.getppid() != args.parent:
+            return 1
+    try:
+        lower_limit("DATA", args.memory)
+    except LimitError as exc:  # the harness's set-up, not the folder's
+        out.write(json.dumps({"ok": False, "fatal": True, "setup": True, "error": str(exc)}) + "\n")
+        out.flush()
+        return 2
     try:
         tok = load(args.folder)
     except Exception as exc:  # noqa: BLE001 - a folder transformers cannot load is reported, one line

@@ -96,10 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=int, default=None, metavar="BYTES",
                         help="cap this child's address space before the engine is imported")
     args = parser.parse_args(argv)
-    if args.memory_limit:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
+    if args.memory_limit:  # an inherited lower limit stays; one that cannot be set is a set-up error
+        from harness.environment import LimitError, lower_limit
+        try:
+            args.memory_limit = lower_limit("AS", args.memory_limit)
+        except LimitError as exc:
+            print(f"error: the {args.engine} child: {exc}", file=sys.stderr)
+            return 2
     try:
         factory = resolve(args.engine)
     except SpecError as exc:

@@ -143,21 +143,39 @@ def _fingerprint(path: str) -> None:
 
 def _limit_memory() -> int:
     """Cap this process's address space at $GGUF_PARITY_CHILD_MEMORY bytes (`harness.models.convert`
-    sets it), so a hostile folder costs a MemoryError here, not the machine's memory; the cap in force."""
+    sets it), so a hostile folder costs a MemoryError here, not the machine's memory; the cap in force.
+
+    An inherited lower limit (`ulimit -v`, a container, `prlimit`) stays: the cap is never raised, as
+    `harness.environment.lower_limit` (not imported: this script runs in the converter's venv)."""
     import os
     import resource
 
     limit = int(os.environ.get("GGUF_PARITY_CHILD_MEMORY") or 0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        limit = min([limit, *(v for v in (soft, hard) if v != resource.RLIM_INFINITY and v >= 0)])
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError) as exc:
+            raise LimitError(f"cannot set the memory limit RLIMIT_AS to {limit:,} bytes "
+                             f"(inherited soft {soft}, hard {hard}): {exc}") from None
     return int(resource.getrlimit(resource.RLIMIT_AS)[0])
+
+
+class LimitError(RuntimeError):
+    """The converter's memory cap could not be set: the harness's set-up, never the converter's refusal."""
 
 
 def main(argv: list[str]) -> int:
     mode, llama_cpp, out, rest = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
-    memory = _limit_memory()
+    result: dict = {"mode": mode, "decisions": [], "error": None, "memory_limit": None}
+    try:
+        result["memory_limit"] = _limit_memory()
+    except LimitError as exc:
+        result["error"] = {"type": LimitError.__name__, "message": str(exc)}
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return 0
     sys.path[:0] = [str(llama_cpp), str(llama_cpp / "gguf-py")]
-    result: dict = {"mode": mode, "decisions": [], "error": None, "memory_limit": memory}
     try:
         _refuse_custom_code(result)
         _watch(result)

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..environment import LimitError
 from .worker_limits import die_with_parent, limit_memory
 
 
@@ -76,8 +77,6 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
     """Worker main loop: load `model`, then answer JSON-line requests on stdin."""
     if parent is not None:
         die_with_parent(parent)
-    if memory_limit is not None:
-        limit_memory(memory_limit)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # anything C prints to stdout must not corrupt the protocol
 
@@ -85,6 +84,11 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
         out.write(json.dumps(message) + "\n")
         out.flush()
 
+    try:  # a limit that cannot be set is our set-up's, never llama.cpp's crash on load
+        cap = limit_memory(memory_limit) if memory_limit is not None else None
+    except LimitError as exc:
+        send({"setup_error": f"the llama.cpp worker {exc}"})
+        return 0
     try:
         from .llama import LlamaOracle, OracleError
     except ImportError as exc:  # our set-up, not llama.cpp: the parent makes it an exit 2
@@ -92,8 +96,9 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
                              "install it (nox -s tests does) or run the tests through nox"})
         return 0
     except MemoryError:
-        send({"setup_error": f"--memory-limit {memory_limit} bytes is too small for a llama.cpp worker "
-                             "to start; give more (the default is 4G)"})
+        inherited = f" (inherited; --memory-limit asked {memory_limit:,})" if cap != memory_limit else ""
+        send({"setup_error": f"a memory limit of {cap or 0:,} bytes{inherited} is too small for a "
+                             "llama.cpp worker to start; give more (--memory-limit, default 4G)"})
         return 0
     try:
         oracle = LlamaOracle(model, verbose=verbose)

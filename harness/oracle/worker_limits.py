@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..environment import GIB, MIN_MEMORY, physical_memory, set_child_memory
+from ..environment import GIB, MIN_MEMORY, lower_limit, physical_memory, set_child_memory
 from ..errors import SetupError
 
 DEFAULT_TIMEOUT = 60.0
@@ -99,11 +99,10 @@ def from_args(args: argparse.Namespace) -> Limits:
 
 # --- inside a worker ----------------------------------------------------------------------
 
-def limit_memory(limit: int) -> None:
-    """Cap this process's address space at `limit` bytes, so a runaway allocation fails here."""
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def limit_memory(limit: int) -> int:
+    """Cap this process's address space at `limit` bytes, so a runaway allocation fails here; an
+    inherited lower limit stays (`lower_limit`). The cap in force; `LimitError` if it cannot be set."""
+    return lower_limit("AS", limit)
 
 
 def die_with_parent(parent: int) -> None:

@@ -106,19 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     by id (the library's defaults and fillers where the file lists none), for `harness.references.added`;
     with MEMORY_LIMIT (bytes) the process caps its address space first."""
     import json
-    import resource
     import sys
+
+    from ..environment import LimitError, lower_limit
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (1, 2) or not all(a.isdigit() for a in args[1:]):
         print("usage: python -m harness.references.tekken FILE [MEMORY_LIMIT]", file=sys.stderr)
         return 2
-    if len(args) == 2:
-        resource.setrlimit(resource.RLIMIT_AS, (int(args[1]), int(args[1])))
+    try:  # an inherited lower limit stays in force (never raised)
+        cap = lower_limit("AS", int(args[1])) if len(args) == 2 else None
+    except LimitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         reference = TekkenReference(args[0])
     except MemoryError:
-        print(f"error: MemoryError: over the memory limit of {int(args[1]):,} bytes (--memory-limit)"
-              if len(args) == 2 else "error: MemoryError", file=sys.stderr)
+        print(f"error: MemoryError: over the memory limit of {cap:,} bytes (--memory-limit)"
+              if cap is not None else "error: MemoryError", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - the library's own error, one line for the caller
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
