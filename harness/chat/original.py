@@ -10,8 +10,10 @@ transformers looks:
 
 The GGUF's are `tokenizer.chat_template` and each `tokenizer.chat_template.NAME`, the names
 llama.cpp's converter (gguf-py's `SpecialVocab`) writes: the default is the unnamed key.
-Every read is size-bounded; a file too large, not UTF-8 or not the expected JSON shape is a
-`SetupError` naming it (exit 2), never a traceback.
+Every read is size-bounded and inside the folder (`harness.models.folder_files`: a
+`chat_template.jinja` that is a link leaving the folder, a FIFO or a device is refused, never
+read); a file too large, not UTF-8 or not the expected JSON shape is a `SetupError` naming it
+(exit 2), never a traceback.
 """
 
 from __future__ import annotations
@@ -23,22 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..models import folder_files
 
 MAX_TEMPLATE_BYTES = 4 << 20  # a chat template is a few KiB; 4 MiB is already hostile
 MAX_CONFIG_BYTES = 64 << 20   # tokenizer_config.json holds added_tokens_decoder: it can be large
 DEFAULT = ""  # the name of the default template on both sides
+JINJA, EXTRA = "chat_template.jinja", "additional_chat_templates"
+MAX_EXTRA = 64  # named templates read from additional_chat_templates/
 ABSENT_GGUF, ABSENT_ORIGINAL, TEMPLATE_DIFFERS = "absent in the GGUF", "absent in the original", "template differs"
 
 
-def _read(path: Path, limit: int) -> str:
-    """`path` as UTF-8 text, at most `limit` bytes; `SetupError` naming the file otherwise."""
+def _read(folder: Path, name: str, limit: int) -> str:
+    """`folder/name` as UTF-8 text, at most `limit` bytes, a regular file inside `folder`
+    (`harness.models.folder_files`); `SetupError` naming the file otherwise."""
+    path = folder / name
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise SetupError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise SetupError(f"{path}: larger than {limit >> 20} MiB, refused as a chat template source")
+        data = folder_files.read_file(path, limit, folder=folder)
+    except folder_files.TooLarge:
+        raise SetupError(f"{path}: larger than {limit >> 20} MiB, refused as a chat template source") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -57,10 +61,10 @@ def folder_of(reference: str | Path) -> Path:
 def config(folder: Path) -> dict[str, Any]:
     """tokenizer_config.json of `folder` ({} when there is none); `SetupError` when it is not a JSON object."""
     path = folder / "tokenizer_config.json"
-    if not path.is_file():
+    if not folder_files.present(path):
         return {}
     try:
-        data = json.loads(_read(path, MAX_CONFIG_BYTES))
+        data = json.loads(_read(folder, path.name, MAX_CONFIG_BYTES))
     except json.JSONDecodeError as exc:
         raise SetupError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
@@ -82,14 +86,20 @@ def _config_templates(value: Any, path: Path) -> dict[str, str]:
 def original_templates(folder: Path) -> dict[str, str]:
     """Name -> template text of the original folder, as transformers would load them ("" is the default)."""
     out = _config_templates(config(folder).get("chat_template"), folder / "tokenizer_config.json")
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        out[DEFAULT] = _read(jinja, MAX_TEMPLATE_BYTES)
-    extra = folder / "additional_chat_templates"
-    if extra.is_dir():
-        for path in sorted(extra.glob("*.jinja"))[:64]:
-            out[path.stem] = _read(path, MAX_TEMPLATE_BYTES)
+    if folder_files.present(folder / JINJA):
+        out[DEFAULT] = _read(folder, JINJA, MAX_TEMPLATE_BYTES)
+    for name in extra_templates(folder):
+        out[Path(name).stem] = _read(folder, name, MAX_TEMPLATE_BYTES)
     return out
+
+
+def extra_templates(folder: Path) -> list[str]:
+    """The names (`additional_chat_templates/NAME.jinja`) of the folder's named templates, at most
+    `MAX_EXTRA` of them; each is read (or refused) as any file of the folder."""
+    extra = folder / EXTRA
+    if not extra.is_dir():
+        return []
+    return [f"{EXTRA}/{path.name}" for path in sorted(extra.glob("*.jinja"))[:MAX_EXTRA]]
 
 
 def gguf_templates(metadata: Mapping[str, Any]) -> dict[str, str]:

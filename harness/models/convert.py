@@ -48,7 +48,7 @@ from ..environment import child_memory, physical_memory, venvs_dir
 from ..errors import SetupError
 from ..files.atomic import locked, write_text_atomic
 from ..files.input_limits import tokenizer_file_limit
-from . import fetch, folder_data
+from . import fetch, folder_data, folder_files
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 DRIVER = Path(__file__).parent / "convert_driver.py"
@@ -62,6 +62,7 @@ MODEL_TYPES = {"LlamaForCausalLM": "llama", "BertModel": "bert", "MistralForCaus
 Log = Callable[[str], None]
 CUSTOM_CODE = "CustomCodeRefused"  # the driver's error type when transformers was about to run a folder's code
 FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # the custom tokenizer auto_map named, for the driver
+SHOWN_LEFT_OUT = 20  # names of the files left out of the copy shown (a folder may hold 100,000)
 
 
 def _stderr(message: str) -> None:
@@ -177,7 +178,7 @@ def _run(argv: list[str], *, what: str) -> None:
 def guess_architecture(folder: Path) -> str:
     """The model class for a folder without config.json: Llama, or BERT for a WordPiece tokenizer.json."""
     tj = folder / "tokenizer.json"
-    wordpiece = (not (folder / "tokenizer.model").is_file() and tj.is_file()
+    wordpiece = (not folder_files.present(folder / "tokenizer.model") and folder_files.present(tj)
                  and folder_data.read_tokenizer_json(tj)["model"].get("type") == "WordPiece")
     return "BertModel" if wordpiece else "LlamaForCausalLM"
 
@@ -195,7 +196,7 @@ def minimal_config(architecture: str, vocab_size: int) -> dict[str, Any]:
 def vocab_size(folder: Path) -> int:
     """The original's vocabulary size: highest id + 1 in tokenizer.json, or the pieces of tokenizer.model."""
     tj = folder / "tokenizer.json"
-    if tj.is_file():
+    if folder_files.present(tj):
         data = folder_data.read_tokenizer_json(tj)
         vocab = data["model"].get("vocab", {})
         ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
@@ -211,23 +212,23 @@ def work_folder(source: Path, work: Path, *, architecture: str | None = None) ->
     if not source.is_dir():
         raise SetupError(f"{source}: not a folder (convert takes a folder holding tokenizer.json "
                          "or tokenizer.model)")
-    if not any((source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
+    if not any(folder_files.present(source / name) for name in ("tokenizer.json", "tokenizer.model", "tekken.json")):
         raise SetupError(f"{source}: holds neither tokenizer.json nor tokenizer.model (nor tekken.json)")
-    if (source / "tokenizer.json").is_file():
+    if folder_files.present(source / "tokenizer.json"):
         folder_data.read_tokenizer_json(source / "tokenizer.json")
     folder_data.copy_data(source, work)
     supplied = folder_data.without_code(source)
     if is_mistral_format(source):
-        if not (source / "params.json").is_file():
+        if not folder_files.present(source / "params.json"):
             supplied.append({"file": "params.json", "content": minimal_params(source),
                              "why": "a tekken folder has no params.json; the converter's --mistral-format reads it"})
         _write(work, supplied)
         return supplied
-    if not (source / "config.json").is_file():
+    if not folder_files.present(source / "config.json"):
         arch = architecture or guess_architecture(source)
         supplied.append({"file": "config.json", "content": minimal_config(arch, vocab_size(source)),
                          "why": "the folder has no config.json; the converter picks its model class from it"})
-    if (source / "tokenizer.json").is_file() and not (source / "tokenizer_config.json").is_file():
+    if folder_files.present(source / "tokenizer.json") and not folder_files.present(source / "tokenizer_config.json"):
         supplied.append({"file": "tokenizer_config.json", "content": {"tokenizer_class": "PreTrainedTokenizerFast"},
                          "why": "the folder has no tokenizer_config.json; read tokenizer.json as it is"})
     _write(work, supplied)
@@ -241,7 +242,7 @@ def _write(work: Path, supplied: list[dict[str, Any]]) -> None:
 
 def is_mistral_format(folder: Path) -> bool:
     """A tekken folder (tekken.json, no tokenizer.json): the converter reads it only with --mistral-format."""
-    return (folder / "tekken.json").is_file() and not (folder / "tokenizer.json").is_file()
+    return folder_files.present(folder / "tekken.json") and not folder_files.present(folder / "tokenizer.json")
 
 
 # The hyper-parameters `MistralModel` (a LlamaModel) reads from params.json even for --vocab-only;
@@ -318,14 +319,13 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tekken.json", "to
 
 
 def check_sizes(folder: Path) -> None:
-    """`SetupError` for a tokenizer file of `folder` over its size limit (`tokenizer_file_limit`), before
-    the harness or the converter reads any of them."""
+    """`SetupError` for a tokenizer file of `folder` over its size limit (`tokenizer_file_limit`), or one
+    that is not a regular file inside the folder (`harness.models.folder_files`), before the harness or the
+    converter reads any of them."""
     for name in TOKENIZER_FILES:
         path = folder / name
-        size = path.stat().st_size if path.is_file() else 0
-        if size > tokenizer_file_limit(path):
-            raise SetupError(f"{path}: {size:,} bytes, over the limit of {tokenizer_file_limit(path):,} "
-                             "for an original tokenizer's file")
+        if folder_files.present(path):
+            folder_files.size(path, tokenizer_file_limit(path))
 
 
 def convert(source: Path, out: Path, *, architecture: str | None = None, log: Log = print) -> dict[str, Any]:
@@ -342,8 +342,9 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
         out.parent.mkdir(parents=True, exist_ok=True)
         out.unlink(missing_ok=True)
         if skipped := folder_data.left_out(source):
+            more = f" and {len(skipped) - SHOWN_LEFT_OUT:,} more" if len(skipped) > SHOWN_LEFT_OUT else ""
             log(f"left out of the converter's copy (not tokenizer data; no file of the folder runs): "
-                f"{', '.join(skipped)}")
+                f"{', '.join(skipped[:SHOWN_LEFT_OUT])}{more}")
         for item in supplied:
             shown = json.dumps(item["content"])
             log(f"supplied {item['file']} ({item['why']}): {shown if len(shown) <= 300 else shown[:300] + ' ...'}")
@@ -391,7 +392,7 @@ def describe(record: dict[str, Any]) -> str:
 
 def fingerprint(path: Path) -> dict[str, Any]:
     """The converter's fingerprint of a tokenizer folder and the name it maps it to (None if unknown)."""
-    folder = path.parent if path.is_file() else path
+    folder = path if path.is_dir() else path.parent
     check_sizes(folder)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / (folder.resolve().name or "model")

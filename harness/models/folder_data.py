@@ -6,8 +6,10 @@ converter loads some tokenizers with `trust_remote_code=True`. gguf-parity runs 
 file of a folder, by three walls:
 
 - the converter's work folder holds *copies* of the data files it reads
-  (`DATA_FILES`, each a regular file of at most `MAX_FILE_BYTES`), never a `*.py` or
-  anything else of the folder; what was left out is said;
+  (`DATA_FILES`, each a regular file of at most `MAX_FILE_BYTES`), never a link, a `*.py` or
+  anything else of the folder; what was left out is said. Every file is read as
+  `harness.models.folder_files` reads a folder's files: a link that leaves the folder, a FIFO
+  or a device named like a data file is refused naming it (exit 2), never copied;
 - the copies of `config.json` and `tokenizer_config.json` lose `auto_map`, the one
   key through which transformers finds a folder's code (and a `tokenizer_class`
   that `auto_map` named becomes `PreTrainedTokenizerFast`, tokenizer.json as it is);
@@ -31,7 +33,8 @@ from typing import Any
 
 from ..errors import SetupError
 from ..files import protobuf
-from ..files.input_limits import loads, read_capped
+from ..files.input_limits import loads, tokenizer_file_limit
+from . import folder_files
 
 # The files the converter (and transformers under it) read for a tokenizer, and nothing else.
 DATA_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "tekken.json",
@@ -45,13 +48,12 @@ FAST = "PreTrainedTokenizerFast"
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file, bounded in size and depth; `SetupError` naming the file."""
+    """A JSON file of the folder `path.parent`, bounded in size and depth, inside the folder and regular
+    (`harness.models.folder_files`); `SetupError` naming the file."""
     try:
-        return loads(read_capped(path, MAX_JSON_BYTES, "the file"), str(path))
+        return loads(folder_files.read_file(path, MAX_JSON_BYTES), str(path))
     except ValueError as exc:
         raise SetupError(str(exc)) from None
-    except OSError as exc:
-        raise SetupError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def read_object(path: Path) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def _shown(value: Any) -> str:
 def tokenizer_code(folder: Path) -> str | None:
     """The custom tokenizer class `auto_map` names in tokenizer_config.json or config.json, or None."""
     for name in STRIPPED:
-        if (folder / name).is_file() and (code := _tokenizer_code(read_object(folder / name))):
+        if folder_files.present(folder / name) and (code := _tokenizer_code(read_object(folder / name))):
             return code
     return None
 
@@ -152,10 +154,10 @@ def custom_code(folder: Path) -> str | None:
     `auto_map` naming a tokenizer (`AutoTokenizer`, or the old list form) in
     tokenizer_config.json or config.json, and no tokenizer.json to read instead.
     """
-    if (folder / "tokenizer.json").is_file():
+    if folder_files.present(folder / "tokenizer.json"):
         return None
     for name in STRIPPED:
-        if (folder / name).is_file() and (code := _tokenizer_code(read_object(folder / name))):
+        if folder_files.present(folder / name) and (code := _tokenizer_code(read_object(folder / name))):
             return (f"{folder}: the tokenizer needs custom code ({name}'s auto_map loads {code} from the folder) "
                     "and there is no tokenizer.json; gguf-parity runs no code from a model folder")
     return None
@@ -171,10 +173,11 @@ def _tokenizer_code(data: dict[str, Any]) -> str | None:
 
 
 def copy_data(source: Path, work: Path) -> None:
-    """Copy `source`'s data files (`DATA_FILES`, regular files only) into `work`."""
+    """Copy `source`'s data files (`DATA_FILES`) into `work`: copies, never links, each a regular file inside
+    the folder of at most `MAX_FILE_BYTES` (`harness.models.folder_files`); anything else is a `SetupError`."""
     for name in DATA_FILES:
-        if (source / name).is_file():
-            _copy(source / name, work / name)
+        if folder_files.present(source / name):
+            folder_files.copy_file(source / name, work / name, MAX_FILE_BYTES)
 
 
 def left_out(source: Path) -> list[str]:
@@ -183,24 +186,9 @@ def left_out(source: Path) -> list[str]:
 
 
 def read_data(path: Path) -> bytes:
-    """A binary data file (tokenizer.model) the harness reads itself, at most `MAX_FILE_BYTES`."""
-    try:
-        return read_capped(path, MAX_FILE_BYTES, path.name)
-    except ValueError as exc:
-        raise SetupError(str(exc)) from None
-    except OSError as exc:
-        raise SetupError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-
-
-def _copy(file: Path, target: Path) -> None:
-    """Copy one file in chunks, stopping past `MAX_FILE_BYTES` (a file may grow while it is read)."""
-    copied = 0
-    with file.open("rb") as src, target.open("wb") as dst:
-        while chunk := src.read(1 << 20):
-            copied += len(chunk)
-            if copied > MAX_FILE_BYTES:
-                raise SetupError(f"{file}: over the limit of {MAX_FILE_BYTES:,} bytes for a tokenizer file")
-            dst.write(chunk)
+    """A binary data file (tokenizer.model) the harness reads itself, at most its limit
+    (`tokenizer_file_limit`), inside the folder and regular (`harness.models.folder_files`)."""
+    return folder_files.read_file(path, tokenizer_file_limit(path))
 
 
 def without_code(source: Path) -> list[dict[str, Any]]:
@@ -208,14 +196,15 @@ def without_code(source: Path) -> list[dict[str, Any]]:
     rewritten = []
     for name in STRIPPED:
         path = source / name
-        if not path.is_file():
+        if not folder_files.present(path):
             continue
         data = read_object(path)
         if CODE_KEY not in data:
             continue
         content = {k: v for k, v in data.items() if k != CODE_KEY}
         why = "the folder's own without auto_map (gguf-parity runs no code from a model folder)"
-        if name == "tokenizer_config.json" and _tokenizer_code(data) and (source / "tokenizer.json").is_file():
+        json_beside = folder_files.present(source / "tokenizer.json")
+        if name == "tokenizer_config.json" and _tokenizer_code(data) and json_beside:
             content["tokenizer_class"] = FAST
             why += f"; tokenizer_class {FAST}, tokenizer.json as it is, for the class auto_map named"
         rewritten.append({"file": name, "content": content, "why": why})

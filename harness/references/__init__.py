@@ -22,7 +22,9 @@ byte table), `harness.environment` (the child's environment and memory cap), `ha
 `harness.files`, `harness.golden.records` (a record's exact bytes), `harness.subjects.client`,
 `harness.subjects.protocol`, `harness.subjects.records` (the engine protocol's client side),
 `harness.models.convert` (the fingerprint, in `pre_check`), `harness.models.folder_data` (a
-folder's tokenizer files read, bounded), `harness.oracle.session` and `harness.models.gguf_rewrite`
+folder's tokenizer files read, bounded), `harness.models.folder_files` (a folder's files read inside
+it, and the private copy the child loads), `harness.models.summary` (a GGUF's NaN and infinite
+values), `harness.oracle.session` and `harness.models.gguf_rewrite`
 (in `causes`: llama.cpp asked again on a rewritten GGUF).
 `tokenizers`, `sentencepiece` and `mistral-common` (the `[reference]` extra) are
 imported only inside the child process that runs a reference, so a crash or a

@@ -61,7 +61,7 @@ def _texts(ref: ReferenceSpec) -> tuple[tuple[str, bool], ...]:
 def _read(ref: ReferenceSpec) -> list[tuple[str, bool]]:
     try:
         if ref.kind == "hf":
-            return hf_texts(loads(read_tokenizer_file(ref.path), str(ref.path)), config_beside(ref.path))
+            return hf_texts(loads(read_tokenizer_file(ref.path), str(ref.source or ref.path)), config_beside(ref.path))
         if ref.kind == "spm":
             model = read_spm(read_tokenizer_file(ref.path))
             return _once((p, t != USER_DEFINED) for p, t in zip(model["pieces"], model["types"], strict=True)

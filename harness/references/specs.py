@@ -16,11 +16,19 @@ or half the RAM), its load by the engine load timeout and each request by
 (`harness.files.input_limits.tokenizer_file_limit`) before any child starts. The child is
 handed the GGUF path at `hello` like any engine, and ignores it: the
 reference's own file comes in the `reference` argument.
+
+The reference's file and the `tokenizer_config.json` beside it are a model folder's files:
+read only inside their folder, only as regular files (`harness.models.folder_files`: a link
+that leaves the folder, a FIFO or a device is refused, naming it), and copied once per
+process into a private folder. Every reader of the harness and the child itself open that
+copy (`ReferenceSpec.path`), never the user's folder; messages name the user's file
+(`ReferenceSpec.source`).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +39,7 @@ from typing import Any
 from ..environment import child_env, child_memory
 from ..errors import SetupError
 from ..files.input_limits import loads, read_tokenizer_file, tokenizer_file_limit
+from ..models import folder_files
 from ..subjects.client import RemoteEngine
 from ..subjects.records import NotApplicable
 from .classify import outcome_ids
@@ -43,19 +52,23 @@ KINDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "tekken": ("harness.references.tekken:load", ("mistral_common", "tiktoken"), "tekken.json"),
 }
 NOT_APPLICABLE_TYPE = "NotApplicable"
+CONFIG = "tokenizer_config.json"  # read beside the file by `hf:` and `spm:` (`harness.references.hf.config_beside`)
+WITH_CONFIG = ("hf", "spm")
 MAX_TEKKEN_SPECIALS = 1 << 16
 
 
 @dataclass(frozen=True)
 class ReferenceSpec:
-    """A parsed reference spec: its kind and the file the library loads."""
+    """A parsed reference spec: its kind, the private copy of its file that the harness and the child read
+    (`path`), and the file as the user named it (`source`, its folder resolved)."""
 
     kind: str
     path: Path
+    source: Path | None = None
 
     @property
     def spec(self) -> str:
-        return f"{self.kind}:{self.path}"
+        return f"{self.kind}:{self.source or self.path}"
 
 
 def is_reference(spec: str | None) -> bool:
@@ -64,33 +77,55 @@ def is_reference(spec: str | None) -> bool:
 
 
 def parse(spec: str) -> ReferenceSpec:
-    """The spec checked: a known kind, a file that exists; `SetupError` (exit 2) naming what is wrong."""
+    """The spec checked: a known kind, a file that exists, read as a model folder's file is read (inside its
+    folder, regular, within its size limit: `harness.models.folder_files`) and copied, with the
+    tokenizer_config.json beside it, into a private folder that the harness and the child read from;
+    `SetupError` (exit 2) naming what is wrong."""
     kind, _, raw = spec.partition(":")
     if kind not in KINDS:
         raise SetupError(f"reference {spec!r}: unknown kind {kind!r} (known: {', '.join(f'{k}:PATH' for k in KINDS)})")
     if not raw:
         raise SetupError(f"reference {spec!r}: no path after {kind}:")
-    path = Path(raw).expanduser().resolve()
-    if path.is_dir():
-        path = path / KINDS[kind][2]
-    if not path.is_file():
-        raise SetupError(f"reference {spec!r}: no such file {path}")
-    limit = tokenizer_file_limit(path)
-    if path.stat().st_size > limit:
-        raise SetupError(f"reference {spec!r}: {path} is {path.stat().st_size:,} bytes, over the limit of "
-                         f"{limit:,} for an original tokenizer's file")
+    given = Path(raw).expanduser().absolute()
+    folder, name = (given, KINDS[kind][2]) if given.is_dir() else (given.parent, given.name)
+    source = Path(os.path.realpath(folder)) / name  # the folder as named (a link to it is the user's); not the file
+    if not folder_files.present(source):
+        raise SetupError(f"reference {spec!r}: no such file {source}")
+    try:
+        path = _private(kind, source, _identity(source), _identity(source.with_name(CONFIG)))
+    except SetupError as exc:
+        raise SetupError(f"reference {spec!r}: {exc}") from None
     if kind == "tekken":
-        _check_tekken(spec, path, path.stat().st_mtime_ns)
-    return ReferenceSpec(kind, path)
+        _check_tekken(spec, path, source)
+    return ReferenceSpec(kind, path, source)
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    """What tells a changed file from the one copied before (nothing for a file that is not there)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+@lru_cache(maxsize=16)
+def _private(kind: str, source: Path, *identity: tuple[int, ...]) -> Path:
+    """The private copy of `source` (and of the tokenizer_config.json beside it, for `hf:` and `spm:`), made
+    once per file and process: what every reader and the reference child open, never the user's folder."""
+    names = [(source.name, tokenizer_file_limit(source))]
+    if kind in WITH_CONFIG:
+        names.append((CONFIG, tokenizer_file_limit(Path(CONFIG))))
+    return folder_files.private_copy(source.parent, names) / source.name
 
 
 @lru_cache(maxsize=8)
-def _check_tekken(spec: str, path: Path, mtime: int) -> None:
+def _check_tekken(spec: str, path: Path, source: Path) -> None:
     """A tekken file's special-token count within bounds: mistral-common builds each filler token one by
     one, so `default_num_special_tokens = 2**31` once took 23 GB before failing (the child's cap stops it
     too, after minutes; this says why at once)."""
     try:
-        data = loads(read_tokenizer_file(path), str(path))
+        data = loads(read_tokenizer_file(path), str(source))
     except ValueError as exc:
         raise SetupError(f"reference {spec!r}: {exc}") from None
     config = data.get("config") if isinstance(data, dict) else None

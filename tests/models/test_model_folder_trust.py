@@ -239,3 +239,137 @@ def test_an_installed_copy_gives_its_children_no_current_directory_on_the_module
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "")
     assert str(tmp_path) not in environment.child_env()["PYTHONPATH"].split(os.pathsep)
+
+
+# --- a model folder is read inside the folder (issue 46: "a symlink in a model folder exfiltrates any file") ---
+
+SECRET = b"-----BEGIN OPENSSH PRIVATE KEY----- planted secret\n"
+WHY = {"relative": "outside the folder", "absolute": "outside the folder", "chain": "outside the folder",
+       "fifo": "a FIFO, not a regular file", "link-to-fifo": "outside the folder",
+       "dangling": "a link that leads nowhere", "directory": "a directory, not a regular file"}
+LINKS = tuple(WHY)
+DATA_NAMES = ("chat_template.jinja", "tokenizer_config.json", "tokenizer.model", "tokenizer.json", "config.json")
+
+
+@pytest.fixture
+def recording_converter(tmp_path, monkeypatch):
+    """No venv: each driver run records the work folder it was given (every file's bytes and whether it was a
+    link) and answers that no GGUF was written."""
+    monkeypatch.setattr(convert, "sources_dir", lambda: tmp_path / "no-converter")
+    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path(sys.executable))
+    runs: list[dict[str, tuple[bool, bytes]]] = []
+
+    def run_driver(mode, args, *, timeout=900, folder_code=None):
+        work = Path(args[0])
+        runs.append({p.name: (p.is_symlink(), p.read_bytes()) for p in work.iterdir()})
+        raise convert.SetupError("the recording converter stops here")
+
+    monkeypatch.setattr(convert, "run_driver", run_driver)
+    return runs
+
+
+def spm_folder(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "tokenizer.model").write_bytes(sentencepiece_model())
+    return root
+
+
+def planted(folder: Path, name: str, secret: Path, how: str) -> Path:
+    """`folder/name` made as `how` says, pointing at (or standing for) `secret`."""
+    path = folder / name
+    path.unlink(missing_ok=True)
+    if how == "relative":
+        path.symlink_to(os.path.relpath(secret, folder))
+    elif how == "absolute":
+        path.symlink_to(secret)
+    elif how == "chain":
+        (folder / "hop2").symlink_to(secret)
+        (folder / "hop1").symlink_to("hop2")
+        path.symlink_to("hop1")
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "link-to-fifo":
+        os.mkfifo(secret.with_name("pipe"))
+        path.symlink_to(secret.with_name("pipe"))
+    elif how == "dangling":
+        path.symlink_to(folder / "nothing-here")
+    elif how == "directory":
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("how", LINKS)
+@pytest.mark.parametrize("name", DATA_NAMES)
+def test_convert_refuses_a_data_file_that_is_a_link_out_of_the_folder_or_not_a_regular_file(
+        tmp_path, recording_converter, capsys, name, how):
+    """The hostile round: chat_template.jinja -> a secret outside, and `convert` exited 0 with its bytes in the
+    GGUF. Now: exit 2, one line naming the file, and the converter never runs (nothing of the secret copied)."""
+    secret = tmp_path / "outside" / "id_ed25519"
+    secret.parent.mkdir()
+    secret.write_bytes(SECRET)
+    folder = spm_folder(tmp_path / "model")
+    path = planted(folder, name, secret, how)
+    code = cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")])
+    err = capsys.readouterr().err
+    assert recording_converter == [], "the converter was given the folder"
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: {path}: "), err
+    assert WHY[how] in err and SECRET.decode() not in err
+
+
+def test_convert_copies_a_link_inside_the_folder_as_a_file_and_a_hard_link_as_the_file_it_is(
+        tmp_path, recording_converter, capsys):
+    folder = spm_folder(tmp_path / "model")
+    (folder / "templates").mkdir()
+    (folder / "templates" / "chat.jinja").write_text("{{ messages }}")
+    (folder / "chat_template.jinja").symlink_to(Path("templates") / "chat.jinja")
+    outside = tmp_path / "config.json"
+    outside.write_text('{"architectures": ["LlamaForCausalLM"]}')
+    os.link(outside, folder / "config.json")  # a hard link is a regular file of the folder: read as one
+    assert cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "the recording converter stops here" in capsys.readouterr().err
+    [work] = recording_converter
+    assert work["chat_template.jinja"] == (False, b"{{ messages }}")  # a copy, not a link
+    assert work["config.json"] == (False, outside.read_bytes())
+    assert not any(is_link for is_link, _ in work.values())
+
+
+def test_convert_reads_a_hugging_face_cache_snapshot(tmp_path, recording_converter, capsys):
+    """Every file of a snapshot is a link to ../../blobs/HASH: inside the repository's cache, so read."""
+    repo = tmp_path / "hub" / "models--org--tiny"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "1a2b").write_bytes(sentencepiece_model())
+    snapshot = repo / "snapshots" / "c0ffee"
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.model").symlink_to(Path("..") / ".." / "blobs" / "1a2b")
+    assert cli.main(["convert", str(snapshot), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "the recording converter stops here" in capsys.readouterr().err
+    assert recording_converter[0]["tokenizer.model"] == (False, sentencepiece_model())
+
+
+def test_a_fifo_or_a_5_gb_sparse_tokenizer_json_is_refused_at_once(tmp_path, recording_converter, capsys):
+    """What held in the third round stays tested: neither blocks nor takes memory."""
+    import time
+
+    folder = spm_folder(tmp_path / "fifo")
+    os.mkfifo(folder / "tokenizer.json")
+    began = time.monotonic()
+    assert cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "tokenizer.json: a FIFO, not a regular file" in capsys.readouterr().err
+    folder = spm_folder(tmp_path / "sparse")
+    with (folder / "tokenizer.json").open("wb") as fh:
+        fh.truncate(5 << 30)
+    assert cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "5,368,709,120 bytes, over the limit" in capsys.readouterr().err
+    assert time.monotonic() - began < 10 and recording_converter == []
+
+
+@pytest.mark.parametrize("files", [5_000, pytest.param(100_000, marks=pytest.mark.nightly)])
+def test_a_folder_of_many_files_is_listed_in_a_line_of_bounded_length(tmp_path, recording_converter, capsys, files):
+    """The hostile round's 100,000 files (nightly: making them takes about 15 s here)."""
+    folder = spm_folder(tmp_path / "many")
+    for n in range(files):
+        (folder / f"shard-{n:06d}.bin").touch()
+    assert cli.main(["convert", str(folder), "--out", str(tmp_path / "x.gguf")]) == 2
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("left out")]
+    assert line.endswith(f"and {files - convert.SHOWN_LEFT_OUT:,} more") and len(line) < 1000
+    assert sorted(recording_converter[0]) == ["config.json", "tokenizer.model"]
