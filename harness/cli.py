@@ -17,12 +17,14 @@ import traceback
 import zlib
 
 from .errors import EXIT_BUG, EXIT_CODES, EXIT_USAGE, SetupError
+from .runs.interrupts import Interrupted, raising_on_signals
 
 # subcommand -> module in harness.commands; modules load only when their command runs.
 COMMANDS = {
     "fetch": "fetch",
     "convert": "convert",
     "inspect": "inspect",
+    "tokenize": "tokenize",
     "repair": "repair",
     "run": "run",
     "compare": "replay",
@@ -37,7 +39,7 @@ COMMANDS = {
 
 EXIT_HELP = "exit status:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
 # commands whose --model may be a URL (harness.models.remote): they take --offline and --header-cap
-REMOTE_MODELS = ("inspect", "run", "compare", "record")
+REMOTE_MODELS = ("inspect", "tokenize", "run", "compare", "record")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -120,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     debug = bool(getattr(args, "debug", False))
     try:
         _configure_remote(args)
-        return int(args._run(args))
+        with raising_on_signals():  # SIGINT/SIGTERM unwind the command, so its children end with it
+            return int(args._run(args))
+    except Interrupted as exc:
+        print(f"{exc}", file=sys.stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE
 from . import golden as chat_golden
+from .bounds import NOT_ASKED, Bounds, not_asked
 from .cases import Case, Target, all_targets, cases, load_conversations, tokenizer_for
 from .diff import MATCH, ORACLE, describe, product_answer, verdict
 from .oracle import ChatAnswer, ChatOracle
@@ -33,9 +35,16 @@ class ChatSummary:
     legacy_differs: int = 0
     seconds: float = 0.0
     shard: dict[str, Any] | None = None  # `chat --shard K/N`: the partition's record (`harness.runs.shard`)
+    not_asked: dict[str, int] = field(default_factory=dict)  # why -> cases never asked (`harness.chat.bounds`)
+    deadline_passed: bool = False
+    interrupted: str | None = None  # the signal that stopped the check: the counts are of what finished
 
     def add(self, target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswer,
             reproduce: str | None = None) -> None:
+        if NOT_ASKED in (expected.status, actual.status):  # never a match, never a finding of its own
+            why = expected.error if expected.status == NOT_ASKED else actual.error
+            self.not_asked[why] = self.not_asked.get(why, 0) + 1
+            return
         self.cases += 1
         v = verdict(expected, actual)
         if v == ORACLE:
@@ -58,17 +67,26 @@ class ChatSummary:
     def ok(self) -> bool:
         return not self.findings and not self.oracle_crashes
 
+    def exit_status(self) -> int:
+        """1 on a finding; 2 when the deadline left cases unchecked (not all was asked); else 0."""
+        if self.deadline_passed:
+            return EXIT_USAGE
+        return EXIT_OK if self.ok else EXIT_FOUND
+
     def lines(self) -> list[str]:
         """The summary lines; a `--shard` part names itself, so it never reads as the whole check."""
         head = "messages"
         if self.shard:
             head = (f"messages, shard {self.shard['index']}/{self.shard['count']} "
                     f"({self.shard['owned_units']} of {self.shard['units']} templates)")
-        return [f"{head}: {self.targets} templates, {self.cases} cases, {self.matched} match, "
-                f"{len(self.findings)} differ, {len(self.oracle_crashes)} llama.cpp crash/hang "
-                f"({self.oracle_errors} refused by llama.cpp's Jinja path) in {self.seconds:.0f} s",
-                f"legacy llama_chat_apply_template: recognised {self.legacy_recognised} rendered cases, "
-                f"differs from the Jinja path on {self.legacy_differs}"]
+        if self.interrupted:
+            head = f"{head}, interrupted by {self.interrupted} (partial)"
+        lines = [f"{head}: {self.targets} templates, {self.cases} cases, {self.matched} match, "
+                 f"{len(self.findings)} differ, {len(self.oracle_crashes)} llama.cpp crash/hang "
+                 f"({self.oracle_errors} refused by llama.cpp's Jinja path) in {self.seconds:.0f} s",
+                 f"legacy llama_chat_apply_template: recognised {self.legacy_recognised} rendered cases, "
+                 f"differs from the Jinja path on {self.legacy_differs}"]
+        return lines + [f"not asked: {n} case(s): {why}" for why, n in self.not_asked.items()]
 
 
 COUNTS = ("targets", "cases", "matched", "oracle_errors", "legacy_recognised", "legacy_differs", "seconds")
@@ -102,22 +120,45 @@ def select(names: Iterable[str] | None) -> list[Target]:
 
 
 def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None = None, fuzz: int = 0,
-         seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print) -> ChatSummary:
+         seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print,
+         summary: ChatSummary | None = None, bounds: Bounds | None = None) -> ChatSummary:
+    """Every case of every target, ours against llama.cpp's helper, into `summary` (filled as it goes,
+    so an interrupted check keeps what finished) under `bounds` (a deadline, a template that hangs
+    asked no more: `harness.chat.bounds`)."""
     start = time.monotonic()
+    bounds = bounds or Bounds()
     convs = [c for c in load_conversations() if corpus and (conversation is None or c["id"] == conversation)]
     fuzzed = [c for c in (sample(fuzz, seed) if fuzz else []) if conversation in (None, c.conversation)]
-    summary = ChatSummary(targets=len(targets))
-    for target in targets:
-        tok = tokenizer_for(target.model)
-        before = len(summary.findings)
-        fuzz_repro = f"python -m harness chat {target.selector} --no-corpus --fuzz {fuzz} --seed {seed}"
-        for case in [*cases(target, convs), *fuzzed]:
-            expected = oracle.ask(chat_golden.oracle_request(target, case))
-            repro = f"{fuzz_repro} --conversation {case.conversation}" if case in fuzzed else None
-            summary.add(target, case, expected, product_answer(tok, target, case), repro)
-        log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
-    summary.seconds = time.monotonic() - start
+    summary = summary if summary is not None else ChatSummary()
+    summary.targets += len(targets)
+    try:
+        for target in targets:
+            before = len(summary.findings)
+            _live_target(target, oracle, summary, bounds, [*cases(target, convs), *fuzzed], fuzzed,
+                         f"python -m harness chat {target.selector} --no-corpus --fuzz {fuzz} --seed {seed}")
+            log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
+    finally:
+        summary.seconds += time.monotonic() - start
+        summary.deadline_passed = summary.deadline_passed or bounds.passed
     return summary
+
+
+def _live_target(target: Target, oracle: ChatOracle, summary: ChatSummary, bounds: Bounds, todo: list[Case],
+                 fuzzed: list[Case], fuzz_repro: str) -> None:
+    """One target's cases: llama.cpp's helper, then ours, each case judged as it comes."""
+    tok = tokenizer_for(target.model)
+    for case in todo:
+        why = bounds.why_not(target.name)
+        if why is not None:
+            summary.add(target, case, not_asked(why), not_asked(why))
+            continue
+        expected = oracle.ask(chat_golden.oracle_request(target, case))
+        bounds.note(target.name, "llama.cpp", case.key, expected)
+        actual = product_answer(tok, target, case) if expected.status != "hang" else ChatAnswer(
+            "not rendered", error="llama.cpp's helper hung on this case, so ours was not rendered")
+        bounds.note(target.name, "ours", case.key, actual)
+        repro = f"{fuzz_repro} --conversation {case.conversation}" if case in fuzzed else None
+        summary.add(target, case, expected, actual, repro)
 
 
 def offline(targets: list[Target], golden_dir: Path = chat_golden.GOLDEN_DIR) -> ChatSummary:
@@ -190,33 +231,41 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
     if not explicit and not chat_helper_build.helper_path().is_file():
         log("messages: skipped (chat helper not built: python -m harness chat --build-helper)")
         return None
+    bounds = Bounds()
     with ChatOracle() as oracle:
-        summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None)
-        blocks = three_ways(files, folder, oracle, summary, fuzz=fuzz, seed=seed or 0, log=log)
+        summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None, bounds=bounds)
+        blocks = three_ways(files, folder, oracle, summary, fuzz=fuzz, seed=seed or 0, log=log, bounds=bounds)
     write_report(summary, report_dir, blocks)
     data, lines = with_three_way(summary, blocks)
     for line in lines:
         log(line)
     log(f"messages: {report_dir / 'report.html'}#messages (and messages.json, messages.html)")
-    return {**data, "lines": lines}, summary.ok and all(b.ok for b in blocks)
+    return {**data, "lines": lines}, summary.exit_status() == EXIT_OK and all(b.ok for b in blocks)
 
 
 def three_ways(files: list[Path], folder: Path | None, oracle: ChatOracle, summary: ChatSummary, *,
-               fuzz: int, seed: int, log: Callable[[str], None] = print) -> list[Any]:
-    """The three-way check of each GGUF in `files` against `folder` (none without transformers: said why)."""
+               fuzz: int, seed: int, log: Callable[[str], None] = print, bounds: Bounds | None = None,
+               blocks: list[Any] | None = None, timeout: float | None = None) -> list[Any]:
+    """The three-way check of each GGUF in `files` against `folder` (none without transformers: said why),
+    each block appended to `blocks` as it starts (an interrupted check keeps what finished)."""
+    blocks = [] if blocks is None else blocks
     if folder is None or not files:
-        return []
+        return blocks
     from . import three_way
     from .transformers_side import missing
     reason = missing()
     if reason:
         log(f"messages three ways: not checked ({reason})")
-        return []
-    blocks = []
+        return blocks
+    bounds = bounds or Bounds()
     for gguf in files:
-        block = three_way.check(gguf, folder, fuzz=fuzz, seed=seed, oracle=oracle, on_case=summary.add,
-                                log=lambda s: None)
-        summary.targets += len(block.checked)
-        summary.seconds += block.seconds
-        blocks.append(block)
+        start = time.monotonic()
+        try:
+            block = three_way.check(gguf, folder, fuzz=fuzz, seed=seed, oracle=oracle, on_case=summary.add,
+                                    log=lambda s: None, bounds=bounds, blocks=blocks,
+                                    **({"timeout": timeout} if timeout else {}))
+            summary.targets += len(block.checked)
+        finally:
+            summary.seconds += time.monotonic() - start
+            summary.deadline_passed = summary.deadline_passed or bounds.passed
     return blocks

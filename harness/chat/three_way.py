@@ -27,6 +27,7 @@ from typing import Any
 from ..compare.diff import visible
 from . import message_classes as mc
 from . import original as orig
+from .bounds import Bounds, not_asked
 from .cases import Case, Target, cases, load_conversations, tokenizer_for
 from .diff import MATCH, char_diff, product_answer, verdict
 from .oracle import ChatAnswer, ChatOracle, request
@@ -34,6 +35,10 @@ from .strategies import sample
 from .transformers_side import OriginalChat
 
 CARD_LIMIT = 200  # cards kept per GGUF; the counts cover every case
+# A side that hung or crashed on the case (a template bomb, a helper dying): a finding about the
+# template, before any comparison of texts; a template that hangs is asked no more (`harness.chat.bounds`).
+LIMIT = "over a side's limit (hang or crash)"
+STOPPED = ("hang", "crash")
 
 
 @dataclass
@@ -51,6 +56,7 @@ class ThreeWay:
     count_differs: int = 0
     cards: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    not_asked: int = 0  # cases never asked: past the deadline, or of a template a side hung on (bounds)
 
     def data(self) -> dict[str, Any]:
         return {**self.__dict__, "classes": dict(self.classes)}
@@ -70,6 +76,8 @@ class ThreeWay:
             lines.append(f"  ours vs llama.cpp: {self.cases - self.ours_differ}/{self.cases} identical")
         for name, why in sorted(self.skipped.items()):
             lines.append(f"  template {name or 'default'}: not checked ({why})")
+        if self.not_asked:
+            lines.append(f"  not asked: {self.not_asked} case(s) (the deadline, or a template a side hung on)")
         return lines
 
     @property
@@ -92,16 +100,22 @@ def _special(tok: Any, role: str) -> tuple[int, str] | None:
 
 def check(gguf: Path, folder: Path, *, fuzz: int = 0, seed: int = 0, oracle: ChatOracle,
           on_case: Callable[[Target, Case, ChatAnswer, ChatAnswer], None] | None = None, timeout: float = 30.0,
-          log: Callable[[str], None] = print) -> ThreeWay:
+          log: Callable[[str], None] = print, bounds: Bounds | None = None,
+          blocks: list[ThreeWay] | None = None) -> ThreeWay:
     """The three-way check of `gguf` against the original `folder` (see the module doc).
 
     `on_case(target, case, llama_cpp, ours)`, when given, receives each case's two answers, as the
     two-way check adds them (`harness.chat.run.ChatSummary.add`): the three-way run includes it.
+    `bounds`: the whole check's deadline and hang count (`harness.chat.bounds`). `blocks`: the result
+    is appended to it before the first case, so an interrupted check keeps what finished.
     """
     start = time.monotonic()
+    bounds = bounds or Bounds()
     tok = tokenizer_for(str(gguf))
     gguf_side, original_side = orig.gguf_templates(tok.vocab.metadata), orig.original_templates(folder)
     result = ThreeWay(str(gguf), str(folder), templates=orig.compare(gguf_side, original_side))
+    if blocks is not None:
+        blocks.append(result)
     stem = Path(gguf).stem
     targets = {name: Target(f"{stem}.{name}" if name else stem, str(gguf), source, "file")
                for name, source in gguf_side.items()}
@@ -114,30 +128,53 @@ def check(gguf: Path, folder: Path, *, fuzz: int = 0, seed: int = 0, oracle: Cha
     convs = load_conversations()
     fuzzed = sample(fuzz, seed) if fuzz else []
     with OriginalChat(folder, timeout=timeout) as transformers:
-        for name, target in sorted(both.items()):
-            result.checked.append(name)
-            for case in [*cases(target, convs), *fuzzed]:
-                llama, ours = _one(result, tok, target, case, name, oracle, transformers,
-                                   same=gguf_side.get(name) == original_side[name])
-                if on_case is not None:
-                    on_case(target, case, llama, ours)
-            log(f"  {Path(gguf).name} template {name or 'default'}: {result.cases} cases so far")
-    result.seconds = time.monotonic() - start
+        try:
+            for name, target in sorted(both.items()):
+                result.checked.append(name)
+                for case in [*cases(target, convs), *fuzzed]:
+                    why = bounds.why_not(target.name)
+                    if why is None:
+                        llama, ours = _one(result, tok, target, case, name, (oracle, transformers, bounds),
+                                           same=gguf_side.get(name) == original_side[name])
+                    else:
+                        result.not_asked += 1
+                        llama, ours = not_asked(why), not_asked(why)
+                    if on_case is not None:
+                        on_case(target, case, llama, ours)
+                log(f"  {Path(gguf).name} template {name or 'default'}: {result.cases} cases so far")
+        finally:
+            result.seconds = time.monotonic() - start
     return result
 
 
-def _one(result: ThreeWay, tok: Any, target: Target, case: Case, name: str, oracle: ChatOracle,
-         transformers: OriginalChat, *, same: bool) -> tuple[ChatAnswer, ChatAnswer]:
+def _asked(req: dict[str, Any], tok: Any, target: Target, case: Case, name: str,
+           sides: tuple[ChatOracle, OriginalChat, Bounds]) -> tuple[ChatAnswer, ChatAnswer, ChatAnswer]:
+    """The case's three answers (original, llama.cpp, ours), each side's hang noted in the bounds;
+    ours is not rendered where llama.cpp's helper hung (the case is its finding whatever ours says)."""
+    oracle, transformers, bounds = sides
+    llama = oracle.ask(req)
+    bounds.note(target.name, "llama.cpp", case.key, llama)
+    original = transformers.ask({**req, "template_name": name or None})
+    bounds.note(target.name, "transformers", case.key, original)
+    ours = product_answer(tok, target, case) if llama.status != "hang" else ChatAnswer(
+        "not rendered", error="llama.cpp's helper hung on this case, so ours was not rendered")
+    bounds.note(target.name, "ours", case.key, ours)
+    return original, llama, ours
+
+
+def _one(result: ThreeWay, tok: Any, target: Target, case: Case, name: str,
+         sides: tuple[ChatOracle, OriginalChat, Bounds], *, same: bool) -> tuple[ChatAnswer, ChatAnswer]:
     req = request(template=target.source, messages=case.messages, tools=case.tools,
                   add_generation_prompt=case.add_generation_prompt, model=Path(target.model))
-    llama = oracle.ask(req)
-    original = transformers.ask({**req, "template_name": name or None})
-    ours = product_answer(tok, target, case)
+    transformers = sides[1]
+    original, llama, ours = _asked(req, tok, target, case, name, sides)
     bos, eos = _special(tok, "bos"), _special(tok, "eos")
     texts = {side: mc.effective_text(a, bos=bos, eos=eos) for side, a in
              (("original", original), ("llama.cpp", llama), ("ours", ours))}
     cls = mc.classify(original, llama, original_text=texts["original"], llama_text=texts["llama.cpp"],
                       same_template=same, bos_id=bos[0] if bos else None)
+    if original.status in STOPPED or llama.status in STOPPED:
+        cls = LIMIT
     if cls == mc.TEMPLATE:  # does the template's change matter for this case? The original with the GGUF's
         swapped = transformers.ask({**req, "template_name": target.source})
         if swapped.status == original.status and swapped.text == original.text and swapped.ids == original.ids:

@@ -15,22 +15,33 @@ once from the pinned sdist; see harness/chat/oracle.py for exactly what it cover
     python -m harness chat --report reports/chat    # messages.json + messages.html
     python -m harness chat --model my.gguf --reference hf:ORIGINAL_DIR   # three ways (docs/chat.md)
 
-Exit status 0 when everything matched, 1 on a difference or a llama.cpp crash/hang.
+Exit status 0 when everything matched, 1 on a difference or a llama.cpp crash/hang, 2 when the
+whole check's `--deadline` passed with cases left (they are not asked, and said so). Every request
+has its time and memory limit (docs/chat.md, "Bounds"); a template a side hangs on twice is asked no
+more (`harness.chat.bounds`). SIGINT or SIGTERM ends every child, prints (and with --report writes)
+what finished, marked interrupted, and exits 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..chat import golden as chat_golden
 from ..chat import helper_build as chat_helper_build
 from ..chat import run as chat_run
+from ..chat.bounds import DEFAULT_DEADLINE, Bounds, check_deadline
 from ..chat.cases import Target, load_conversations
 from ..chat.diff import diff_text
 from ..chat.oracle import DEFAULT_TIMEOUT, ChatOracle
-from ..errors import SetupError
+from ..errors import EXIT_FOUND, EXIT_OK, SetupError
 from ..runs import shard as sharding
+from ..runs.interrupts import Interrupted, raising_on_signals
+
+MAX_TIMEOUT = 3600.0  # seconds per request: an hour is already a hang
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,13 +72,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="compile jobs for --build-helper (default: one per CPU)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                        help="seconds before the helper counts as hung on a case")
+                        help="seconds before the helper (or transformers) counts as hung on a case")
+    parser.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, metavar="S",
+                        help="seconds for the whole check: the cases left after it are not asked, and the "
+                             f"exit status is 2 (default {DEFAULT_DEADLINE:g})")
     sharding.add_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.fuzz < 0:
         raise SetupError("--fuzz must be 0 or more")
+    if not 0 < args.timeout <= MAX_TIMEOUT:  # also refuses nan
+        raise SetupError(f"--timeout {args.timeout:g} is out of range: more than 0 and at most {MAX_TIMEOUT:g} s")
+    try:
+        check_deadline(args.deadline)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
     if args.assign_vocabs:
         from ..chat.cases import TARGETS_FILE, assign
         data = assign()
@@ -103,20 +123,49 @@ def run(args: argparse.Namespace) -> int:
     elif args.record:
         return _record(targets, args)
     else:
-        with ChatOracle(timeout=args.timeout) as oracle:
-            summary = chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz,
-                                    seed=args.seed, corpus=args.corpus)
+        summary = chat_run.ChatSummary()
+
+        def work() -> None:
+            with ChatOracle(timeout=args.timeout) as oracle:
+                chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz, seed=args.seed,
+                              corpus=args.corpus, summary=summary, bounds=Bounds(args.deadline))
+        stop = _interruptible(work, summary)
+        if stop is not None:
+            return _finish(summary, [], args, stop)
     if part is not None:
         summary.shard = part.meta()
         print(f"shard {part.shard}: {len(targets)} of {part.units} templates")
+    return _finish(summary, [], args, None)
+
+
+def _interruptible(work: Callable[[], None], summary: chat_run.ChatSummary) -> Interrupted | None:
+    """Run `work` with SIGINT and SIGTERM raised as `Interrupted` (its `with` blocks end every child);
+    the signal that stopped it, marked on `summary`, or None."""
+    try:
+        with raising_on_signals():
+            work()
+    except Interrupted as exc:
+        summary.interrupted = exc.name
+        return exc
+    return None
+
+
+def _finish(summary: chat_run.ChatSummary, blocks: list[Any], args: argparse.Namespace,
+            stop: Interrupted | None) -> int:
+    """Print the findings and the summary (and write `--report`): what finished, the exit status."""
     for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
         print(diff_text(finding))
-    for line in summary.lines():
+    _, lines = chat_run.with_three_way(summary, blocks)
+    for line in lines:
         print(line)
     if args.report:
-        chat_run.write_report(summary, args.report)
+        chat_run.write_report(summary, args.report, blocks)
         print(f"report: {args.report / 'messages.html'}")
-    return 0 if summary.ok else 1
+    if stop is not None:
+        print(f"{stop}: partial report of the cases finished", file=sys.stderr)
+        return stop.exit_status
+    status = summary.exit_status()
+    return EXIT_FOUND if status == EXIT_OK and not all(b.ok for b in blocks) else status
 
 
 def _pairs(args: argparse.Namespace) -> list[tuple[Path, Path]]:
@@ -136,29 +185,20 @@ def _pairs(args: argparse.Namespace) -> list[tuple[Path, Path]]:
 
 def _three_way(args: argparse.Namespace) -> int:
     """`chat --model X.gguf --reference hf:DIR` (or `chat --real`): the three-way message check."""
-    from ..chat.three_way import check
     from ..chat.transformers_side import missing
     if missing():
         raise SetupError(str(missing()))
     pairs = _pairs(args)
     summary = chat_run.ChatSummary()
-    blocks = []
-    with ChatOracle(timeout=args.timeout) as oracle:
-        for gguf, folder in pairs:
-            block = check(gguf, folder, fuzz=args.fuzz, seed=args.seed, oracle=oracle, on_case=summary.add,
-                          timeout=args.timeout)
-            summary.targets += len(block.checked)
-            summary.seconds += block.seconds
-            blocks.append(block)
-    for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
-        print(diff_text(finding))
-    _, lines = chat_run.with_three_way(summary, blocks)
-    for line in lines:
-        print(line)
-    if args.report:
-        chat_run.write_report(summary, args.report, blocks)
-        print(f"report: {args.report / 'messages.html'}")
-    return 0 if summary.ok and all(b.ok for b in blocks) else 1
+    blocks: list[Any] = []
+    bounds = Bounds(args.deadline)
+
+    def work() -> None:
+        with ChatOracle(timeout=args.timeout) as oracle:
+            for gguf, folder in pairs:
+                chat_run.three_ways([gguf], folder, oracle, summary, fuzz=args.fuzz, seed=args.seed,
+                                    bounds=bounds, blocks=blocks, timeout=args.timeout)
+    return _finish(summary, blocks, args, _interruptible(work, summary))
 
 
 def _shard(targets: list[Target], text: str | None) -> sharding.Partition | None:

@@ -45,7 +45,11 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
         status = verdict.exit_status(report)
         if messages is not None and stop is None and status in (EXIT_OK, EXIT_FOUND):
             try:
-                checked = messages()
+                with raising_on_signals():  # the message layer's children end with the run, however it ends
+                    checked = messages()
+            except Interrupted as exc:  # the token-level report stands, marked interrupted
+                stop, checked = exc, None
+                report["meta"]["interrupted"] = exc.name
             except BaseException:  # the run's own results stand: written before the error goes on
                 reporting.write(report, folder.path)
                 raise

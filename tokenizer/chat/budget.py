@@ -18,6 +18,7 @@ DEFAULT_TIME_BUDGET = 5.0  # seconds per render
 DEFAULT_SIZE_BUDGET = 16 << 20  # characters in any one string, and in the output
 DEFAULT_MEMORY_BUDGET = 512 << 20  # bytes a render may grow the process's resident memory by
 MEMORY_CHECK_SECONDS = 0.005
+TIME_EXCEEDED = "chat template ran longer than its"  # how a render stopped by the clock begins its message
 try:
     PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 except (AttributeError, ValueError, OSError):  # not a POSIX system: no /proc/self/statm either
@@ -53,7 +54,7 @@ class Budget:
     def tick(self) -> None:
         now = time.monotonic()
         if now > self.deadline:
-            raise ChatBudgetExceeded(f"chat template ran longer than its {self.seconds:g} s budget")
+            raise ChatBudgetExceeded(f"{TIME_EXCEEDED} {self.seconds:g} s budget")
         if now > self.next_memory_check and self.base is not None:
             self.next_memory_check = now + MEMORY_CHECK_SECONDS
             grown = (resident_bytes() or 0) - self.base
