@@ -16,7 +16,9 @@ cause are printed.
 
 Exit status: 0 the repaired file agrees three ways on every case checked (or
 the input already did: nothing is written); 1 differences remain (before/after
-shows which causes), or no key fix applies (nothing is written); 2 bad input
+shows which causes), or no key fix applies (nothing is written), or the file
+that stands at the end holds a NaN or an infinite value (named by key and
+index: a finding about the file); 2 bad input
 (a file that is not a GGUF, a bad --reference, --out the same file as the
 input).
 """
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json.resolve() in (args.gguf.resolve(), args.out.resolve()):
             raise SetupError(f"--json {args.json}: must be another file than the input and --out")
     check_rewritable(read(args.gguf), args.gguf)  # not a GGUF, or padded past its size: exit 2, before any work
+    _loads_in_ours(args.gguf)
     ref = parse(args.reference)
     if ref.kind not in ("hf", "spm"):
         raise SetupError(f"--reference {args.reference}: repair reads hf: or spm: originals, not {ref.kind}:")
@@ -75,13 +78,33 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n", "--json")
     final = done.after or done.before
-    return 0 if not final.conversion and not final.parity and not final.new_failures(done.before) else 1
+    clean = not final.conversion and not final.parity and not final.new_failures(done.before)
+    return 0 if clean and not done.left_non_finite else 1
+
+
+def _loads_in_ours(gguf: Path) -> None:
+    """`SetupError` naming what our engine refuses in `gguf` (a NaN score: llama.cpp's merge order is undefined
+    then), before any work: the check runs our engine beside llama.cpp, and the causes read its vocabulary."""
+    from tokenizer import Tokenizer, UnsupportedVocab
+    from tokenizer.gguf.reader import read
+
+    from ..models.summary import non_finite, non_finite_line
+
+    try:
+        Tokenizer.from_gguf(gguf)
+    except UnsupportedVocab as exc:
+        found = "; ".join(non_finite_line(e) for e in non_finite(read(gguf).metadata))
+        raise SetupError(f"{gguf}: {exc}" + (f" ({found})" if found else "")
+                         + "; not repaired: the check runs our engine on the file") from None
 
 
 def render(done: dict, gguf: Path, out: Path) -> str:
     """The before/after table per cause, the fixes applied and not, and the loads."""
+    from ..models.summary import non_finite_line
+
     before, after = done["before"], done["after"]
-    lines = [f"before: {before['conversion_differ']} of {before['compared']} cases differ (llama.cpp vs original)"]
+    lines = [f"finding about the file: {gguf}: {non_finite_line(e)}" for e in done["non_finite"]["before"]]
+    lines += [f"before: {before['conversion_differ']} of {before['compared']} cases differ (llama.cpp vs original)"]
     lines += ["", f"{'cause':40} {'before':>7} {'after':>7}"]
     for row in done["per_cause"]:
         shown = "-" if row["after"] is None else str(row["after"])
@@ -91,11 +114,15 @@ def render(done: dict, gguf: Path, out: Path) -> str:
         lines.append(f"applied: {fix['name']}: {fix['what']} ({', '.join(fix['keys'])})")
     for fix in done["not_applied"]:
         lines.append(f"not applied: {fix['name']}: {fix['why']}" + (f" ({fix['what']})" if fix["what"] else ""))
+    left = done["non_finite"]["before"] if after is None else done["non_finite"]["after"]
     if after is None and not before["conversion_differ"] and not before["parity_differ"]:
-        lines.append("nothing to repair: llama.cpp and the original agree on every case; nothing written")
+        lines.append("nothing to repair: llama.cpp and the original agree on every case; nothing written"
+                     + (f" (the file's {len(left)} key(s) with NaN or infinite values stay: above)" if left else ""))
         return "\n".join(lines)
     if after is None:
-        lines.append(f"no key fix applies: nothing written ({gguf} unchanged)")
+        lines.append(f"no key fix applies: nothing written ({gguf} unchanged)"
+                     + (f"; it holds NaN or infinite values in {', '.join(e['key'] for e in left)} (above)"
+                        if left else ""))
         return "\n".join(lines)
     lines.append(f"wrote {out}: keys changed {', '.join(done['changed_keys'])}; every other key and the tensor "
                  "data as they were")
@@ -103,4 +130,5 @@ def render(done: dict, gguf: Path, out: Path) -> str:
         lines.append(f"{side}: {state}")
     lines.append(f"after: {after['conversion_differ']} of {after['compared']} cases differ (llama.cpp vs original); "
                  f"ours vs llama.cpp: {after['parity_differ']} differ")
+    lines += [f"finding about the file: {out}: {non_finite_line(e)}" for e in left]
     return "\n".join(lines)

@@ -150,9 +150,13 @@ def _check(path: Path, source: GGUFFile, written: Path, meta: Mapping[str, Any])
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal, a NaN equal to a NaN: a file holding one reads back as written (NaN != NaN would call every
+    rewrite of it failed, and `repair` would then blame another cause)."""
     import numpy as np
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+        a, b = np.asarray(a), np.asarray(b)
+        floats = a.dtype.kind == "f" and b.dtype.kind == "f"
+        return bool(np.array_equal(a, b, equal_nan=floats))
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    return bool(a == b) or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)

@@ -9,7 +9,8 @@ offered. Three sides:
 - `gguf`: a GGUF key rewritten to what the original says: `tokenizer.ggml.pre`
   (a name whose llama.cpp regex and ignore_merges are the original's),
   `add_space_prefix`, the token types of the original's added or user-defined
-  tokens, the scores (a file whose every score is the converter's placeholder),
+  tokens, the scores (a file whose every score is the converter's placeholder; a NaN or
+  infinite score, given the original's),
   `add_bos_token` / `add_eos_token` and the BOS / EOS ids. These are what
   `repair` writes; `exact` says that the value comes whole from the original;
 - `original`: a llama.cpp behaviour that no key carries, switched on the
@@ -27,10 +28,13 @@ as docs/conversion-findings.md traces them.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from tokenizer import Tokenizer
 from tokenizer import unicode as uni
@@ -66,7 +70,7 @@ def for_hf(tok: Tokenizer, meta: dict, data: dict) -> list[Candidate]:
     """The candidates for a GGUF against a tokenizer.json (`data`)."""
     model = data.get("model") or {}
     found = [*_pre_name(tok, meta, data), *_added_types(meta, data), *_specials(tok, data),
-             *_space_prefix(tok, data), *_scores(tok, meta, data)]
+             *_space_prefix(tok, data), *_scores(tok, meta, data), *_finite_scores(tok, meta, _unigram_scores(data))]
     found += _original_switches(tok, data)
     if model.get("type") == "WordPiece":
         found += wpm_inputs()
@@ -87,7 +91,7 @@ def for_spm(tok: Tokenizer, meta: dict, model: dict) -> list[Candidate]:
         if getattr(tok.vocab, key) != model[flag]:
             found.append(_key(key.replace("_", "-"), f"tokenizer.ggml.{key} = {model[flag]} (the model's {flag})",
                               {f"tokenizer.ggml.{key}": bool(model[flag])}))
-    return found
+    return found + _finite_scores(tok, meta, model.get("scores"))
 
 
 def for_tekken(tok: Tokenizer, data: dict) -> list[Candidate]:
@@ -240,6 +244,43 @@ def _scores(tok: Tokenizer, meta: dict, data: dict) -> list[Candidate]:
     new = [float(-rank[t]) if t in rank else float(-len(merges)) for t in tokens]
     return [_key("scores", "tokenizer.ggml.scores from the original's merge ranks (every score was the "
                  f"placeholder {PLACEHOLDER_SCORE})", {"tokenizer.ggml.scores": new}, exact=False)]
+
+
+def _unigram_scores(data: dict) -> list[float] | None:
+    """A Unigram tokenizer.json's scores by id (`model.vocab` is `[[piece, score], ...]`), else None."""
+    model = data.get("model") or {}
+    vocab = model.get("vocab")
+    if model.get("type") != "Unigram" or not isinstance(vocab, list):
+        return None
+    return [float(v[1]) if isinstance(v, list) and len(v) > 1 and isinstance(v[1], (int, float)) else math.nan
+            for v in vocab]
+
+
+def _finite_scores(tok: Tokenizer, meta: dict, theirs: list[float] | None) -> list[Candidate]:
+    """The GGUF's NaN and infinite scores given the original's score for the same token, where llama.cpp
+    reads scores (SentencePiece, Unigram): exact when the original holds a finite score for each of them.
+    Otherwise the lowest finite score of the file stands in (not exact: a value of ours, named, not applied)."""
+    scores = meta.get("tokenizer.ggml.scores")
+    if scores is None or tok.vocab.vocab_type not in ("spm", "ugm"):
+        return []
+    values = np.asarray(scores, dtype=np.float64)
+    bad = [int(i) for i in np.flatnonzero(~np.isfinite(values))]
+    if not bad:
+        return []
+    exact = theirs is not None and all(i < len(theirs) and math.isfinite(theirs[i]) for i in bad)
+    finite = values[np.isfinite(values)]
+    floor = float(finite.min()) if finite.size else 0.0
+    new = [float(theirs[i]) if exact and theirs is not None else floor for i in bad]
+
+    def change(meta: dict) -> dict:
+        fixed = [float(x) for x in meta["tokenizer.ggml.scores"]]
+        for i, value in zip(bad, new, strict=True):
+            fixed[i] = value
+        return {"tokenizer.ggml.scores": fixed}
+    shown = ", ".join(str(i) for i in bad[:5]) + (f" and {len(bad) - 5:,} more" if len(bad) > 5 else "")
+    source = "the original's score for each" if exact else f"the file's lowest finite score, {floor:g}"
+    return [Candidate("finite-scores", f"tokenizer.ggml.scores: the NaN or infinite score of token(s) {shown} "
+                      f"given {source}", "gguf", gguf=change, exact=exact, keys=("tokenizer.ggml.scores",))]
 
 
 def _original_switches(tok: Tokenizer, data: dict) -> list[Candidate]:

@@ -24,6 +24,7 @@ the harness's process without the reference's library:
     tokenizer.ggml.scores                every score the converter's placeholder -1000.0 (tokenizer.json only)
     (converter)                          its own "Mismatch ... opting for the latter" lines (X.convert.json)
     tokenizer.ggml.remove_extra_whitespaces  SentencePiece's `remove_extra_whitespaces`
+    (any float key)                      a NaN or an infinite value (a score, a float key): named by key and index
     (tekken)                             the count (`default_vocab_size`), each non-special token's bytes,
                                          `config.pattern` against llama.cpp's regex for the pre name,
                                          add_bos (mistral-common starts every request with the BOS)
@@ -40,6 +41,7 @@ import base64
 import json
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,7 @@ from tokenizer.unicode import byte_to_char
 from ..errors import SetupError
 from ..files import protobuf
 from ..files.input_limits import loads, read_tokenizer_file
+from ..models.summary import non_finite, non_finite_line
 from .hf import config_beside
 from .specs import ReferenceSpec, parse
 
@@ -78,13 +81,23 @@ def discrepancies(gguf_path: str | Path, spec: str | ReferenceSpec) -> list[Disc
     """Every discrepancy the cheap checks find between the GGUF and the reference."""
     ref = parse(spec) if isinstance(spec, str) else spec
     tok = Tokenizer.from_gguf(gguf_path)
+    found = non_finite_discrepancies(tok.vocab.metadata)
+    where = str(ref.source or ref.path)
     if ref.kind == "hf":
-        return hf_discrepancies(tok, loads(read_tokenizer_file(ref.path), str(ref.path)), config_beside(ref.path))
+        return found + hf_discrepancies(tok, loads(read_tokenizer_file(ref.path), where), config_beside(ref.path))
     if ref.kind == "spm":
-        return spm_discrepancies(tok, read_spm(read_tokenizer_file(ref.path)), config_beside(ref.path))
+        return found + spm_discrepancies(tok, read_spm(read_tokenizer_file(ref.path)), config_beside(ref.path))
     if ref.kind == "tekken":
-        return tekken_discrepancies(tok, loads(read_tokenizer_file(ref.path), str(ref.path)))
-    return []
+        return found + tekken_discrepancies(tok, loads(read_tokenizer_file(ref.path), where))
+    return found
+
+
+def non_finite_discrepancies(metadata: Mapping[str, Any]) -> list[Discrepancy]:
+    """Each key holding a NaN or an infinite float (`harness.models.summary.non_finite`): a finding about the
+    file whatever the original says (no score or float the original holds is NaN or infinite)."""
+    return [Discrepancy(entry["key"], non_finite_line(entry).partition(": ")[2], "finite values",
+                        "a NaN compares neither above nor below any score: llama.cpp's merge order is undefined")
+            for entry in non_finite(metadata)]
 
 
 # --- tokenizer.json --------------------------------------------------------------------------------
@@ -321,18 +334,19 @@ def _token_count(vocab: Any, model: dict, added: list[dict]) -> list[Discrepancy
 # --- SentencePiece .model ---------------------------------------------------------------------------
 
 def read_spm(buf: bytes) -> dict:
-    """The fields of a SentencePiece ModelProto the checks need: pieces, types, normalizer flags."""
-    pieces, types = [], []
+    """The fields of a SentencePiece ModelProto the checks need: pieces, types, scores, normalizer flags."""
+    pieces, types, scores = [], [], []
     normalizer: dict[str, bool] = {"add_dummy_prefix": True, "remove_extra_whitespaces": True}
     for number, _, value in protobuf.fields(buf):
         if number == 1:  # SentencePiece { piece = 1; score = 2; type = 3 (NORMAL 1 default) }
             inner = {n: v for n, _, v in protobuf.fields(value)}
             pieces.append(inner.get(1, b"").decode("utf-8", "replace"))
             types.append(inner.get(3, 1))
+            scores.append(inner[2] if isinstance(inner.get(2), float) else 0.0)
         elif number == 3:  # NormalizerSpec { add_dummy_prefix = 3; remove_extra_whitespaces = 4 }
             inner = {n: v for n, _, v in protobuf.fields(value)}
             normalizer = {"add_dummy_prefix": bool(inner.get(3, 1)), "remove_extra_whitespaces": bool(inner.get(4, 1))}
-    return {"pieces": pieces, "types": types, **normalizer}
+    return {"pieces": pieces, "types": types, "scores": scores, **normalizer}
 
 
 TOKEN_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}

@@ -17,7 +17,13 @@
    same check run on it three ways: per cause, the cases that differed before
    and after.
 
-Nothing is written when no key fix applies.
+Nothing is written when no key fix applies. A NaN or an infinite value in the metadata (a score,
+a float key) is a finding about the file, named by key and index before and after
+(`harness.models.summary.non_finite`); an infinite score is a cause like any other
+(`finite-scores`, the original's score for the token), and a rewrite of a file holding a NaN
+reads back as written (NaN is taken as equal to NaN there), so no other cause is blamed for it.
+A NaN score is refused by the command before any work (`harness.commands.repair`): our engine
+refuses such a file, as llama.cpp's merge order is undefined with it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenizer import Tokenizer
+from tokenizer.gguf.reader import read
 
 from ..errors import SetupError
 from ..golden.records import evaluate_case
@@ -37,6 +44,7 @@ from ..inputs import boundaries
 from ..inputs.cases import make_case
 from ..inputs.corpus import default_corpora, load_corpus, unique_ids
 from ..models.gguf_rewrite import rewrite_metadata
+from ..models.summary import non_finite
 from ..oracle.workers import run_cases
 from ..references import added, causes, specs
 from ..references.classify import FLAG_PAIRS, outcome_ids
@@ -76,6 +84,13 @@ class Repair:
     changed_keys: list[str] = field(default_factory=list)
     after: Check | None = None
     loads: dict[str, str] = field(default_factory=dict)
+    non_finite: list[dict] = field(default_factory=list)  # the input's NaN and infinite values (summary.non_finite)
+    non_finite_after: list[dict] | None = None  # the written file's
+
+    @property
+    def left_non_finite(self) -> list[dict]:
+        """The NaN and infinite values of the file that stands at the end (the written one, else the input)."""
+        return self.non_finite if self.non_finite_after is None else self.non_finite_after
 
     def per_cause(self) -> list[dict]:
         """Per cause: cases that differed before, and how many of them still differ after."""
@@ -88,7 +103,8 @@ class Repair:
     def as_dict(self) -> dict:
         return {"before": self.before.as_dict(), "after": self.after.as_dict() if self.after else None,
                 "per_cause": self.per_cause(), "applied": self.applied, "not_applied": self.not_applied,
-                "changed_keys": self.changed_keys, "loads": self.loads, "causes": self.causes}
+                "changed_keys": self.changed_keys, "loads": self.loads, "causes": self.causes,
+                "non_finite": {"before": self.non_finite, "after": self.non_finite_after}}
 
 
 def cases_for(gguf: Path, spec: str, *, vocab_words: bool, corpora: Sequence[Path] = (),
@@ -165,7 +181,8 @@ def repair(gguf: Path, spec: str, out: Path, *, vocab_words: bool = False, corpo
     if not cases:
         raise SetupError("repair: no cases to check (--no-default-corpora and no --corpus, --vocab-words)")
     log(f"before: {gguf}")
-    done = Repair(check(gguf, spec, cases, jobs=jobs, timeout=timeout, log=log))
+    done = Repair(check(gguf, spec, cases, jobs=jobs, timeout=timeout, log=log),
+                  non_finite=non_finite(read(gguf).metadata))
     by_id = {str(c["id"]): c for c in cases}
     with tempfile.TemporaryDirectory(prefix="gguf-parity-repair-") as tmp, \
             causes.Finder(gguf, spec, Path(tmp), timeout=timeout) as finder:
@@ -183,6 +200,7 @@ def repair(gguf: Path, spec: str, out: Path, *, vocab_words: bool = False, corpo
     done.changed_keys = sorted(changes)
     rewrite_metadata(gguf, out, changes)
     done.loads = _loads(out)
+    done.non_finite_after = non_finite(read(out).metadata)
     log(f"after: {out}")
     done.after = check(out, spec, cases, jobs=jobs, timeout=timeout, log=log)
     failed, new = done.after.llama_failed, done.after.new_failures(done.before)

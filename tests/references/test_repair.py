@@ -127,3 +127,51 @@ def test_the_early_llama3_gguf_repaired_agrees_with_its_original(tmp_path):
     assert report["changed_keys"] == ["tokenizer.ggml.pre"]
     jeho = report["causes"]["c0"]["evidence"][0]
     assert jeho["original"] == jeho["llama.cpp"] == [101503]
+
+
+# --- NaN and infinite values (issue 47: "repair and NaN") --------------------------------------------
+
+def test_a_nan_float_key_is_named_and_the_causes_are_still_found(tmp_path):
+    """One NaN in a float key made every rewrite "fail" its read-back (NaN != NaN): each key candidate could not
+    be tried, another cause was blamed and "no key fix applies". Now the causes are the twin's own, the fix is
+    written with the NaN kept, and the NaN is named as a finding about the file (exit 1: it is still there)."""
+    from tokenizer.gguf.writer import rewrite
+
+    original, gguf, corpus = twin(tmp_path)
+    rewrite(gguf, tmp_path / "nan.gguf", {"general.some_float": float("nan")})
+    done = repair(tmp_path, original, tmp_path / "nan.gguf", corpus)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text(), parse_constant=_no_constant)
+    assert {r["cause"]: (r["before"], r["after"]) for r in report["per_cause"]} == {
+        "pre-name": (2, 0), "token-types": (1, 0)}
+    assert [a["name"] for a in report["applied"]] == ["pre-name", "token-types"]
+    assert report["non_finite"]["after"] == [{"key": "general.some_float", "count": 1, "first": [[None, "NaN"]]}]
+    assert "finding about the file" in done.stdout and "general.some_float: 1 non-finite value (NaN)" in done.stdout
+    assert "no key fix applies" not in done.stdout
+    assert np.isnan(read(tmp_path / "x.fixed.gguf").metadata["general.some_float"])
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} in JSON: not JSON")
+
+
+def test_a_nan_score_is_refused_naming_the_key_and_the_token(tmp_path):
+    """A NaN score leaves llama.cpp's merge order undefined and our engine refuses the file: exit 2 naming the
+    token and the key, before any work (it was an internal error, exit 3)."""
+    from tokenizer.gguf.writer import write
+
+    original = rf.spm_model(tmp_path / "o" / "tokenizer.model", config={"add_bos_token": False})
+    tokens = [f"t{i}" for i in range(8)]
+    scores = [0.0, -1.0, float("nan"), -3.0, float("inf"), -5.0, -6.0, -7.0]
+    write(tmp_path / "nan.gguf", {"general.architecture": "llama", "tokenizer.ggml.model": "llama",
+                                  "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": scores,
+                                  "tokenizer.ggml.token_type": [1] * 8})
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "c", "text": "the cat"}) + "\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "repair", str(tmp_path / "nan.gguf"), "--reference",
+                           f"spm:{original}", "--out", str(tmp_path / "x.fixed.gguf"), "--corpus", str(corpus),
+                           "--no-default-corpora"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "token 2 has a NaN score" in done.stderr
+    assert "tokenizer.ggml.scores: 2 non-finite values (NaN at 2, inf at 4)" in done.stderr
