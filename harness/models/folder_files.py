@@ -175,15 +175,35 @@ def copy_file(path: Path, target: Path, limit: int, *, folder: Path | None = Non
 
 
 _PRIVATE: list[Path] = []
+PRIVATE_PREFIX = "gguf-parity-originals-"
 
 
 def _private_root() -> Path:
-    """This process's folder of private copies, removed when it exits (by this process, not a fork of it)."""
+    """This process's folder of private copies, removed when it exits (by this process, not a fork of it);
+    the folders of processes that are gone without removing theirs (killed) are removed first."""
     if not _PRIVATE:
-        root = Path(tempfile.mkdtemp(prefix="gguf-parity-originals-"))
+        _sweep(Path(tempfile.gettempdir()))
+        root = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))
         atexit.register(_remove_root, root, os.getpid())
         _PRIVATE.append(root)
     return _PRIVATE[0]
+
+
+def _sweep(tmp: Path) -> None:
+    for old in tmp.glob(f"{PRIVATE_PREFIX}*-*"):
+        pid = old.name.removeprefix(PRIVATE_PREFIX).partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 def _remove_root(root: Path, owner: int) -> None:

@@ -146,3 +146,17 @@ def test_the_folder_itself_may_be_a_link(planted, tmp_path):
     folder, _ = planted
     (tmp_path / "alias").symlink_to(folder)
     assert folder_files.read_file(tmp_path / "alias" / "tokenizer.json", 100) == b"{}"
+
+
+def test_the_private_copies_of_a_process_that_is_gone_are_removed(tmp_path):
+    """A killed run cannot remove its copies at exit: the next run does."""
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{folder_files.PRIVATE_PREFIX}{gone.stdout.strip()}-abc"
+    alive = tmp_path / f"{folder_files.PRIVATE_PREFIX}{os.getpid()}-def"
+    for folder in (dead, alive):
+        (folder / "copy-x").mkdir(parents=True)
+    folder_files._sweep(tmp_path)
+    assert not dead.exists() and alive.exists()
