@@ -171,13 +171,15 @@ def children_of(pid: int) -> dict[int, str]:
     return found
 
 
-def wait_for_children(proc: subprocess.Popen[str], names: tuple[str, ...], limit: float = 90) -> dict[int, str]:
+def wait_for_children(proc: subprocess.Popen[str], names: tuple[str, ...], limit: float = 90,
+                      settle: float = 1.0) -> dict[int, str]:
+    """The harness's children once each of `names` has started, `settle` seconds later (inside a request)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         kids = children_of(proc.pid)
         if all(any(name in cmd for cmd in kids.values()) for name in names):
-            time.sleep(1.0)  # inside a request, the bomb running
+            time.sleep(settle)
             return kids
         time.sleep(0.1)
     raise AssertionError(f"children {names} never started")
@@ -202,12 +204,14 @@ HELPER_CHILD, TRANSFORMERS_CHILD = "gguf-parity-chat", "harness.chat.transformer
 
 def start_chat(tmp_path: Path, waited: str) -> subprocess.Popen[str]:
     """`chat` on a CPU bomb: two ways when `waited` is the helper (which hangs on it for 60 s), three ways
-    when it is the transformers child (asked after the helper's 4 s hang, then hanging itself)."""
+    with the bomb in the original only when it is the transformers child (which hangs on it for 60 s)."""
     model, folder = bomb_pair(tmp_path, CPU_BOMB)
     args = ["--model", str(model), "--report", str(tmp_path / "r"), "--timeout", "60"]
     if waited == TRANSFORMERS_CHILD:
         pytest.importorskip("transformers", reason="could not import 'transformers'")
-        args = [*args[:-1], "4", "--reference", f"hf:{folder}"]
+        model = bpe_gguf(folder / "tokenizer.json", tmp_path / "plain.gguf",
+                         extra={"tokenizer.chat_template": "{{ messages[0]['content'] }}"})  # the bomb on one side
+        args = ["--model", str(model), "--report", str(tmp_path / "r"), "--timeout", "60", "--reference", f"hf:{folder}"]
     return subprocess.Popen([sys.executable, "-m", "harness", "chat", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -240,7 +244,9 @@ def test_a_killed_harness_takes_its_chat_children_with_it(tmp_path, waited):
     proc = start_chat(tmp_path, waited)
     kids: list[int] = []
     try:
-        kids = list(wait_for_children(proc, (waited,)))
+        # the transformers child loads for a few seconds first: a child killed while loading would end on
+        # its stdin's end of file anyway, so wait until it runs the bomb (the timeout is 60 s there)
+        kids = list(wait_for_children(proc, (waited,), settle=1.0 if waited == HELPER_CHILD else 12.0))
         proc.kill()
         proc.communicate(timeout=30)
         assert gone_within(kids, 5) == [], "a child outlived the harness"
