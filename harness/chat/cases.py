@@ -31,6 +31,8 @@ from tokenizer.attrs import Attr
 from tokenizer.chat.render import special_text
 
 from ..environment import project_root
+from ..files.atomic import write_text_atomic
+from ..files.input_limits import read_side_json
 from ..models.paths import resolve
 from ..models.shipped import SHIPPED, templates_dir
 
@@ -102,12 +104,12 @@ def assign() -> dict[str, Any]:
     gguf = {name: variants for name in SHIPPED if (variants := _gguf_templates(name))}
     sdist = {p.stem: vocab_for(p.read_text(encoding="utf-8")) for p in sorted(templates_dir().glob("*.jinja"))}
     data = {"gguf": gguf, "sdist": sdist}
-    TARGETS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(TARGETS_FILE, json.dumps(data, indent=1) + "\n", "chat targets")
     return data
 
 
 def _assigned() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(TARGETS_FILE.read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_side_json(TARGETS_FILE, "chat targets")
     return data
 
 

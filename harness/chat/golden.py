@@ -24,6 +24,8 @@ from typing import Any
 
 from ..environment import project_root
 from ..errors import SetupError
+from ..files.atomic import write_text_atomic
+from ..files.input_limits import MAX_GOLDEN_BYTES, read_side_json
 from ..models.shipped import LLAMA_CPP_PYTHON_VERSION
 from .cases import Case, Target, cases, tokenizer_for
 from .diff import MATCH, describe, product_answer, verdict
@@ -87,15 +89,14 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(data), encoding="utf-8")
+    write_text_atomic(path, dumps(data), "chat golden")
 
 
 def load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_side_json(path, "chat golden", limit=MAX_GOLDEN_BYTES)
     except (OSError, ValueError) as exc:
-        raise SetupError(f"cannot read chat golden {path}: {exc}") from exc
+        raise SetupError(f"cannot read chat golden {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != "chat" or data.get("schema") != SCHEMA:
         raise SetupError(f"{path}: not a chat golden of schema {SCHEMA}")
     return data

@@ -65,6 +65,35 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
     return path
 
 
+def check_output_folder(path: str | os.PathLike[str], what: str, *, files: tuple[str, ...] = (),
+                        folders: tuple[str, ...] = ()) -> Path:
+    """`path` as a `Path` when it is a folder, or can be made one; else `SetupError`, one line.
+
+    Refused (links followed): a path that exists and is not a directory; one whose nearest existing
+    ancestor is not a directory. The names in `files` (the outputs a command writes there) are
+    checked with `check_output_path`, those in `folders` must be folders if they exist, so
+    a `report.json` that is a FIFO is refused before the run, not after it.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise SetupError(f"{what} {path}: not writable ({exc.strerror})") from None
+    if mode is not None and not stat.S_ISDIR(mode):
+        link = "a link to " if path.is_symlink() else ""
+        raise SetupError(f"{what} {path}: is {link}{kind_of(mode)}, not a folder")
+    _check_parent(path, what)
+    for name in files:
+        check_output_path(path / name, what)
+    for name in folders:
+        inner = path / name
+        if inner.exists() and not inner.is_dir():
+            raise SetupError(f"{what} {path}: {inner} is {kind_of(inner.stat().st_mode)}, not a folder")
+    return path
+
+
 def _check_parent(path: Path, what: str) -> None:
     parent = path.parent
     while True:

@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 
 from ..files import input_limits
+from ..files.atomic import write_bytes_atomic
 
 SCHEMA = "gguf-parity/golden"
 SCHEMA_VERSION = 1
@@ -214,10 +215,7 @@ def write_golden(path: str | os.PathLike, golden: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=9, mtime=0)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
+    return write_bytes_atomic(path, data, "golden file")
 
 
 def load_golden(path: str | os.PathLike, *, check: bool = True) -> dict:

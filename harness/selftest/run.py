@@ -51,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..files.atomic import write_text_atomic
 from ..models import synth_sensitivity
 from ..models.families import members as of_families
 from .mutants import Mutant
@@ -413,7 +414,4 @@ def progress_line(done: int, total: int, mutant: Mutant, verdicts: dict[str, Ver
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(report, indent=1), "the self-test's selftest.json")

@@ -14,6 +14,10 @@ The crashes themselves come from llama.cpp: the golden records and the live orac
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +68,36 @@ def test_loader_rejects_bad_json_and_a_missing_file(tmp_path):
         known_crashes.load(tmp_path / "bad.json")
     with pytest.raises(known_crashes.KnownCrashesError, match="cannot read the known-crashes file"):
         known_crashes.load(tmp_path / "missing.json")
+
+
+NO_FILE_PROBE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+from harness.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_a_known_crashes_path_that_is_no_file_is_one_line_in_bounded_time_and_memory(tmp_path, kind):
+    """issue 47: `run --known-crashes /dev/zero` read until memory ran out (3.3 GB, then MemoryError)."""
+    from tokenizer.gguf import writer
+    model = tmp_path / "tiny.gguf"
+    writer.write(model, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2",
+                         "tokenizer.ggml.tokens": ["a", "b"], "tokenizer.ggml.token_type": [1, 1]})
+    path = Path("/dev/zero") if kind == "dev-zero" else tmp_path / "fifo"
+    if kind == "fifo":
+        os.mkfifo(path)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", NO_FILE_PROBE, "run", "--model", str(model), "--known-crashes",
+                           str(path), "--report", str(tmp_path / "report")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 2, done.stderr
+    said = "a character device" if kind == "dev-zero" else "a FIFO"
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot read the known-crashes file: {path}: known-crashes file is {said}, not a regular file; "
+        "not read"]
+    assert time.monotonic() - started < 60
 
 
 def test_a_malformed_list_is_a_set_up_error(tmp_path, capsys):

@@ -196,3 +196,32 @@ def test_a_failing_messages_check_still_leaves_the_run_report(tmp_path: Path):
     with pytest.raises(SetupError):
         run_and_report(_one_model, config, {}, messages=broken)
     assert "messages" not in json.loads((config.report_dir / "report.json").read_text())
+
+
+@pytest.mark.parametrize("plant", ["folder-is-a-file", "folder-is-a-fifo", "report.json-is-a-fifo",
+                                   "report.html-links-to-dev-null", "cases-is-a-file", "lock-links-out",
+                                   "lock-is-a-fifo"])
+def test_a_report_folder_with_no_place_for_a_report_is_refused_before_the_run(tmp_path: Path, plant: str):
+    """issue 47: an output that is a device, a FIFO or a link to one is refused before any work, and no link
+    planted in the folder is followed (its target is neither created nor changed)."""
+    folder, victim = tmp_path / "r", tmp_path / "victim"
+    if plant.startswith("folder-is"):
+        folder.write_text("") if plant == "folder-is-a-file" else os.mkfifo(folder)
+    else:
+        folder.mkdir()
+    where = {"report.json-is-a-fifo": "report.json", "report.html-links-to-dev-null": "report.html",
+             "cases-is-a-file": "cases", "lock-links-out": ".lock", "lock-is-a-fifo": ".lock"}.get(plant)
+    if plant.endswith("fifo") and where:
+        os.mkfifo(folder / where)
+    elif plant == "report.html-links-to-dev-null":
+        (folder / where).symlink_to("/dev/null")
+    elif plant == "cases-is-a-file":
+        (folder / where).write_text("")
+    elif plant == "lock-links-out":
+        (folder / where).symlink_to(victim)
+    with pytest.raises(SetupError) as caught:
+        report_dir.ReportDir(folder).__enter__()
+    assert str(caught.value).startswith(f"--report {folder}") and "\n" not in str(caught.value)
+    assert not victim.exists()
+    if where and plant != "cases-is-a-file":
+        assert not (folder / where).is_file() or (folder / where).is_symlink()
