@@ -53,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _convert_real(out_dir: Path | None) -> int:
+    from ..files.atomic import check_output_folder
     from ..models import convert, real_set
 
-    out_dir = out_dir or real_set.real_gguf_dir()
+    out_dir = check_output_folder(out_dir or real_set.real_gguf_dir(), "--out-dir")
     refused = 0
     for entry in real_set.load_manifest():
         if not real_set.is_fetched(entry):

@@ -34,11 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_FOUND, EXIT_OK, SetupError
+from ..files.atomic import check_output_folder, write_text_atomic
 from ..runs import shard as sharding
 from ..selftest.mutants import MutantError, load, select
 from ..selftest.report import MAIN, html_page, markdown, text_table
 from ..selftest.run import DETECTORS, Settings, load_prior, write_json
 from ..selftest.run import run as run_selftest
+
+SELFTEST_FILES = ("selftest.json", "selftest.html", "selftest.md")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.jobs < 1 or args.fuzz < 0 or args.timeout <= 0:
         raise SetupError("--jobs must be at least 1, --fuzz 0 or more, --timeout positive")
+    check_output_folder(args.report, "--report", files=SELFTEST_FILES)  # before the hour of mutants
     detectors = chosen(args.detector, args.until_main_kill)
     settings = Settings(scope=args.scope, detectors=detectors, fuzz=args.fuzz, seed=args.seed,
                         jobs=args.jobs, timeout=args.timeout, baseline=args.baseline, likely_only=args.likely_only,
@@ -111,9 +115,8 @@ def run(args: argparse.Namespace) -> int:
         report["shard"] = part.meta()
     args.report.mkdir(parents=True, exist_ok=True)
     write_json(json_path, report)
-    html_path = args.report / "selftest.html"
-    html_path.write_text(html_page(report), encoding="utf-8")
-    (args.report / "selftest.md").write_text(markdown(report), encoding="utf-8")
+    html_path = write_text_atomic(args.report / "selftest.html", html_page(report), "--report")
+    write_text_atomic(args.report / "selftest.md", markdown(report), "--report")
     print(text_table(report))
     print(f"report: {html_path}")
     return verdict(report)

@@ -135,16 +135,20 @@ def replacing(path: str | os.PathLike[str], what: str = "output file") -> Iterat
 
 
 @contextmanager
-def building(path: str | os.PathLike[str], what: str = "output file") -> Iterator[Path]:
+def building(path: str | os.PathLike[str], what: str = "output file", *, optional: bool = False) -> Iterator[Path]:
     """A path in a private folder (0700, beside `path`) for a child program to write; renamed onto
-    `path` when the block ends without an error. The folder is removed either way."""
+    `path` when the block ends without an error. The folder is removed either way.
+
+    `optional`: a program that may decline to write (a converter's refusal) leaves `path` as it was.
+    """
     target = check_output_path(path, what)
     target.parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         built = folder / target.name
         yield built
-        _place(built, target, what)
+        if not optional or os.path.lexists(built):
+            _place(built, target, what)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

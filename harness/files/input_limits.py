@@ -39,6 +39,7 @@ MAX_TOKENIZER_JSON_BYTES = 128 << 20  # tokenizer.json, tekken.json (Gemma 3's t
 MAX_SPM_MODEL_BYTES = 32 << 20        # a SentencePiece .model (Gemma 3's is 4.7 MB)
 MAX_CONFIG_BYTES = 16 << 20           # tokenizer_config.json (large ones list added tokens: about 2 MB)
 MAX_SIDE_FILE_BYTES = 16 << 20        # a file of settings or a list (the largest shipped: 76 KB)
+MAX_REPORT_BYTES = 256 << 20          # a report.json read back (a full run's is a few MB)
 _CHUNK = 1 << 20
 
 

@@ -46,7 +46,7 @@ from typing import Any
 
 from ..environment import child_memory, physical_memory, venvs_dir
 from ..errors import SetupError
-from ..files.atomic import locked, write_text_atomic
+from ..files.atomic import building, check_output_path, locked, write_text_atomic
 from ..files.input_limits import tokenizer_file_limit
 from . import fetch, folder_data, folder_files
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
@@ -332,7 +332,12 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
     """Convert `source` with llama.cpp's converter into `out`; the record written to the sidecar.
 
     A refusal by the converter is a result: `record["refusal"]` holds it and no GGUF is left.
+    `out` and its sidecar are checked first (a device, a FIFO, a folder: exit 2 before any work),
+    and the converter writes into a private folder beside `out`, renamed into place
+    (`harness.files.atomic.building`): no link planted beside `out` is followed.
     """
+    check_output_path(out, "--out")
+    check_output_path(sidecar_path(out), "--out's record")
     check_sizes(source)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / (source.resolve().name or "model")
@@ -350,9 +355,10 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
             log(f"supplied {item['file']} ({item['why']}): {shown if len(shown) <= 300 else shown[:300] + ' ...'}")
         log(f"running llama.cpp's convert_hf_to_gguf.py --vocab-only on {source} ...")
         mistral = ["--mistral-format"] if is_mistral_format(source) else []
-        result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(out.absolute())],
-                            folder_code=folder_data.tokenizer_code(source))
-    _refuse_custom_code(source, result)
+        with building(out, "--out", optional=True) as part:
+            result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(part.absolute())],
+                                folder_code=folder_data.tokenizer_code(source))
+            _refuse_custom_code(source, result)
     record = _record(source, out, supplied, result)
     write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ..environment import child_env
+from ..files.atomic import check_output_folder, write_text_atomic
+from ..files.input_limits import MAX_REPORT_BYTES, read_side_json
 from ..report.templating import environment
 from ..subjects.capabilities import CHECKS
 from ..subjects.spec import DEFAULT_ENGINE
@@ -42,6 +44,7 @@ from ..subjects.spec import DEFAULT_ENGINE
 OURS = "ours"
 MATRIX_VERSION = 1
 STDERR_LINES = 6
+MATRIX_FILES = ("peers.json", "peers.html")
 
 
 @dataclass(frozen=True)
@@ -118,15 +121,14 @@ def run_pair(name: str, model: str, root: Path, options: Options) -> Cell:
     argv = run_argv(name, model, out, options)
     record = out / "pair.json"
     if options.reuse and record.is_file():
-        pair = json.loads(record.read_text(encoding="utf-8"))
+        pair = read_side_json(record, "a pair's record")
     else:
         started = time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), stdin=subprocess.DEVNULL,
                               check=False)
         pair = {"exit_code": done.returncode, "stderr": done.stderr[-4000:],
                 "seconds": round(time.monotonic() - started, 1), "command": shlex.join(["python", *argv[1:]])}
-        out.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(pair, indent=1) + "\n", encoding="utf-8")
+        write_text_atomic(record, json.dumps(pair, indent=1) + "\n", "a pair's record")
     cell = read_cell(label, model, out, exit_code=pair["exit_code"], stderr=pair["stderr"])
     cell.seconds, cell.command = pair["seconds"], pair["command"]
     if (out / "report.html").is_file():
@@ -142,7 +144,7 @@ def read_cell(label: str, model: str, out: Path, *, exit_code: int, stderr: str 
         status = "set-up error" if exit_code == 2 else "harness failed"
         reason = (lines[-1] if lines else f"exit status {exit_code}").removeprefix("error: ")
         return Cell(label, model, status, reason=reason, exit_code=exit_code)
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = read_side_json(path, "a pair's report", limit=MAX_REPORT_BYTES)
     per_model = report["summary"]["per_model"]
     name = next(iter(per_model), model)
     counts = per_model.get(name, {})
@@ -170,7 +172,12 @@ def _first_line(text: str, limit: int = 240) -> str:
 
 def run_matrix(names: list[str], models: list[str], root: Path, options: Options, *,
                parallel: int = 1, progress: Callable[[Cell], None] | None = None) -> dict[str, Any]:
-    """Every pair, `parallel` at a time; the matrix as a JSON-ready dict."""
+    """Every pair, `parallel` at a time; the matrix as a JSON-ready dict.
+
+    The report folder is checked first (`check_output_folder`: peers.json or peers.html a FIFO or a
+    device is refused before any pair runs); every file is written through `harness.files.atomic`.
+    """
+    check_output_folder(root, "--report", files=MATRIX_FILES)
     root.mkdir(parents=True, exist_ok=True)
     pairs = [(name, model) for model in models for name in names]
     started = time.monotonic()
@@ -282,10 +289,9 @@ def render_html(matrix: dict[str, Any]) -> str:
 
 
 def write(matrix: dict[str, Any], root: Path) -> tuple[Path, Path]:
-    root.mkdir(parents=True, exist_ok=True)
     json_path, html_path = root / "peers.json", root / "peers.html"
-    json_path.write_text(json.dumps(matrix, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    html_path.write_text(render_html(matrix), encoding="utf-8")
+    write_text_atomic(json_path, json.dumps(matrix, indent=1, ensure_ascii=False) + "\n", "--report")
+    write_text_atomic(html_path, render_html(matrix), "--report")
     return json_path, html_path
 
 

@@ -11,6 +11,8 @@ set first, `parity-real`).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -225,3 +227,58 @@ def test_the_converter_sources_are_pinned_and_a_changed_file_is_refused(tmp_path
     with pytest.raises(SetupError, match=r"converter file\(s\) failed converter_sources\.sha256"):
         convert.ensure_sources(sdist=sdist, log=lambda s: None)
     assert not (convert.sources_dir() / ".complete").exists()
+
+
+def _out_plant(tmp_path: Path, plant: str) -> Path:
+    out = tmp_path / "x.gguf"
+    if plant == "fifo":
+        os.mkfifo(out)
+    elif plant == "link-to-dev-null":
+        out.symlink_to("/dev/null")
+    elif plant == "char-device":
+        try:
+            os.mknod(out, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a character device needs root")
+    elif plant == "folder":
+        out.mkdir()
+    return out
+
+
+@pytest.mark.parametrize("plant", ["char-device", "fifo", "link-to-dev-null", "folder"])
+def test_an_out_that_is_no_file_is_refused_before_the_converter_runs(tmp_path, fake_converter, capsys, plant):
+    """issue 47: `convert --out` onto a copy of /dev/null exited 0 and left a regular file in the device's place."""
+    source = bpe_folder(tmp_path / "llama3")
+    out = _out_plant(tmp_path, plant)
+    mode = out.lstat().st_mode
+    code = cli.main(["convert", str(source), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: --out {out}: is ") and err.count("\n") == 1
+    assert fake_converter["runs"] == [] and out.lstat().st_mode == mode
+    assert not convert.sidecar_path(out).exists()
+
+
+def test_the_converter_writes_in_a_private_folder_and_its_file_is_renamed_into_place(tmp_path, monkeypatch,
+                                                                                      fake_converter):
+    """No write follows a link planted beside the output: the converter's --outfile is in a fresh folder."""
+    source, victim = bpe_folder(tmp_path / "llama3"), tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    out = tmp_path / "x.gguf"
+    for name in (".x.gguf.tmp", "x.gguf.part"):
+        (tmp_path / name).symlink_to(victim)
+    fake_converter["answer"] = {"decisions": [{"chkhsh": SMAUG, "pre": "smaug-bpe", "raised": None}], "error": None}
+    given = []
+
+    def writes(mode, args, *, timeout=900, folder_code=None):
+        outfile = Path(args[args.index("--outfile") + 1])
+        given.append(outfile)
+        outfile.write_bytes(b"GGUF")
+        return {**fake_converter["answer"], "output_tail": []}
+
+    monkeypatch.setattr(convert, "run_driver", writes)
+    monkeypatch.setattr(convert, "gguf_facts", lambda path: {"bytes": path.stat().st_size})
+    record = convert.convert(source, out, log=lambda line: None)
+    assert given[0].parent != out.parent and given[0].parent.parent == out.parent
+    assert out.read_bytes() == b"GGUF" and record["gguf"] == str(out) and victim.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".x.gguf.tmp", "converter", "llama3", "victim",
+                                                          "x.convert.json", "x.gguf", "x.gguf.part"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,16 @@ def test_matrix_with_an_original_end_to_end(tmp_path):
     assert cell["reference"]["classes"]["engine_vs_original"]["differ"] == 1
     assert "--reference" in cell["command"]
     assert f"{model}: llama.cpp vs original 1/2" in done.stdout
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link-to-dev-null"])
+def test_a_matrix_output_that_is_no_file_is_refused_before_any_pair_runs(tmp_path, monkeypatch, plant):
+    """issue 47: every output is checked before any work; peers.json a FIFO or peers.html a link to /dev/null."""
+    if plant == "fifo":
+        os.mkfifo(tmp_path / "peers.json")
+    else:
+        (tmp_path / "peers.html").symlink_to("/dev/null")
+    monkeypatch.setattr(peers.subprocess, "run", lambda *a, **k: pytest.fail("ran a pair"))
+    with pytest.raises(SetupError, match=f"--report {tmp_path}/peers"):
+        peers.run_matrix(["ours"], ["llama-spm"], tmp_path, peers.Options())
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["peers.json"] if plant == "fifo" else ["peers.html"])
