@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..files.atomic import check_output_folder, write_text_atomic
 from ..oracle import known_crashes
 from ..report.folder import ReportDir
 from ..runs import shard as sharding
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
                                             "merged": [str(p) for p in paths], "allow_flakes": allow, **shards,
                                             **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
-    with ReportDir(args.out) as folder:
+    with ReportDir(args.out, option="--out") as folder:
         try:
             _, html_path = reporting.write(merged, folder.path)
         except OSError as exc:
@@ -107,6 +108,7 @@ def _merge_step(kind: str, args: argparse.Namespace) -> int:
     ordered = sharding.order([{"meta": {"shard": part.get("shard")}} for part in parts], names)
     parts, names = [parts[i] for i in ordered], [names[i] for i in ordered]
     shards = sharding.merged_meta([{"meta": {"shard": part.get("shard")}} for part in parts])
+    check_output_folder(args.out, "--out", files=STEP_OUTPUTS[kind])  # before any file is written
     args.out.mkdir(parents=True, exist_ok=True)
     return MERGES[kind](parts, names, shards, args.out)
 
@@ -137,8 +139,8 @@ def _merge_selftest(parts: list[dict[str, Any]], names: list[str], shards: list[
         raise SetupError(str(exc)) from None
     merged = {**merged, "merged": names, "shards": shards}
     write_json(out / "selftest.json", merged)
-    (out / "selftest.html").write_text(selftest_report.html_page(merged), encoding="utf-8")
-    (out / "selftest.md").write_text(selftest_report.markdown(merged), encoding="utf-8")
+    write_text_atomic(out / "selftest.html", selftest_report.html_page(merged), "--out")
+    write_text_atomic(out / "selftest.md", selftest_report.markdown(merged), "--out")
     print(selftest_report.text_table(merged))
     if merged.get("baseline_differs"):
         print(f"the parts' baselines differ ({', '.join(merged['baseline_differs'])}): each judged its "
@@ -161,5 +163,7 @@ def _merge_drift(parts: list[dict[str, Any]], names: list[str], shards: list[dic
     return drift.exit_status(merged)
 
 
+STEP_OUTPUTS = {"messages.json": ("messages.json", "messages.html"),
+                "selftest.json": ("selftest.json", "selftest.html", "selftest.md"), "drift.json": ("drift.json",)}
 MERGES: dict[str, Callable[[list[dict[str, Any]], list[str], list[dict], Path], int]] = {
     "messages.json": _merge_chat, "selftest.json": _merge_selftest, "drift.json": _merge_drift}
