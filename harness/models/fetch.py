@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import SetupError
 from ..files.atomic import locked, replacing, write_text_atomic
+from ..files.input_limits import read_side_text
 from .shipped import LLAMA_CPP_PYTHON_VERSION, cache_dir
 
 MANIFEST = Path(__file__).parents[1] / "data" / "manifest.sha256"
@@ -60,10 +61,18 @@ def wanted(member: str) -> str | None:
 
 
 def read_manifest(path: Path = MANIFEST) -> dict[str, str]:
+    """A sha256 manifest (`<hex digest>  <name>` per line), read as a bounded side file; `SetupError` naming
+    the line when one is not of that form."""
+    try:
+        text = read_side_text(path, "sha256 manifest")
+    except (OSError, ValueError) as exc:
+        raise SetupError(f"cannot read the manifest {path}: {exc}") from None
     entries = {}
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            digest, name = line.split(maxsplit=1)
+            digest, _, name = line.strip().partition("  ")
+            if len(digest) != 64 or not name or any(c not in "0123456789abcdef" for c in digest):
+                raise SetupError(f"{path}:{number}: not a line '<sha256 hex>  <name>'")
             entries[name] = digest
     return entries
 

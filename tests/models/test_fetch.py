@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -69,3 +70,15 @@ def test_a_member_over_its_limit_is_refused_naming_the_archive(tmp_path, monkeyp
     with pytest.raises(SetupError, match=r"sdist.tar.gz: member .*ggml-vocab-t0.gguf is 4,096 bytes"):
         fetch.extract(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_manifest_is_a_bounded_side_file_and_a_bad_line_is_named(tmp_path):
+    bad = tmp_path / "bad.sha256"
+    bad.write_text(f"{'0' * 64}  models/a.gguf\nnot a line\n")
+    with pytest.raises(SetupError, match=r"bad.sha256:2: not a line"):
+        fetch.read_manifest(bad)
+    fifo = tmp_path / "fifo.sha256"
+    os.mkfifo(fifo)
+    with pytest.raises(SetupError, match="sha256 manifest is a FIFO"):
+        fetch.read_manifest(fifo)
+    assert len(fetch.read_manifest()) > 100  # the shipped one reads
