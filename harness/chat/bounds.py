@@ -4,10 +4,11 @@ Each request already has its limits (the helper's and the transformers child's `
 `tokenizer.chat.budget`), but a chat-template bomb (a loop of 10^10, a CPU bomb) costs each side
 its whole limit on every case: 48 cases and more per template. `Bounds` caps that:
 
-- a side that ran into its time limit `STRIKES` times on one template (llama.cpp's helper or
-  transformers answering "hang", ours stopped by its render budget's clock) is not asked that
-  template again: its remaining cases are *not asked*, counted apart and named with the case
-  that hung first; the hangs themselves are the template's findings;
+- a side that ran into its limits `STRIKES` times on one template (llama.cpp's helper or
+  transformers answering "hang", ours stopped by its render budget: `OVER_BUDGET`, always a
+  finding, never a refusal both sides share) is not asked that template again: its remaining
+  cases are *not asked*, counted apart and named with the case that hung first; the hangs
+  themselves are the template's findings;
 - the whole check has a deadline (`chat --deadline`, `DEFAULT_DEADLINE`): past it, every case
   left is not asked, and the check says so (the command's exit status is then 2: not all was
   checked).
@@ -29,6 +30,7 @@ STRIKES = 2  # requests of one template that may run into a side's time limit be
 DEFAULT_DEADLINE = 3600.0  # seconds for a whole check (the nightly's 19,096 cases take about 500 s)
 MAX_DEADLINE = 7 * 24 * 3600.0
 NOT_ASKED = "not asked"  # the status of a case's answer that was never asked for
+OVER_BUDGET = "over its budget"  # the status of our render stopped by tokenizer.chat.budget (a bomb on our side)
 
 
 def check_deadline(seconds: float) -> float:
@@ -39,8 +41,23 @@ def check_deadline(seconds: float) -> float:
 
 
 def timed_out(answer: ChatAnswer) -> bool:
-    """Whether `answer` is a side running into its time limit (a hang, or our render budget's clock)."""
-    return answer.status == "hang" or (answer.status == "error" and answer.error.startswith(TIME_EXCEEDED))
+    """Whether `answer` is a side running into its limits: a hang, or our render stopped by its budget."""
+    if answer.status in ("hang", OVER_BUDGET):
+        return True
+    return answer.status == "error" and answer.error.startswith(TIME_EXCEEDED)
+
+
+def our_answer(answer: ChatAnswer) -> ChatAnswer:
+    """Our side's answer (`harness.chat.diff.product_answer`) with a render our budget stopped told apart
+    from a refusal: status `OVER_BUDGET`, a finding whatever llama.cpp says (a bomb is never "both refuse").
+
+    `tokenizer.chat` names every `ChatBudgetExceeded` "chat template ..." (time, memory, size, power,
+    recursion); its other errors are "chat template error: ..." and "chat template failed: ..." or
+    say something else."""
+    text = answer.error
+    stopped = text.startswith("chat template ") and not text.startswith(("chat template error:",
+                                                                          "chat template failed:"))
+    return ChatAnswer(OVER_BUDGET, error=text) if answer.status == "error" and stopped else answer
 
 
 @dataclass
@@ -66,7 +83,7 @@ class Bounds:
         for (name, side), count in self.hangs.items():
             if name == template and count >= STRIKES:
                 first = self.first[name, side]
-                return f"{side} ran into its time limit on {count} cases of this template (first {first})"
+                return f"{side} ran into its limits on {count} cases of this template (first {first})"
         return None
 
     def note(self, template: str, side: str, case: str, answer: ChatAnswer) -> None:

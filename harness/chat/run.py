@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE
 from . import golden as chat_golden
-from .bounds import NOT_ASKED, Bounds, not_asked
+from .bounds import NOT_ASKED, OVER_BUDGET, Bounds, not_asked, our_answer
 from .cases import Case, Target, all_targets, cases, load_conversations, tokenizer_for
 from .diff import MATCH, ORACLE, describe, product_answer, verdict
 from .oracle import ChatAnswer, ChatOracle
@@ -52,7 +52,10 @@ class ChatSummary:
         elif v == MATCH:
             self.matched += 1
         else:
-            self.findings.append(describe(target, case, expected, actual, reproduce))
+            finding = describe(target, case, expected, actual, reproduce)
+            if actual.status == OVER_BUDGET:  # a bomb on our side: never "both refuse"
+                finding["verdict"] = OVER_BUDGET
+            self.findings.append(finding)
         if expected.status == "error":
             self.oracle_errors += 1
         if expected.legacy is not None and expected.status == "ok":
@@ -68,8 +71,8 @@ class ChatSummary:
         return not self.findings and not self.oracle_crashes
 
     def exit_status(self) -> int:
-        """1 on a finding; 2 when the deadline left cases unchecked (not all was asked); else 0."""
-        if self.deadline_passed:
+        """1 on a finding; 2 when cases were left unchecked (the deadline) with no finding to say why; else 0."""
+        if self.deadline_passed or (self.ok and self.not_asked):
             return EXIT_USAGE
         return EXIT_OK if self.ok else EXIT_FOUND
 
@@ -154,7 +157,7 @@ def _live_target(target: Target, oracle: ChatOracle, summary: ChatSummary, bound
             continue
         expected = oracle.ask(chat_golden.oracle_request(target, case))
         bounds.note(target.name, "llama.cpp", case.key, expected)
-        actual = product_answer(tok, target, case) if expected.status != "hang" else ChatAnswer(
+        actual = our_answer(product_answer(tok, target, case)) if expected.status != "hang" else ChatAnswer(
             "not rendered", error="llama.cpp's helper hung on this case, so ours was not rendered")
         bounds.note(target.name, "ours", case.key, actual)
         repro = f"{fuzz_repro} --conversation {case.conversation}" if case in fuzzed else None

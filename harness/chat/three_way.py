@@ -27,7 +27,7 @@ from typing import Any
 from ..compare.diff import visible
 from . import message_classes as mc
 from . import original as orig
-from .bounds import Bounds, not_asked
+from .bounds import Bounds, not_asked, our_answer
 from .cases import Case, Target, cases, load_conversations, tokenizer_for
 from .diff import MATCH, char_diff, product_answer, verdict
 from .oracle import ChatAnswer, ChatOracle, request
@@ -156,7 +156,7 @@ def _asked(req: dict[str, Any], tok: Any, target: Target, case: Case, name: str,
     bounds.note(target.name, "llama.cpp", case.key, llama)
     original = transformers.ask({**req, "template_name": name or None})
     bounds.note(target.name, "transformers", case.key, original)
-    ours = product_answer(tok, target, case) if llama.status != "hang" else ChatAnswer(
+    ours = our_answer(product_answer(tok, target, case)) if llama.status != "hang" else ChatAnswer(
         "not rendered", error="llama.cpp's helper hung on this case, so ours was not rendered")
     bounds.note(target.name, "ours", case.key, ours)
     return original, llama, ours

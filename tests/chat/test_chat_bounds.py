@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from test_chat_oracle import HELPER
 
-from harness.chat.bounds import STRIKES, Bounds, not_asked, timed_out
+from harness.chat.bounds import OVER_BUDGET, STRIKES, Bounds, not_asked, our_answer, timed_out
 from harness.chat.oracle import ChatAnswer, ChatOracle, request
 from harness.chat.three_way import LIMIT
 from tests.reference_files import BOS, bpe_gguf, bpe_json
@@ -49,7 +49,7 @@ def test_a_side_that_hangs_twice_on_a_template_is_asked_no_more():
     for case in ("one-user/gen", "one-user/nogen")[:STRIKES]:
         assert bounds.why_not("t") is None
         bounds.note("t", "llama.cpp", case, hang)
-    assert "llama.cpp ran into its time limit on 2 cases of this template (first one-user/gen)" in bounds.why_not("t")
+    assert "llama.cpp ran into its limits on 2 cases of this template (first one-user/gen)" in bounds.why_not("t")
     assert bounds.why_not("other") is None
 
 
@@ -73,6 +73,23 @@ def test_a_case_not_asked_is_never_a_match():
     summary.add(Target("t", "m", "src", "file"), case, not_asked("deadline"), not_asked("deadline"))
     assert (summary.cases, summary.matched, summary.not_asked) == (0, 0, {"deadline": 1})
     assert "not asked: 1 case(s): deadline" in summary.lines()
+
+
+@pytest.mark.parametrize(("template", "stopped"), [
+    ("{{ ('x' * 100000000)|length }}", True),                            # a 100 MB string
+    ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", True),   # recursion without end
+    ("{{ raise_exception('no system role') }}", False),                  # a refusal
+    ("{{ messages|no_such_filter }}", False),                            # an error
+])
+def test_our_render_stopped_by_its_budget_is_told_apart_from_a_refusal(tmp_path, template, stopped):
+    from harness.chat.cases import Case, Target
+    from harness.chat.diff import product_answer
+    from tokenizer import Tokenizer
+    model = bpe_gguf(bpe_json(tmp_path / "tokenizer.json"), tmp_path / "tiny.gguf")
+    answer = product_answer(Tokenizer.from_gguf(model), Target("t", str(model), template, "file"),
+                            Case("c", HI, None, True))
+    assert answer.status == "error"
+    assert (our_answer(answer).status == OVER_BUDGET) is stopped, answer.error
 
 
 def bomb_pair(tmp_path: Path, template: str) -> tuple[Path, Path]:
@@ -100,7 +117,21 @@ def test_a_cpu_bomb_is_a_finding_in_bounded_time(tmp_path):
     seconds = time.monotonic() - start
     assert done.returncode == 1, done.stdout + done.stderr
     assert "2 llama.cpp crash/hang" in done.stdout
-    assert "not asked: 46 case(s): llama.cpp ran into its time limit on 2 cases of this template" in done.stdout
+    assert "not asked: 46 case(s): llama.cpp ran into its limits on 2 cases of this template" in done.stdout
+    assert seconds < 45, seconds
+
+
+@needs_helper
+def test_a_loop_bomb_llama_cpp_refuses_is_a_finding_not_a_shared_refusal(tmp_path):
+    """llama.cpp's helper fails at once (its cap), ours runs into its 5 s budget: today's main called that
+    'both refuse', a match, on all 48 cases (exit 0, about 4 minutes)."""
+    model, _ = bomb_pair(tmp_path, "{% for i in range(10**10) %}{% endfor %}done")
+    start = time.monotonic()
+    done = chat("--model", str(model), timeout=90)
+    seconds = time.monotonic() - start
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 differ" in done.stdout and OVER_BUDGET in done.stdout
+    assert "not asked: 46 case(s): ours ran into its limits on 2 cases" in done.stdout
     assert seconds < 45, seconds
 
 
@@ -211,7 +242,8 @@ def start_chat(tmp_path: Path, waited: str) -> subprocess.Popen[str]:
         pytest.importorskip("transformers", reason="could not import 'transformers'")
         model = bpe_gguf(folder / "tokenizer.json", tmp_path / "plain.gguf",
                          extra={"tokenizer.chat_template": "{{ messages[0]['content'] }}"})  # the bomb on one side
-        args = ["--model", str(model), "--report", str(tmp_path / "r"), "--timeout", "60", "--reference", f"hf:{folder}"]
+        args = ["--model", str(model), "--report", str(tmp_path / "r"), "--timeout", "60",
+                "--reference", f"hf:{folder}"]
     return subprocess.Popen([sys.executable, "-m", "harness", "chat", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
