@@ -109,7 +109,7 @@ def ensure_sources(*, sdist: Path | None = None, log: Log = _stderr) -> Path:
     bad = check_sources(target)
     if bad:
         raise SetupError(f"{len(bad)} converter file(s) failed {MANIFEST.name}: {', '.join(bad[:5])}")
-    (target / ".complete").write_text(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n", encoding="utf-8")
+    write_text_atomic(target / ".complete", f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}\n")
     return target
 
 
@@ -124,7 +124,7 @@ def write_manifest(target: Path, manifest: Path = MANIFEST) -> int:
     """Maintainers only, when bumping the pin: the sha256 of every extracted converter file."""
     names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()
                    and p.name != ".complete")
-    manifest.write_text("".join(f"{fetch.sha256_file(target / n)}  {n}\n" for n in names))
+    write_text_atomic(manifest, "".join(f"{fetch.sha256_file(target / n)}  {n}\n" for n in names))
     return len(names)
 
 
