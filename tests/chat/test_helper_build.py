@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_GXX = """#!/bin/sh
@@ -56,3 +58,22 @@ def test_two_builds_at_once_both_succeed_and_build_once(tmp_path):
     assert len(calls) == len(SOURCES) + 2, calls  # every source, main.cpp and the link: once each
     leftovers = [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith((".part", ".tmp"))]
     assert leftovers == []
+
+
+REAL_CHILD = """
+import sys
+from harness.chat import helper_build
+print(helper_build.build(jobs=1, log=lambda line: print(line, file=sys.stderr)))
+"""
+
+
+@pytest.mark.nightly
+def test_two_real_builds_at_once_into_an_empty_cache(tmp_path):
+    """The real thing: pip's sdist, g++, llama.cpp's 35 sources; one builds (about 3 CPU-minutes), one waits."""
+    env = {**os.environ, "GGUF_PARITY_CACHE": str(tmp_path / "cache")}
+    runs = [subprocess.Popen([sys.executable, "-c", REAL_CHILD], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    done = [(run.wait(timeout=1800), *run.communicate()) for run in runs]
+    assert [code for code, *_ in done] == [0, 0], done
+    assert done[0][1] == done[1][1] and Path(done[0][1].strip()).is_file()
+    assert sum("compiling" in err for _, _, err in done) == 1  # the second found the first one's binary
