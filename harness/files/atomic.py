@@ -31,6 +31,7 @@ from typing import BinaryIO
 
 from ..errors import SetupError
 
+_SYSTEM_FOLDERS = (Path("/dev"), Path("/proc"), Path("/sys"))
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
@@ -47,7 +48,9 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
     """`path` as a `Path` when a regular file may be written there; else `SetupError`, one line.
 
     Refused (links followed): a device, a FIFO, a socket or a directory; a path whose parent
-    (or nearest existing ancestor: missing folders are created on write) is not a directory.
+    (or nearest existing ancestor: missing folders are created on write) is not a directory; a
+    path in a system folder (`/dev`, `/proc`, `/sys`), where the temp file and the rename would
+    go: `/dev/stdout` or `/proc/self/fd/1` on a regular file would replace the link in `/dev`.
     A missing file, a regular file and a link to one (the link is replaced, not written
     through) are accepted. `what` names the option or file in the message ("--out").
     """
@@ -62,7 +65,15 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
         link = "a link to " if path.is_symlink() else ""
         raise SetupError(f"{what} {path}: is {link}{kind_of(mode)}, not a regular file; nothing was written")
     _check_parent(path, what)
+    _check_not_system(path, what)
     return path
+
+
+def _check_not_system(path: Path, what: str) -> None:
+    folder = path.absolute().parent.resolve()
+    if any(folder == root or root in folder.parents for root in _SYSTEM_FOLDERS):
+        raise SetupError(f"{what} {path}: is in {folder}, a system folder; nothing is written there "
+                         "(give a file's own path)")
 
 
 def check_output_folder(path: str | os.PathLike[str], what: str, *, files: tuple[str, ...] = (),

@@ -138,3 +138,17 @@ def test_the_lock_file_is_no_link_and_no_fifo(tmp_path):
         pass
     with locked(tmp_path / "a" / "ok.lock"):
         assert (tmp_path / "a" / "ok.lock").is_file()
+
+
+def test_a_system_folder_is_refused_even_for_a_link_to_a_regular_file(tmp_path):
+    """`--json /dev/stdout` (or /proc/self/fd/N) with stdout a regular file: the temp file and the rename
+    would go into /dev, replacing the system's /dev/stdout link with a regular file (as root)."""
+    regular = tmp_path / "out.txt"
+    with regular.open("w") as handle:
+        for path in ("/dev/stdout", f"/proc/self/fd/{handle.fileno()}"):
+            if path == "/dev/stdout" and not stat.S_ISREG(os.stat("/dev/stdout").st_mode):
+                continue  # stdout is not a regular file here: the FIFO and device cases cover it
+            with pytest.raises(SetupError, match="a system folder"):
+                write_text_atomic(path, "{}", "--json")
+    assert os.path.islink("/dev/stdout") or not os.path.lexists("/dev/stdout")
+    assert regular.read_text() == ""
