@@ -74,13 +74,16 @@ class LineChild:
     what = "the child"
     timeout: float
     child: Contained | None = None
+    busy: bool = False  # a request was sent and its answer not yet read
 
     def exchange(self, child: Contained, payload: bytes) -> ChatAnswer | dict[str, Any]:
         """The child's answer to `payload` as data, or the `ChatAnswer` of a hang or a crash."""
         deadline = time.monotonic() + self.timeout
+        self.busy = True  # until its answer is read: a close meanwhile kills it at once (an interrupt)
         if not child.write(payload, deadline):
             return self._died(child)
         line = child.readline(deadline)
+        self.busy = False
         if line is None:
             self._end(child)
             return ChatAnswer("hang", error=f"no answer within {self.timeout:g} s")
@@ -99,9 +102,12 @@ class LineChild:
         return child.close()
 
     def close(self) -> None:
+        """End the child: idle, EOF on its stdin and up to 5 s to exit; busy on a request (the check was
+        interrupted), its process group killed at once."""
         if self.child is not None:
-            self.child.close(grace=5.0)
+            self.child.close(grace=0.0 if self.busy else 5.0)
             self.child = None
+        self.busy = False
 
     def __enter__(self) -> Self:
         return self
