@@ -294,3 +294,27 @@ def _kill(proc: subprocess.Popen[str], kids: list[int]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
     proc.communicate()
+
+
+@needs_helper
+def test_sigterm_during_run_messages_keeps_the_token_report_and_ends_the_helper(tmp_path):
+    """`run --messages` checks templates after the token run: a SIGTERM there killed the harness outright
+    (no report) and left the helper running its bomb."""
+    pytest.importorskip("transformers", reason="could not import 'transformers'")
+    model, folder = bomb_pair(tmp_path, CPU_BOMB)  # a GGUF file's templates are checked with its original
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--model", str(model), "--messages",
+                             "--reference", f"hf:{folder}",
+                             "--no-default-corpora", "--corpus", "corpora/edge.jsonl", "--long-docs", "0",
+                             "--calls", "0", "--quiet", "--report", str(tmp_path / "r")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    kids: list[int] = []
+    try:
+        kids = list(wait_for_children(proc, (HELPER_CHILD,), limit=180))
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143, (out, err)
+        assert gone_within(kids, 5) == [], "the helper outlived the run"
+        report = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+        assert report["meta"]["interrupted"] == "SIGTERM" and "Traceback" not in err
+    finally:
+        _kill(proc, kids)
