@@ -33,7 +33,7 @@ from .oracle import NOW, ChatAnswer, LineChild
 from .original import MAX_TEMPLATE_BYTES, extra_templates
 
 DEFAULT_TIMEOUT = 30.0
-DEFAULT_MEMORY = 2 << 30  # bytes of address space: transformers and a 128k vocabulary load in under 1 GiB
+DEFAULT_MEMORY = 2 << 30  # bytes of heap (RLIMIT_DATA): transformers and a 128k vocabulary load in under 1 GiB
 LOAD_TIMEOUT = 120.0
 EXTRA = "pip install 'gguf-parity[reference]'"
 VOCAB_SUFFIXES = (".model", ".tiktoken", ".vocab", ".spm")  # a slow tokenizer's vocabulary files

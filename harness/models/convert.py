@@ -294,9 +294,13 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900, folder_code:
             tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-3:]
             raise SetupError(f"the converter driver failed (exit {done.returncode}): " + " | ".join(tail))
         result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
-    if (result.get("error") or {}).get("type") == "MemoryError":
-        raise SetupError(f"the converter ran out of memory: over its limit of {converter_memory():,} bytes "
-                         "(twice --memory-limit)")
+    kind, cap = (result.get("error") or {}).get("type"), result.get("memory_limit") or converter_memory()
+    if kind == "LimitError":  # the driver could not cap itself: our set-up, not the converter's refusal
+        raise SetupError(f"the converter: {result['error']['message']}")
+    if kind == "MemoryError":  # the cap in force: twice --memory-limit, or an inherited lower limit
+        lowered = ", lowered by an inherited limit" if cap < converter_memory() else ""
+        raise SetupError(f"the converter ran out of memory: over its limit of {cap:,} bytes "
+                         f"(twice --memory-limit{lowered})")
     result["output_tail"] = (done.stderr + done.stdout).splitlines()[-40:]
     return result
 

@@ -14,6 +14,7 @@ The inherited limit is set in each test's subprocess before it starts (`preexec_
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -148,3 +149,22 @@ def test_the_transformers_child_keeps_an_inherited_limit(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", "b'hi'"], done.stdout
 
+
+
+@pytest.mark.parametrize(("error", "message"), [
+    ({"type": "LimitError", "message": "cannot set the memory limit RLIMIT_AS to 1 bytes"},
+     "the converter: cannot set the memory limit RLIMIT_AS"),
+    ({"type": "MemoryError", "message": ""},
+     "over its limit of 6,000,000,000 bytes (twice --memory-limit, lowered by an inherited limit)"),
+])
+def test_the_converters_limit_is_a_setup_error_naming_the_cap_in_force(tmp_path, monkeypatch, error, message):
+    """The driver's answer (its result JSON) under an inherited limit, as the harness reports it."""
+    result = {"mode": "convert", "decisions": [], "error": error, "memory_limit": 6_000_000_000}
+    fake = tmp_path / "python"  # stands in for the converter venv's interpreter: writes the result file
+    fake.write_text(f"#!/bin/sh\ncat > \"$4\" <<'END'\n{json.dumps(result)}\nEND\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: fake)
+    monkeypatch.setattr(convert, "sources_dir", lambda: tmp_path)
+    monkeypatch.setattr(convert, "converter_memory", lambda: 8 * GIB)
+    with pytest.raises(SetupError, match=re.escape(message)):
+        convert.run_driver("convert", [])
