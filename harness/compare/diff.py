@@ -12,6 +12,13 @@ Vocabulary differences are pinned to token ids by `harness.golden.records.diff_v
 and shown with both sides' text, score and attribute by `harness.compare.findings`. All
 comparisons are on exact ids and bytes;
 `visible()` and `errors="replace"` are for display only.
+
+Every step is linear in the length of the id lists, and what is built for display is bounded:
+an engine may answer with millions of ids (a flood of BOS, a document whose ids part late), and
+its comparison must stay within seconds (tests/compare/test_long_replies.py). The aligned rows
+stop `ALIGNED_ROWS` after the first difference; a differing span's pieces are spelled up to
+`PIECE_BYTES` once it is longer than `LONG_SPAN` tokens (`harness.compare.long_inputs.trimmed`
+keeps less than that of such a finding).
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ from typing import Any
 from tokenizer.attrs import Attr
 
 CONTEXT = 4  # tokens shown either side of the first difference
+SPECIAL_BITS, BYTE_BITS = int(Attr.CONTROL | Attr.USER_DEFINED), int(Attr.BYTE)  # plain ints: IntFlag ops are slow
+ALIGNED_ROWS = 64  # aligned rows drawn from the first difference on, at most (its span may be millions long)
+LONG_SPAN = 1024  # a differing span of more tokens than this has its pieces spelled up to PIECE_BYTES
+PIECE_BYTES = 64 << 10
 
 VISIBLE = {" ": "␣", "\n": "↵", "\r": "␍", "\t": "⇥", "\u00a0": "⍽"}
 
@@ -68,21 +79,33 @@ class TokenTable:
         return self.pieces[token] if 0 <= token < len(self.pieces) else self.text(token)
 
     def is_special(self, token: int) -> bool:
-        return bool(self.attr(token) & (Attr.CONTROL | Attr.USER_DEFINED))
+        return bool(self.attr(token) & SPECIAL_BITS)
 
 
-def first_diff(expected: Sequence[int], got: Sequence[int]) -> int | None:
-    """The first index where the sequences differ (the shorter length if one is a prefix), or None."""
-    for index, (a, b) in enumerate(zip(expected, got)):
-        if a != b:
+SCAN = 4096  # items compared per slice while looking for where two sequences part (at C speed)
+
+
+def first_diff(expected: Sequence, got: Sequence) -> int | None:
+    """The first index where the sequences (of ids, or a str, or bytes) differ (the shorter length
+    if one is a prefix), or None."""
+    n = min(len(expected), len(got))
+    at = 0
+    while at < n and expected[at:at + SCAN] == got[at:at + SCAN]:
+        at += SCAN
+    for index in range(at, min(at + SCAN, n)):
+        if expected[index] != got[index]:
             return index
-    return None if len(expected) == len(got) else min(len(expected), len(got))
+    return None if len(expected) == len(got) else n
 
 
 def _common_suffix(expected: Sequence[int], got: Sequence[int], start: int) -> int:
+    """How many items the two sequences share at their ends, not reaching back before `start`."""
+    most = min(len(expected), len(got)) - start
     n = 0
-    while (n < len(expected) - start and n < len(got) - start
-           and expected[-1 - n] == got[-1 - n]):
+    while n + SCAN <= most and expected[len(expected) - n - SCAN:len(expected) - n] == \
+            got[len(got) - n - SCAN:len(got) - n]:
+        n += SCAN
+    while n < most and expected[-1 - n] == got[-1 - n]:
         n += 1
     return n
 
@@ -101,7 +124,7 @@ def aligned(expected: Sequence[int], got: Sequence[int], table: TokenTable,
     """Rows `{index, expected, expected_text, got, got_text, differs}` around the first difference."""
     got_table = got_table or table
     start, end_e, end_g = differing_span(expected, got)
-    lo, hi = max(start - context, 0), max(end_e, end_g) + context
+    lo, hi = max(start - context, 0), min(max(end_e, end_g) + context, start + ALIGNED_ROWS)
     rows = []
     for index in range(lo, min(hi, max(len(expected), len(got)))):
         e = expected[index] if index < len(expected) else None
@@ -119,15 +142,31 @@ def spelled(ids: Sequence[int], table: TokenTable) -> bytes:
     return b"".join(table.piece(t) for t in ids)
 
 
+def spelled_span(ids: Sequence[int], table: TokenTable) -> bytes:
+    """`spelled(ids)`, stopped past `PIECE_BYTES` when there are more than `LONG_SPAN` ids (display only:
+    `long_inputs.trimmed` keeps the first 600 characters of such a span's pieces)."""
+    if len(ids) <= LONG_SPAN:
+        return spelled(ids, table)
+    parts, size = [], 0
+    for token in ids:
+        piece = table.piece(token)
+        parts.append(piece)
+        size += len(piece)
+        if size > PIECE_BYTES:
+            break
+    return b"".join(parts)
+
+
 # --- classification -------------------------------------------------------------------------
 
-def _strip_edges(ids: Sequence[int], table: TokenTable) -> list[int]:
-    ids = list(ids)
-    while ids and ids[0] in table.edge_ids:
-        ids.pop(0)
-    while ids and ids[-1] in table.edge_ids:
-        ids.pop()
-    return ids
+def _strip_edges(ids: Sequence[int], table: TokenTable) -> Sequence[int]:
+    """`ids` without the BOS/EOS/SEP ids at either end (by index: a million BOS ids is one slice)."""
+    lo, hi = 0, len(ids)
+    while lo < hi and ids[lo] in table.edge_ids:
+        lo += 1
+    while hi > lo and ids[hi - 1] in table.edge_ids:
+        hi -= 1
+    return ids[lo:hi]
 
 
 def _char_class(ch: str) -> str:
@@ -143,12 +182,18 @@ def _crosses_class(piece: bytes) -> bool:
     return any(a != b for a, b in itertools.pairwise(classes))
 
 
-def _region(expected: Sequence[int], got: Sequence[int]) -> tuple[list[int], list[int]]:
+def _region(expected: Sequence[int], got: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
     start, end_e, end_g = differing_span(expected, got)
-    return list(expected[start:end_e]), list(got[start:end_g])
+    return expected[start:end_e], got[start:end_g]
 
 
-Classifier = Callable[[Sequence[int], Sequence[int], TokenTable], str | None]
+Region = tuple[Sequence[int], Sequence[int]]  # the differing span of each side (`_region`), found once
+
+
+def _distinct(region: Region) -> set[int]:
+    """The ids of both sides' spans, each once: a rule looks each up once, however long the spans."""
+    return set(itertools.chain(*region))
+Classifier = Callable[[Sequence[int], Sequence[int], TokenTable, Region], str | None]
 CLASSIFIERS: list[Classifier] = []
 
 
@@ -158,34 +203,31 @@ def _classifier(fn: Classifier) -> Classifier:
 
 
 @_classifier
-def _bos_eos(expected, got, table):
-    return "BOS/EOS" if _strip_edges(expected, table) == _strip_edges(got, table) else None
+def _bos_eos(expected, got, table, region):
+    return "BOS/EOS" if list(_strip_edges(expected, table)) == list(_strip_edges(got, table)) else None
 
 
 @_classifier
-def _special_partition(expected, got, table):
-    exp, gt = _region(expected, got)
-    specials = [table.is_special(t) for t in exp + gt]
-    return "special-token partition" if any(specials) else None
+def _special_partition(expected, got, table, region):
+    return "special-token partition" if any(table.is_special(t) for t in _distinct(region)) else None
 
 
 @_classifier
-def _byte_fallback(expected, got, table):
-    exp, gt = _region(expected, got)
-    return "byte fallback" if any(table.attr(t) & Attr.BYTE for t in exp + gt) else None
+def _byte_fallback(expected, got, table, region):
+    return "byte fallback" if any(table.attr(t) & BYTE_BITS for t in _distinct(region)) else None
 
 
 @_classifier
-def _normalisation(expected, got, table):
-    exp, gt = _region(expected, got)
+def _normalisation(expected, got, table, region):
+    exp, gt = region
     return "normalisation" if spelled(exp, table) != spelled(gt, table) else None
 
 
 @_classifier
-def _split_or_merge(expected, got, table):
-    exp, gt = _region(expected, got)
-    crosses = [_crosses_class(table.text(t)) for t in exp], [_crosses_class(table.text(t)) for t in gt]
-    return "pre-tokenizer split" if any(crosses[0]) != any(crosses[1]) else "merge order"
+def _split_or_merge(expected, got, table, region):
+    exp, gt = region
+    crosses = [any(_crosses_class(table.text(t)) for t in set(side)) for side in (exp, gt)]
+    return "pre-tokenizer split" if crosses[0] != crosses[1] else "merge order"
 
 
 def classify(expected: Sequence[int], got: Sequence[int], table: TokenTable) -> str:
@@ -197,8 +239,9 @@ def classify(expected: Sequence[int], got: Sequence[int], table: TokenTable) -> 
     letter/digit/space/punctuation boundary on one side only (a pre-tokenizer
     split) or not (merge order).
     """
+    region = _region(expected, got)
     for rule in CLASSIFIERS:
-        found = rule(expected, got, table)
+        found = rule(expected, got, table, region)
         if found:
             return found
     return "merge order"  # pragma: no cover - the last rule always answers
@@ -233,12 +276,11 @@ def diff_encoding(expected_ids: Sequence[int], got_ids: Sequence[int], table: To
         out["category"] = "detokenize"
         return out
     start, end_e, end_g = differing_span(expected_ids, got_ids)
+    pieces = spelled_span(expected_ids[start:end_e], table), spelled_span(got_ids[start:end_g], got_table or table)
     out.update(
         category=classify(expected_ids, got_ids, table),
         aligned=aligned(expected_ids, got_ids, table, got_table=got_table),
-        expected_piece=visible(spelled(expected_ids[start:end_e], table)),
-        got_piece=visible(spelled(got_ids[start:end_g], got_table or table)),
-        expected_piece_hex=spelled(expected_ids[start:end_e], table).hex(),
-        got_piece_hex=spelled(got_ids[start:end_g], got_table or table).hex(),
+        expected_piece=visible(pieces[0]), got_piece=visible(pieces[1]),
+        expected_piece_hex=pieces[0].hex(), got_piece_hex=pieces[1].hex(),
     )
     return out
