@@ -103,7 +103,8 @@ def _vocab_entry(subject: Subject, row: dict, expected: dict, got: dict) -> dict
 
 
 def _token_side(table: TokenTable, vocab: dict, token: int, value) -> dict:
+    """One side of a token's difference; an engine that offers no scores (no `token_score`) shows none."""
     from .diff import visible
-    scores = unpack_array(vocab["scores"], "<f4")
+    scores = unpack_array(vocab["scores"], "<f4") if "scores" in vocab else ()
     return {"text": visible(table.text(token)), "score": float(scores[token]) if token < len(scores) else None,
             "attr": table.attr(token), "value": value}

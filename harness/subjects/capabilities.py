@@ -67,7 +67,7 @@ def declared(names: Iterable[str]) -> frozenset[str]:
         raise CapabilityError(f"capabilities must be a list of names, not {type(names).__name__}")
     out = set()
     for name in names:
-        if name not in ALL:
+        if not isinstance(name, str) or name not in ALL:
             raise CapabilityError(f"unknown capability {name!r} (known: {', '.join(CAPABILITIES)})")
         out.add(name)
     return frozenset(out | {"tokenize"})

@@ -22,9 +22,10 @@ from pathlib import Path
 from ..contained import Contained, signal_name
 from ..golden.records import FLAGS, output_field
 from ..inputs.corpus import case_input
-from .capabilities import CapabilityError, declared
+from . import wire
+from .capabilities import SPECIAL_FLAGS, CapabilityError, declared, special_ids
 from .guard import EngineLoadError
-from .protocol import BYTE_FIELDS, PROTOCOL, TOKENIZE_BATCH, VOCAB_SLICE, unb64
+from .protocol import PROTOCOL, TOKENIZE_BATCH, VOCAB_SLICE, unb64
 from .records import (
     NOT_APPLICABLE,
     EngineError,
@@ -64,31 +65,41 @@ class Child:
         self.next_id = 0
 
     def request(self, message: dict, timeout: float) -> dict:
-        """The reply to `message`, or `ChildFailure` naming what went wrong."""
+        """The reply to `message`, or `ChildFailure` naming what went wrong.
+
+        The reply line is bounded (`wire.read_line`): by the deadline, partial lines included,
+        and by `wire.reply_limit` of the request's size; either way the child's group is killed.
+        """
         self.next_id += 1
         mark = self.stderr.seek(0, os.SEEK_END)
         deadline = time.monotonic() + timeout  # the write and the reply both: a child that does not read is late
+        data = (json.dumps({**message, "id": self.next_id}) + "\n").encode()
         # a child that died no longer reads: the read below finds it over and says how
-        self.contained.write((json.dumps({**message, "id": self.next_id}) + "\n").encode(), deadline)
-        line = self._line(deadline, timeout, mark)
+        self.contained.write(data, deadline)
+        line = self._line(deadline, timeout, mark, wire.reply_limit(len(data)))
         try:
-            reply = json.loads(line)
+            reply = wire.parse(line)
         except ValueError:
             raise ChildFailure(f"engine process broke the protocol: not JSON: {line[:200]!r}") from None
-        if not isinstance(reply, dict) or reply.get("id") != self.next_id:
+        if not isinstance(reply, dict) or type(reply.get("id")) is not int or reply["id"] != self.next_id:
             raise ChildFailure(f"engine process broke the protocol: expected a reply with id {self.next_id}, "
-                               f"got {str(reply)[:200]}")
+                               f"got {wire.clean_text(reply, 200)}")
         return reply
 
-    def _line(self, deadline: float, timeout: float, mark: int) -> bytes:
-        line = self.contained.readline(deadline)
-        if line is None:
+    def _line(self, deadline: float, timeout: float, mark: int, limit: int) -> bytes:
+        try:
+            return wire.read_line(self.contained, deadline, limit)
+        except wire.Late as late:
             self.kill()
-            raise ChildFailure(f"engine hung: no reply within {timeout:g}s (killed and restarted)"
-                               + self._tail(mark))
-        if not line:
-            raise ChildFailure(self._death() + self._tail(mark))
-        return line[:-1]
+            partial = f" ({late} of a reply line came)" if late.partial else ""
+            raise ChildFailure(f"engine hung: no reply within {timeout:g}s{partial} (killed and restarted)"
+                               + self._tail(mark)) from None
+        except wire.LineTooLong as long:
+            self.kill()
+            raise ChildFailure(f"engine process broke the protocol: {long} (killed and restarted)"
+                               + self._tail(mark)) from None
+        except wire.Gone:
+            raise ChildFailure(self._death() + self._tail(mark)) from None
 
     def _death(self) -> str:
         exited = self.contained.wait_exit(SHUTDOWN_WAIT)
@@ -100,8 +111,9 @@ class Child:
         return f"engine process exited with status {code} mid-request"
 
     def _tail(self, mark: int) -> str:
-        self.stderr.seek(mark)
-        text = self.stderr.read()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        end = self.stderr.seek(0, os.SEEK_END)
+        self.stderr.seek(max(mark, end - STDERR_TAIL))  # only the tail is read: a child may write gigabytes
+        text = self.stderr.read(STDERR_TAIL).decode("utf-8", "replace").strip()
         return f"; stderr: {text}" if text else ""
 
     def kill(self) -> None:
@@ -121,10 +133,7 @@ class Child:
 
 def _error(obj: object, capability: str = "tokenize") -> EngineError:
     """An EngineError from a protocol error object (or whatever the child sent instead)."""
-    if not isinstance(obj, dict):
-        return EngineError(f"ProtocolError: expected an error object, got {str(obj)[:200]}", "", capability)
-    return EngineError(f"{obj.get('type', 'Error')}: {obj.get('message', '')}", str(obj.get("traceback", "")),
-                       capability)
+    return EngineError(*wire.error_text(obj), capability)
 
 
 class RemoteEngine:
@@ -182,8 +191,12 @@ class RemoteEngine:
         if not isinstance(info, dict):
             raise TypeError("info is not an object")
         self.info = info
-        if offered_fields(self.caps) and not _is_count(info.get("n_tokens")):
-            raise ValueError(f"per-token capabilities need info.n_tokens, got {info.get('n_tokens')!r}")
+        self.id_bound: int | None = None  # the engine's own n_tokens: its ids are below it
+        if offered_fields(self.caps):
+            bad = wire.n_tokens_problem(info.get("n_tokens"))
+            if bad:
+                raise ValueError(f"per-token capabilities need info.n_tokens: {bad}")
+            self.id_bound = info["n_tokens"]
 
     def _restart(self, reason: str) -> None:
         self.child.close()
@@ -262,7 +275,7 @@ class RemoteEngine:
         results = reply.get("results")
         if not isinstance(results, list) or len(results) != len(batch):
             raise ChildFailure(f"engine process broke the protocol: {len(batch)} inputs, "
-                               f"results {str(results)[:200]}")
+                               f"results {wire.describe(results)}")
         return results
 
     def _recheck(self, item: tuple, first: str) -> dict | EngineError:
@@ -294,9 +307,10 @@ class RemoteEngine:
             if not isinstance(item, dict) or "error" in item or "ids" not in item:
                 return _error(item.get("error") if isinstance(item, dict) else item)
             ids = item["ids"]
-            bad = _not_ids(ids)
+            bad = wire.ids_problem(ids, size=len(data), n_tokens=self.id_bound)
             if bad:
-                return EngineError(f"ContractError: {bad}", "")
+                return EngineError(f"ContractError: tokenize (add_special={add_special}, "
+                                   f"parse_special={parse_special}): {bad}", "")
             entry: dict = {"add_special": add_special, "parse_special": parse_special, "ids": ids}
             if "detokenize" in self.caps:
                 entry.update(_detok_entry(item.get("detokenize")))
@@ -338,10 +352,16 @@ class RemoteEngine:
         return got
 
     def _vocab(self) -> dict | EngineError:
+        """The vocabulary record; a child claiming more tokens than the GGUF holds is not asked for
+        them: its record then holds its `n_tokens` and flags only, a difference in `n_tokens`."""
         fields = offered_fields(self.caps)
         n = self.info.get("n_tokens", 0) if fields else 0
-        columns: dict[str, list] = {f: [] for f in fields}
         try:
+            info = wire.checked_info(self.info, self.caps, special_ids(), SPECIAL_FLAGS)
+            held = _gguf_tokens(self.path) if n else None
+            if n > (wire.MAX_TOKENS if held is None else held):
+                return vocab_from_columns(info, {})
+            columns: dict[str, list] = {f: [] for f in fields}
             for start in range(0, n, VOCAB_SLICE):
                 count = min(VOCAB_SLICE, n - start)
                 reply = self.child.request({"op": "vocab", "start": start, "count": count, "fields": fields},
@@ -349,9 +369,9 @@ class RemoteEngine:
                 if not reply.get("ok"):
                     return _error(reply.get("error"), "vocabulary")
                 for field in fields:
-                    columns[field] += _column(field, reply.get(field), count)
+                    columns[field] += wire.column(field, reply.get(field), start, count)
             self.columns = columns
-            return vocab_from_columns(_checked_info(self.info, self.caps), columns)
+            return vocab_from_columns(info, columns)
         except (ValueError, TypeError, binascii.Error) as exc:
             return EngineError(f"ProtocolError: {exc}", "", "vocabulary")
 
@@ -403,24 +423,10 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _is_count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
-def _not_ids(ids: object) -> str | None:
-    """Why `ids` are not a JSON list of integers (floats, strings and booleans are not ids), or None."""
-    if not isinstance(ids, list):
-        return f"tokenize returned {type(ids).__name__}, not a list of ints"
-    for index, item in enumerate(ids):
-        if type(item) is not int:
-            return f"tokenize returned {type(item).__name__} {item!r} at index {index}, not an int"
-    return None
-
-
 def _detok_entry(values: object) -> dict:
     if not isinstance(values, list) or len(values) != len(FLAGS):
-        return {"detokenize_error": {"error": f"ProtocolError: expected 4 detokenizations, got {str(values)[:200]}",
-                                     "traceback": ""}}
+        return {"detokenize_error": {"error": "ProtocolError: expected 4 detokenizations, got "
+                                              f"{wire.describe(values)}", "traceback": ""}}
     out = []
     for (remove_special, unparse_special), value in zip(FLAGS, values, strict=True):
         if isinstance(value, dict):
@@ -429,51 +435,19 @@ def _detok_entry(values: object) -> dict:
         try:
             data = unb64(value)
         except (TypeError, binascii.Error) as exc:
-            return {"detokenize_error": {"error": f"ProtocolError: detokenize: {exc}", "traceback": ""}}
+            return {"detokenize_error": {"error": f"ProtocolError: detokenize (remove_special={remove_special}, "
+                                                  f"unparse_special={unparse_special}): {exc}", "traceback": ""}}
         out.append({"remove_special": remove_special, "unparse_special": unparse_special, **output_field(data)})
     return {"detokenize": out}
 
 
-NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+def _gguf_tokens(path: Path) -> int | None:
+    """How many tokens the GGUF at `path` holds (`tokenizer.ggml.tokens`), or None when it cannot be read."""
+    from tokenizer import GGUFError
+    from tokenizer.gguf import reader
 
-
-def _column(field: str, values: object, count: int) -> list:
-    if not isinstance(values, list) or len(values) != count:
-        raise ValueError(f"vocab field {field!r}: expected {count} values")
-    if field in BYTE_FIELDS:
-        return [unb64(v) for v in values]
-    if field == "score":
-        return [NON_FINITE[v] if isinstance(v, str) and v in NON_FINITE else _number(v) for v in values]
-    if field == "attr":
-        bad = _not_ids(values)
-        if bad:
-            raise TypeError(f"attr: {bad.replace('tokenize returned', 'a value is')}")
-        return values
-    if not all(type(v) is bool for v in values):
-        raise TypeError(f"vocab field {field!r}: values must be true or false")
-    return values
-
-
-def _number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"score {value!r} is not a number")
-    return float(value)
-
-
-def _checked_info(info: dict, caps: frozenset[str]) -> dict:
-    """`info` with the special ids and flags type-checked (ints or null, booleans)."""
-    from .capabilities import SPECIAL_FLAGS, special_ids
-    out = {k: info[k] for k in ("n_tokens",) if k in info}
-    if "vocab_info" in caps:
-        out["vocab_type"], out["pre"] = str(info.get("vocab_type")), str(info.get("pre"))
-    if "specials" in caps:
-        specials = info.get("specials") or {}
-        for name in special_ids():
-            if specials.get(name) is not None and type(specials.get(name)) is not int:
-                raise TypeError(f"info.specials.{name} is {specials.get(name)!r}, not an int or null")
-        out["specials"] = {name: specials.get(name) for name in special_ids()}
-        for name in SPECIAL_FLAGS:
-            if type(info.get(name)) is not bool:
-                raise TypeError(f"info.{name} is {info.get(name)!r}, not true or false")
-            out[name] = info[name]
-    return out
+    try:
+        tokens = reader.read(path, metadata_only=True, lazy_strings=True).metadata.get("tokenizer.ggml.tokens")
+    except (GGUFError, OSError):
+        return None
+    return len(tokens) if isinstance(tokens, (list, reader.StringArray)) else None

@@ -3,7 +3,7 @@
 An engine may answer with millions of ids: a flood of BOS ids, or a document's ids that part from
 llama.cpp's only near the end. Each is judged as a case is (`diff_encoding`, then `trimmed` for
 report.json) within seconds, and what is kept for display is bounded. Before, the edge stripping
-popped from the front of a list: 100k BOS ids took 4.9 s, 400k 45 s, 2 million over 20 minutes.
+popped from the front of a list: 100k BOS ids took 4.9 s, 400k 45 s, 2 million were unfinished at 120 s.
 """
 
 from __future__ import annotations

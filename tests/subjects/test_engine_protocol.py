@@ -87,7 +87,7 @@ CASES = [{"id": "a", "text": "abc"}, {"id": "b", "bytes": "ff"}]
 @pytest.mark.parametrize(("mode", "message"), [
     pytest.param("garbage", "not JSON", id="garbage"),
     pytest.param("wrong-id", "expected a reply with id", id="wrong-id"),
-    pytest.param("float-ids", "float 1.0 at index 0, not an int", id="float-ids"),
+    pytest.param("float-ids", "ids[0] is float 1.0, not an int", id="float-ids"),
     pytest.param("short", "broke the protocol", id="too-few-results"),
     pytest.param("die", "exited with status 9", id="dies"),
 ])
