@@ -14,7 +14,10 @@ import check of `harness.subjects.spec`) is a `Contained`:
   child that does not read (hung, or gone while a grandchild holds its stdin) cannot stall
   the harness on a request larger than the pipe's buffer;
 - `stop()` always SIGKILLs the whole group, even when the leader has already exited (its
-  descendants live on otherwise), and then reaps the leader.
+  descendants live on otherwise), and then reaps the leader;
+- with `memory=BYTES`, any program (a `cmd:` engine too) starts under
+  `harness.environment.exec_bounded`: its heap capped (RLIMIT_DATA, lowered to an inherited
+  limit, never raised) and killed by the kernel when this process dies (PR_SET_PDEATHSIG).
 
 The leader's exit is watched without reaping it (`waitid(..., WNOWAIT)`) until the group
 has been killed, so the group id cannot be reused by an unrelated process in between.
@@ -29,6 +32,8 @@ import signal
 import subprocess
 import time
 from typing import IO, Any
+
+from .environment import bounded_argv, child_env
 
 POLL_SLICE = 0.05  # seconds between looks at the process where there is no pidfd
 
@@ -54,7 +59,10 @@ class Contained:
     """One child process (stdin and stdout pipes) in a session of its own."""
 
     def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: Any = None,
-                 stderr: IO[bytes] | int | None = None) -> None:
+                 stderr: IO[bytes] | int | None = None, memory: int | None = None) -> None:
+        if memory is not None:  # any program, its heap capped and tied to this process (`exec_bounded`)
+            argv = bounded_argv(argv, memory)
+            env = {**(env if env is not None else os.environ), "PYTHONPATH": child_env()["PYTHONPATH"]}
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                      env=env, cwd=cwd, start_new_session=True)
         self.pid = self.proc.pid  # also the process group's id

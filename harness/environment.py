@@ -122,14 +122,24 @@ def die_with_parent_signal() -> None:
         pass
 
 
-def exec_bounded(argv: list[str]) -> None:
-    """`python -c ... MEMORY PARENT PROGRAM ARGS...`: cap the address space at MEMORY bytes (lowered
-    as `lower_limit`), die with process PARENT, then exec PROGRAM (limits survive exec).
+BOUNDED_EXEC = "import sys; from harness.environment import exec_bounded; exec_bounded(sys.argv[1:])"
 
-    A limit that cannot be set is one JSON line `{"setup_error": ...}` on stdout, exit 2."""
-    memory, parent, program = int(argv[0]), int(argv[1]), argv[2:]
+
+def bounded_argv(argv: list[str], memory: int, *, limit: str = "DATA") -> list[str]:
+    """`argv` run under `exec_bounded`: its `RLIMIT_<limit>` at `memory` bytes, tied to this process."""
+    return [sys.executable, "-c", BOUNDED_EXEC, limit, str(memory), str(os.getpid()), *argv]
+
+
+def exec_bounded(argv: list[str]) -> None:
+    """`python -c BOUNDED_EXEC LIMIT MEMORY PARENT PROGRAM ARGS...`: cap `RLIMIT_<LIMIT>` ("AS" or "DATA")
+    at MEMORY bytes (lowered as `lower_limit`), die with process PARENT, then exec PROGRAM (found on
+    PATH as a shell would; limits and the parent-death signal survive exec).
+
+    A limit that cannot be set is one JSON line `{"setup_error": ...}` on stdout, exit 2; a PROGRAM
+    that cannot be started, one line on stderr, exit 127 (as a shell says it)."""
+    limit, memory, parent, program = argv[0], int(argv[1]), int(argv[2]), argv[3:]
     try:
-        lower_limit("AS", memory)
+        lower_limit(limit, memory)
     except LimitError as exc:
         sys.stdout.write(json.dumps({"setup_error": str(exc)}) + "\n")
         sys.stdout.flush()
@@ -137,4 +147,8 @@ def exec_bounded(argv: list[str]) -> None:
     die_with_parent_signal()
     if os.getppid() != parent:  # the parent went before the signal was armed
         raise SystemExit(1)
-    os.execv(program[0], program)
+    try:
+        os.execvp(program[0], program)
+    except OSError as exc:
+        sys.stderr.write(f"cannot start {program[0]}: {exc.strerror or exc}\n")
+        raise SystemExit(127) from None

@@ -18,16 +18,14 @@ final assistant message, and the wall clock (it reads the request's `now`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 from ..contained import Contained
-from ..environment import child_env
+from ..environment import bounded_argv, child_env
 from ..errors import SetupError
 from . import helper_build as chat_helper_build
 
@@ -38,7 +36,6 @@ NOW = 1735689600  # 2025-01-01T00:00:00Z: the fixed clock of every recorded conv
 # an inherited lower limit stays) and to tie it to this process (PR_SET_PDEATHSIG survives exec too):
 # a template that allocates without end then fails inside llama.cpp, a crash of that case at worst,
 # and a helper busy on a bomb dies with the harness, however the harness ends.
-LIMITED_EXEC = "import sys; from harness.environment import exec_bounded; exec_bounded(sys.argv[1:])"
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,7 @@ class ChatOracle(LineChild):
             if self.child is not None:
                 self.child.close()
             env = dict(child_env(), TZ="UTC", LC_ALL="C")
-            argv = [sys.executable, "-c", LIMITED_EXEC, str(self.memory), str(os.getpid()), str(self.binary)]
+            argv = bounded_argv([str(self.binary)], self.memory, limit="AS")
             self.child = Contained(argv, env=env, stderr=subprocess.DEVNULL)
         return self.child
 

@@ -12,6 +12,7 @@ is a zombie (state Z in /proc/PID/stat) counts as gone: it is dead, only not rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -20,6 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from harness.contained import Contained
 
 ROOT = Path(__file__).resolve().parents[2]
 ORPHANING = Path(__file__).resolve().parents[1] / "orphaning_engine.py"
@@ -217,3 +220,45 @@ def test_a_write_to_an_exited_child_whose_grandchild_holds_its_stdin_returns_at_
         code = child.stop()
     assert code == 4
     assert gone(pids(pidfile)) == []
+
+
+# --- memory=: any program capped and tied to the harness (engine children, `cmd:` ones too) -----------------
+
+def _run_to_end(child: Contained, limit: float = 30) -> tuple[int, bytes]:
+    with contextlib.suppress(OSError):
+        child.proc.stdin.close()  # type: ignore[union-attr]
+    child.wait_exit(limit)
+    err = child.proc.stderr.read() if child.proc.stderr else b""
+    return child.close(), err
+
+
+def test_a_program_under_a_memory_cap_fails_its_allocation_instead_of_taking_the_machine():
+    child = Contained([sys.executable, "-c", "b = bytearray(3 << 30)"], memory=512 << 20, stderr=subprocess.PIPE)
+    code, err = _run_to_end(child)
+    assert code == 1 and b"MemoryError" in err, err
+
+
+def test_a_capped_program_is_found_on_path_and_a_missing_one_is_one_line():
+    ok = Contained(["sh", "-c", "exit 7"], memory=512 << 20, stderr=subprocess.PIPE)
+    assert _run_to_end(ok)[0] == 7
+    missing = Contained(["no-such-program-here"], memory=512 << 20, stderr=subprocess.PIPE)
+    code, err = _run_to_end(missing)
+    assert code == 127 and err.strip() == b"cannot start no-such-program-here: No such file or directory"
+
+
+def test_a_capped_program_dies_with_the_process_that_started_it(tmp_path):
+    """The harness SIGKILLed (no clean-up runs): its capped child goes with it (PR_SET_PDEATHSIG)."""
+    code = ("import sys, time; from harness.contained import Contained\n"
+            "c = Contained(['sleep', '60'], memory=512 << 20)\n"
+            "print(c.pid, flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+    deadline = time.monotonic() + 10
+    while b"sleep" not in Path(f"/proc/{pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # exec'd: the signal is armed
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), "the capped child outlived the process that started it"
