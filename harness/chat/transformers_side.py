@@ -7,7 +7,7 @@ folder's files are read (`harness.models.folder_files`: inside the folder, regul
 link that leaves the folder is refused, naming it), so transformers, which follows links and
 reads what it likes of a folder, finds nothing there but those copies. A request past
 `timeout` seconds is a "hang" (the child is killed and the next request starts a fresh one), a
-child that dies is a "crash", and a template that passes the child's address-space cap fails
+child that dies is a "crash", and a template that passes the child's heap cap (RLIMIT_DATA) fails
 inside it with MemoryError, an "error" whose text says so. Nothing here raises for what
 transformers or the template does.
 """

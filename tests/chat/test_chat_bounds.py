@@ -171,7 +171,7 @@ def limits_of(pid: int) -> dict[str, str]:
 
 @needs_helper
 def test_a_string_bomb_stops_at_the_helpers_memory_cap():
-    with ChatOracle(timeout=10) as oracle:
+    with ChatOracle(timeout=3) as oracle:
         answer = oracle.ask(request(template=STRING_BOMB, messages=HI, add_generation_prompt=True, legacy=False))
         after = oracle.ask(request(template="{{ 'ok' }}", messages=HI, add_generation_prompt=True))
         assert limits_of(oracle._start().pid)["Max address space"] == str(1 << 30)
