@@ -11,6 +11,11 @@ crash a finding), so one list applies to all the folded reports. Exit status:
 --allow-flakes, 2 when a report or the list cannot be read, or when a part
 left a model not checked (`harness.compare.verdict`).
 
+Nothing in a part is believed (`harness.runs.merge_parts`, docs/sharding.md "What a part
+must be"): each is read within bounds and checked against its kind's schema, its counts
+against the entries it carries; the same part twice, parts of two llama.cpp builds and two
+runs of the same cases that are not shards of one partition are refused (exit 2, one line).
+
 Shards (`--shard K/N` reports, `harness.runs.shard`) must come complete: the
 reports of one partition must be shards 1..N, each once; overlapping or
 missing shards are refused with one line (exit 2). A complete set is folded in
@@ -26,7 +31,6 @@ status is that command's own on the merged result (docs/sharding.md).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ from ..errors import SetupError
 from ..files.atomic import check_output_folder, write_text_atomic
 from ..oracle import known_crashes
 from ..report.folder import ReportDir
+from ..runs import merge_parts
 from ..runs import shard as sharding
 
 
@@ -57,26 +62,27 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError(f"merge-reports: the folders hold different results ({', '.join(sorted(kinds))}): "
                          "merge each kind on its own")
     kind = kinds.pop()
+    parts = [merge_parts.read(path, kind) for path in args.reports]  # each checked alone, then together
+    merge_parts.check_distinct(parts)
     if kind != "report.json":
-        return _merge_step(kind, args)
+        return _merge_step(kind, parts, args)
     from ..compare import verdict
     from ..report import build as reporting
 
+    merge_parts.check_builds(parts)
+    ordered = sharding.order([p.data for p in parts], [p.name for p in parts])  # shards missing or twice
+    parts = [parts[i] for i in ordered]
+    merge_parts.check_overlap(parts)
     known = known_crashes.from_args(args)
-    try:
-        reports = [reporting.load(path) for path in args.reports]
-    except ValueError as exc:
-        raise SetupError(str(exc)) from None
-    ordered = sharding.order(reports, [str(p) for p in args.reports])  # SetupError: shards missing or twice
-    paths = [args.reports[i] for i in ordered]
-    reports = [reporting.reclassify(reports[i], known) for i in ordered]
-    stopped = [str(p) for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
+    paths = [p.name for p in parts]
+    reports = [reporting.reclassify(p.data, known) for p in parts]
+    stopped = [p for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
     flaky = [r for r in reports if r.get("summary", {}).get("engine_flakes")]
     # a part's flakes fail as they did; with no flake at all, nothing was allowed (the page shows it)
     allow = bool(flaky) and all(r.get("meta", {}).get("allow_flakes") for r in flaky)
     shards = {"shards": sharding.merged_meta(reports)} if sharding.merged_meta(reports) else {}
     merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": [str(p) for p in paths], "allow_flakes": allow, **shards,
+                                            "merged": paths, "allow_flakes": allow, **shards,
                                             **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
     with ReportDir(args.out, option="--out") as folder:
         try:
@@ -95,22 +101,16 @@ def _kind(path: Path) -> str:
     return next((name for name in ("report.json", *STEP_FILES) if (path / name).is_file()), "report.json")
 
 
-def _merge_step(kind: str, args: argparse.Namespace) -> int:
+def _merge_step(kind: str, parts: list[merge_parts.Part], args: argparse.Namespace) -> int:
     """Merge chat, selftest or drift results: complete shards folded in shard order, unsharded parts in place."""
-    files = [path if not path.is_dir() else path / kind for path in args.reports]
-    parts: list[dict[str, Any]] = []
-    for file in files:
-        try:
-            parts.append(json.loads(file.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise SetupError(f"cannot read {file}: {exc}") from None
-    names = [str(p) for p in args.reports]
-    ordered = sharding.order([{"meta": {"shard": part.get("shard")}} for part in parts], names)
-    parts, names = [parts[i] for i in ordered], [names[i] for i in ordered]
-    shards = sharding.merged_meta([{"meta": {"shard": part.get("shard")}} for part in parts])
+    records = [{"meta": {"shard": part.data.get("shard")}} for part in parts]
+    parts = [parts[i] for i in sharding.order(records, [p.name for p in parts])]
+    if kind == "drift.json":
+        merge_parts.check_drift_overlap(parts)
+    shards = sharding.merged_meta([{"meta": {"shard": part.data.get("shard")}} for part in parts])
     check_output_folder(args.out, "--out", files=STEP_OUTPUTS[kind])  # before any file is written
     args.out.mkdir(parents=True, exist_ok=True)
-    return MERGES[kind](parts, names, shards, args.out)
+    return MERGES[kind]([p.data for p in parts], [p.name for p in parts], shards, args.out)
 
 
 def _merge_chat(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:

@@ -218,9 +218,10 @@ def reclassify(report: dict, known) -> dict:
 
 
 def _crash_ids(report: dict) -> dict[tuple[str, str], set[str]]:
-    """(model, kind) -> case ids: new crashes, known crashes and other findings."""
+    """(model, kind) -> case ids: new crashes, known crashes and other findings (each list whose entry fails
+    its case, as `ModelResult.add` counts them)."""
     ids: dict[tuple[str, str], set[str]] = {}
-    for kind in ("oracle_crashes", "known_oracle_crashes", "mismatches", "engine_errors"):
+    for kind in ("oracle_crashes", "known_oracle_crashes", "mismatches", "engine_errors", "reference_findings"):
         group = kind if "crashes" in kind else "other"
         for entry in report.get(kind, []):
             case_id = str(entry.get("case_id"))

@@ -33,6 +33,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ..errors import SetupError
 
@@ -42,6 +43,7 @@ MODEL = "<model>"          # a model's own checks: load outcome, vocabulary reco
 # about cases or the fuzz hunt and stays with the shard that ran them.
 MODEL_NOTES = ("llama.cpp crashed loading", "engine failed to load", "both refuse the file")
 FUZZ = "<fuzz>"            # a model's fuzz hunt, run whole by one shard
+SHOWN_MISSING = 10         # missing shards named in merge-reports' refusal; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,8 @@ def order(reports: Sequence[dict], names: Sequence[str]) -> list[int]:
 
     Reports of one partition (same `meta.shard.partition`) must be shards 1..N
     of the same N, each once. They are put in shard order at the place of the
-    first of them; unsharded reports keep their place.
+    first of them; unsharded reports keep their place. The records are checked here too
+    (the merge's schema checks them first): whole numbers, 1 <= K <= N.
     """
     groups: dict[str, list[int]] = {}
     slots: list[str | int] = []
@@ -204,8 +207,7 @@ def order(reports: Sequence[dict], names: Sequence[str]) -> list[int]:
         if not info:
             slots.append(i)
             continue
-        if not isinstance(info, dict) or not {"partition", "index", "count"} <= info.keys():
-            raise SetupError(f"{names[i]}: meta.shard is not a shard record (partition, index, count)")
+        _check_record(info, names[i])
         if info["partition"] not in groups:
             slots.append(info["partition"])
         groups.setdefault(info["partition"], []).append(i)
@@ -216,18 +218,33 @@ def order(reports: Sequence[dict], names: Sequence[str]) -> list[int]:
         if isinstance(slot, int):
             out.append(slot)
         else:
-            out += sorted(groups[slot], key=lambda i: int(reports[i]["meta"]["shard"]["index"]))
+            out += sorted(groups[slot], key=lambda i: reports[i]["meta"]["shard"]["index"])
     return out
 
 
+def _check_record(info: object, name: str) -> None:
+    """A `meta.shard` record: a partition name, whole numbers K and N with 1 <= K <= N; else one line."""
+    if not isinstance(info, dict) or not {"partition", "index", "count"} <= info.keys():
+        raise SetupError(f"{name}: meta.shard is not a shard record (partition, index, count)")
+    index, count = info["index"], info["count"]
+    if not isinstance(info["partition"], str) or type(index) is not int or type(count) is not int:
+        raise SetupError(f"{name}: meta.shard: partition must be a string, index and count whole numbers")
+    if not 1 <= index <= count:
+        raise SetupError(f"{name}: meta.shard: shard {index}/{count}: K must be between 1 and N (N >= 1)")
+
+
 def check_complete(digest: str, infos: Sequence[dict], names: Sequence[str]) -> None:
-    """Shards 1..N of partition `digest`, each once; else a one-line `SetupError`."""
+    """Shards 1..N of partition `digest`, each once; else a one-line `SetupError`.
+
+    Bounded by the parts given, not by the N they claim: a part claiming 10^12 shards costs
+    what a part claiming 3 does (the first missing ones are named, the rest counted).
+    """
     kind = infos[0].get("kind", "?")
-    counts = {int(i["count"]) for i in infos}
+    counts = sorted({int(i["count"]) for i in infos})
     if len(counts) != 1:
-        raise SetupError(f"{kind} partition {digest}: shards of different N ({_list(sorted(counts))}) in "
+        raise SetupError(f"{kind} partition {digest}: shards of different N ({_list(counts)}) in "
                          f"{', '.join(names)}")
-    count = counts.pop()
+    count = counts[0]
     seen: dict[int, str] = {}
     for info, name in zip(infos, names, strict=True):
         index = int(info["index"])
@@ -235,10 +252,12 @@ def check_complete(digest: str, infos: Sequence[dict], names: Sequence[str]) -> 
             raise SetupError(f"{kind} partition {digest}: overlapping shards: {index}/{count} is in both "
                              f"{seen[index]} and {name}")
         seen[index] = name
-    missing = [k for k in range(1, count + 1) if k not in seen]
-    if missing:
-        raise SetupError(f"{kind} partition {digest}: missing shard(s) {_list(f'{k}/{count}' for k in missing)} "
-                         f"(have {_list(f'{k}/{count}' for k in sorted(seen))})")
+    if len(seen) < count:
+        first = list(islice((k for k in range(1, count + 1) if k not in seen), SHOWN_MISSING))
+        more = count - len(seen) - len(first)
+        have = _list(f"{k}/{count}" for k in sorted(seen))
+        raise SetupError(f"{kind} partition {digest}: missing shard(s) {_list(f'{k}/{count}' for k in first)}"
+                         f"{f' and {more:,} more' if more else ''} (have {have})")
 
 
 def _list(items: Iterable[object]) -> str:

@@ -107,8 +107,11 @@ def test_case_part_keeps_every_flake_and_fault():
 # --- merge-reports ---------------------------------------------------------------------------
 
 def shard_report(tmp_path: Path, name: str, index: int, count: int, *, digest: str = "abc") -> Path:
-    report = {"version": 1, "meta": {"shard": {"index": index, "count": count, "kind": "run", "partition": digest}},
-              "summary": {"per_model": {f"m{index}": {"family": "spm", "cases": 2}}}}
+    """A shard's report.json: one model of 2 cases, named after the partition and the shard; the part's
+    own name in its meta (two parts are never the same bytes: merge-reports refuses one part twice)."""
+    report = {"version": 1, "meta": {"shard": {"index": index, "count": count, "kind": "run", "partition": digest},
+                                     "part": name},
+              "summary": {"per_model": {f"{digest}-m{index}": {"family": "spm", "cases": 2}}}}
     folder = tmp_path / name
     folder.mkdir()
     (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
