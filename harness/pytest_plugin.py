@@ -21,8 +21,10 @@ Nothing is judged here. At a model's first item the harness's own per-model
 check runs once (`harness.runs.live.check_model` live, `harness.runs.replay.compare_golden`
 with goldens), on the cases pytest selected (`-k`, `--lf`); every item then
 looks its outcome up in that `ModelResult` (`harness.compare.item_verdicts`). The
-options are translated to `python -m harness run`'s own, so both build the
-same `RunConfig`. report.json and report.html are written to --parity-report.
+options are translated to `python -m harness run`'s own (each value joined to its option, so no
+value is read as an option), so both build the same `RunConfig`; a bad one is a usage error (exit 4),
+one line. report.json and report.html are written to --parity-report, checked before collection.
+Item ids escape `:` in a model's name (`node_name`): `::` separates pytest's node names.
 
 A fuzz input exists only once the hunt has found it, and pytest runs only items it
 collected; so a model whose `<fuzz>` item is selected is checked at the end of collection,
@@ -35,12 +37,15 @@ stays at the first item and `<fuzz>` fails listing each failing input.
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import stat
 import traceback
 import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -98,6 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{XDIST_GROUP}(name): pytest-xdist's --dist loadgroup keeps a group "
                                        "on one worker (gguf-parity groups a model's items)")
+    if config.getoption("parity_model"):  # before collection: a report that cannot be written fails now
+        check_report_dir(_report_dir(config))
 
 
 # --- what is checked -----------------------------------------------------------------------------
@@ -163,27 +170,47 @@ class ParityRun:
             self.errors[plan.name] = f"cannot check {plan.arg}: {exc}"
 
 
+# run's option for each of the plugin's: the argv below is run's, its errors name the plugin's options
+RUN_OPTIONS = {"--model": "--parity-model", "--corpus": "--parity-corpus", "--engine-arg": "--parity-engine-arg",
+               "--engine": "--parity-engine", "--engine-timeout": "--parity-engine-timeout", "--seed": "--parity-seed",
+               "--long-docs": "--parity-long-docs", "--calls": "--parity-calls", "--fuzz": "--parity-fuzz",
+               "--known-crashes": "--parity-known-crashes", "--no-default-corpora": "--parity-no-default-corpora",
+               "--allow-flakes": "--parity-allow-flakes", "--report": "--parity-report"}
+
+
 def _run_argv(options: Any, report_dir: Path) -> list[str]:
-    """The plugin's options as `python -m harness run` arguments: both then build the same RunConfig."""
-    argv = [arg for model in options.parity_model for arg in ("--model", model)]
-    argv += [arg for corpus in options.parity_corpus for arg in ("--corpus", str(corpus))]
-    argv += [arg for pair in options.parity_engine_arg for arg in ("--engine-arg", pair)]
+    """The plugin's options as `python -m harness run` arguments: both then build the same RunConfig.
+
+    Every value is joined to its option (`--model=VALUE`), so no value is read as an option,
+    whatever it starts with (`--parity-model=--engine=x` is a model named `--engine=x`).
+    """
+    pairs = [("--model", model) for model in options.parity_model]
+    pairs += [("--corpus", str(corpus)) for corpus in options.parity_corpus]
+    pairs += [("--engine-arg", pair) for pair in options.parity_engine_arg]
     engine = options.parity_engine
     if engine and engine != "ours":
-        argv += ["--engine", engine]
-    if options.parity_engine_timeout is not None:
-        argv += ["--engine-timeout", str(options.parity_engine_timeout)]
-    if options.parity_seed is not None:
-        argv += ["--seed", str(options.parity_seed)]
-    argv += ["--long-docs", str(options.parity_long_docs or 0)]  # opt-in: a suite picks the cases its engine meets
-    if options.parity_calls is not None:
-        argv += ["--calls", str(options.parity_calls)]
-    if options.parity_known_crashes:
-        argv += ["--known-crashes", options.parity_known_crashes]
+        pairs.append(("--engine", engine))
+    optional = {"--engine-timeout": options.parity_engine_timeout, "--seed": options.parity_seed,
+                "--calls": options.parity_calls, "--known-crashes": options.parity_known_crashes or None}
+    pairs += [(name, str(value)) for name, value in optional.items() if value is not None]
+    # --long-docs: opt-in here, a suite picks the cases its engine meets
+    pairs += [("--long-docs", str(options.parity_long_docs or 0)), ("--fuzz", str(options.parity_fuzz)),
+              ("--report", str(report_dir))]
     flags = {"--no-default-corpora": options.parity_no_default_corpora,
              "--allow-flakes": options.parity_allow_flakes}
-    return [*argv, *(f for f, on in flags.items() if on), "--fuzz", str(options.parity_fuzz),
-            "--report", str(report_dir), "--quiet"]
+    return [f"{name}={value}" for name, value in pairs] + [f for f, on in flags.items() if on] + ["--quiet"]
+
+
+def _plugin_words(message: str) -> str:
+    """An error of run's parser (`argument --engine-arg: ...`) naming the plugin's option instead of run's."""
+    return re.sub(r"^argument (--[a-z-]+)", lambda m: f"argument {RUN_OPTIONS.get(m[1], m[1])}", message)
+
+
+class _RunParser(argparse.ArgumentParser):
+    """run's own parser, whose errors are pytest usage errors: argparse would exit the process."""
+
+    def error(self, message: str) -> NoReturn:
+        raise pytest.UsageError(f"gguf-parity: {_plugin_words(message)}")
 
 
 def _report_dir(config: pytest.Config) -> Path:
@@ -197,8 +224,8 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
     """The session's run and its models; `pytest.UsageError` (one line) for bad options."""
     options = config.option
     try:
+        from .cli import input_errors, one_line
         from .commands import run as run_command
-        from .errors import SetupError
         from .runs.config import live_config
         from .runs.engine import load_engine
     except ImportError as exc:
@@ -206,7 +233,7 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
             from None
     if options.parity_golden is not None and options.parity_fuzz:
         raise pytest.UsageError("--parity-fuzz needs llama.cpp live: it cannot be used with --parity-golden")
-    parser = argparse.ArgumentParser(prog="pytest --parity-*", add_help=False)
+    parser = _RunParser(prog="pytest --parity-*", add_help=False)
     run_command.add_arguments(parser)
     try:
         args = parser.parse_args(_run_argv(options, _report_dir(config)))
@@ -215,9 +242,59 @@ def _start(config: pytest.Config) -> tuple[ParityRun, list[ModelPlan]]:
                               timeout=run_config.engine_timeout)
         golden = options.parity_golden.absolute() if options.parity_golden is not None else None
         plans = _golden_plans(golden, run_config) if golden is not None else _live_plans(run_config)
+    except input_errors() as exc:  # bad input or set-up (run's exit 2): one line, never a traceback
+        raise pytest.UsageError(f"gguf-parity: {one_line(exc)}") from None
+    return ParityRun(run_config, factory, golden), _named(plans)
+
+
+def _named(plans: list[ModelPlan]) -> list[ModelPlan]:
+    """The plans with node names pytest cannot misread (`node_name`); two models of one name are a usage error:
+    their items, and their results, would be one model's."""
+    seen: dict[str, str] = {}
+    for plan in plans:
+        plan.name = node_name(plan.name)
+        if plan.name in seen:
+            raise pytest.UsageError(f"gguf-parity: --parity-model {plan.arg!r} and {seen[plan.name]!r} have the same "
+                                    f"name {plan.name!r}: give each model once, under names that differ")
+        seen[plan.name] = plan.arg
+    return plans
+
+
+def node_name(name: str) -> str:
+    """A model's name as a pytest node name, still readable: `::` separates node names, so every `:` is
+    written `%3A` (and `%` itself `%25`); characters that do not print (a newline, a byte that is not
+    UTF-8) are `%XX` of their bytes; an empty name is `(unnamed)`."""
+    out = []
+    for ch in name:
+        if ch in "%:" or not ch.isprintable():
+            data = bytes([ord(ch) - 0xDC00]) if 0xDC80 <= ord(ch) <= 0xDCFF else ch.encode("utf-8", "surrogatepass")
+            out.append("".join(f"%{b:02X}" for b in data))
+        else:
+            out.append(ch)
+    return "".join(out) or "(unnamed)"
+
+
+def check_report_dir(folder: Path) -> None:
+    """`--parity-report` checked before anything is collected: a folder, or one that can be made, where
+    report.json and report.html can be written; `pytest.UsageError` (one line) otherwise."""
+    from .errors import SetupError
+    from .files.atomic import check_output_path, kind_of
+    try:
+        mode = folder.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise pytest.UsageError(f"--parity-report {folder}: cannot be used ({exc.strerror})") from None
+    if mode is not None and not stat.S_ISDIR(mode):
+        raise pytest.UsageError(f"--parity-report {folder}: is {kind_of(mode)}, not a folder")
+    try:
+        for name in ("report.json", "report.html"):
+            check_output_path(folder / name, "--parity-report")
     except SetupError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return ParityRun(run_config, factory, golden), plans
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"--parity-report {folder}: {existing} is not writable")
 
 
 def _live_plans(run_config: Any) -> list[ModelPlan]:

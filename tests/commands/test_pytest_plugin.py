@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -293,12 +294,57 @@ def test_without_parity_model_the_plugin_adds_nothing(tmp_path):
     (["--parity-model", "no-such-vocab"], "no-such-vocab"),
     (["--parity-model", "llama-spm", "--parity-golden", "golden", "--parity-fuzz", "5"], "--parity-fuzz"),
     (["--parity-model", "llama-spm", "--parity-engine", "cmd:/no/such/program"], "/no/such/program"),
-], ids=["unknown-model", "fuzz-with-golden", "missing-program"])
+    # values that start with `-` were parsed a second time as options: pytest's "caught unexpected SystemExit"
+    (["--parity-model=llama-spm", "--parity-engine-arg=-x"], "'-x': expected KEY=VALUE"),
+    (["--parity-model=-x"], "unknown vocabulary '-x'"),
+    (["--parity-model=--engine=tests.broken_engine:load_tab"], "unknown vocabulary '--engine=tests.broken_engine"),
+    (["--parity-model=llama-spm", "--parity-corpus=-x.jsonl"], "-x.jsonl"),
+    (["--parity-model=llama-spm", "--parity-engine-timeout=-1"], "--engine-timeout"),
+    (["--parity-model=llama-spm", "--parity-known-crashes=/dev/zero"], "/dev/zero"),
+    # the report folder, checked before anything is collected (it failed at the end, after every item ran)
+    (["--parity-model=llama-spm", "--parity-report=/dev/null", "--co"], "--parity-report /dev/null: is a character"),
+], ids=["unknown-model", "fuzz-with-golden", "missing-program", "engine-arg-dash", "model-dash",
+        "model-like-an-option", "corpus-dash", "timeout-negative", "known-crashes-dev-zero", "report-a-device"])
 def test_a_bad_option_is_one_line_usage_error(tmp_path, args, says):
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 4, done.stdout + done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert "SystemExit" not in done.stdout + done.stderr
+
+
+def test_a_report_folder_that_is_a_file_is_refused_before_collection(tmp_path, require_vocab):
+    require_vocab("llama-spm")
+    (tmp_path / "taken").write_text("a file", encoding="utf-8")
+    started = time.monotonic()
+    done, results = pytest_in(tmp_path, "--parity-model", "llama-spm", "--parity-report", "taken", *SHORT)
+    assert done.returncode == 4 and "is a regular file, not a folder" in done.stderr, done.stderr
+    assert not results and time.monotonic() - started < 60  # nothing checked: not one item ran
+
+
+def test_a_model_file_named_with_colons_gets_readable_item_ids(tmp_path, require_vocab):
+    """`::` separates pytest's node names: `odd::name.gguf` was `odd::name::<model>`, read back as a model `odd`
+    with a group `name` (JUnit's classname `odd.name`)."""
+    shutil.copy(require_vocab("llama-spm"), tmp_path / "odd::name.gguf")
+    shutil.copy(require_vocab("llama-spm"), tmp_path / "odd:.gguf")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", *SHORT,
+                           f"--parity-model={tmp_path / 'odd::name.gguf'}", f"--parity-model={tmp_path / 'odd:.gguf'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ids = done.stdout.splitlines()
+    assert "odd%3A%3Aname::<model>" in ids and "odd%3A::vocab::text" in ids, done.stdout
+    assert not any(i.startswith(("odd::", "odd:::")) for i in ids), done.stdout
+
+
+def test_two_models_of_one_name_are_a_usage_error(tmp_path, require_vocab):
+    """Two files `a/x.gguf` and `b/x.gguf` made the same items: the second model's were judged on the first's result."""
+    for folder, vocab in (("a", "llama-spm"), ("b", "bert-bge")):
+        (tmp_path / folder).mkdir()
+        shutil.copy(require_vocab(vocab), tmp_path / folder / "x.gguf")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", *SHORT,
+                           "--parity-model", str(tmp_path / "a" / "x.gguf"), "--parity-model",
+                           str(tmp_path / "b" / "x.gguf")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 4 and "have the same name 'x'" in done.stderr, done.stdout + done.stderr
 
 
 @pytest.mark.oracle
