@@ -30,7 +30,8 @@ from .workers import LoadFailure, Worker, describe, error_crash, fault_record, s
 LOAD_GRACE = 30.0  # loading may take this much longer than one call
 
 # Replies that JSON cannot carry as they are, turned back into Python values.
-_DECODE: dict[str, Callable[[Any], Any]] = {"pieces": lambda hexes: [bytes.fromhex(h) for h in hexes]}
+_DECODE: dict[str, Callable[[Any], Any]] = {"pieces": lambda hexes: [bytes.fromhex(h) for h in hexes],
+                                             "pieces_of": lambda hexes: [bytes.fromhex(h) for h in hexes]}
 Record = dict[str, Any]
 
 

@@ -65,6 +65,8 @@ def _ops() -> dict[str, Callable]:
         "vocab": lambda oracle, traced: vocab_record(oracle),
         "pieces": lambda oracle, traced: [oracle.token_to_piece(t, special=True).hex()
                                           for t in range(oracle.n_tokens)],
+        "pieces_of": lambda oracle, traced, ids: [oracle.token_to_piece(int(t), special=True).hex() for t in ids
+                                                  if 0 <= int(t) < oracle.n_tokens],
         "attrs": lambda oracle, traced: [oracle.token_attr(t) for t in range(oracle.n_tokens)],
         "ping": lambda oracle, traced: oracle.n_tokens,
         # the bytes this worker opened, checked against the parent's (harness.models.paths)
