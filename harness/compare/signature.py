@@ -79,7 +79,8 @@ def char_class(ch: str) -> str:
 
 
 def shape(data: bytes) -> str:
-    """`data` written by class, each run once with `+` (`b"048"` -> `N+`, `b"  a\\t"` -> `␣+L⇥`); bytes that are not UTF-8 (a byte token, half a character) as `\\xNN` each."""
+    """`data` written by class, each run once with `+` (`b"048"` -> `N+`, `b"  a\\t"` -> `␣+L⇥`); bytes
+    that are not UTF-8 (a byte token, half a character) as `\\xNN` each."""
     out: list[str] = []
     for item in _units(data):
         if out and out[-1] in (item, item + "+"):

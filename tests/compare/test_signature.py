@@ -12,7 +12,8 @@ from harness.compare.diff import TokenTable
 from harness.compare.signature import detok_signature, ids_signature, masked, shape
 
 PIECES = [b"<s>", b"a", b"b", b"\t", b"\n", b"0", b"4", b"8", b"04", b"048", b"48", b"ab", b" ", b"\xc2\x85",
-          b"1", b"2", b"12", b"123", b"\xe2\x80", b"\x94", b"\xe2\x80\x94", b"c", b"\xc2", b"3", b"a\xc2\x85", b"b\xc2\x85"]
+          b"1", b"2", b"12", b"123", b"\xe2\x80", b"\x94", b"\xe2\x80\x94", b"c", b"\xc2", b"3",
+          b"a\xc2\x85", b"b\xc2\x85"]
 TABLE = TokenTable(texts=PIECES, pieces=PIECES, attrs=[0] * len(PIECES), edge_ids=frozenset({0}))
 ID = {p: i for i, p in enumerate(PIECES)}
 
