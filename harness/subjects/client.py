@@ -54,10 +54,10 @@ class Child:
     and a kill or close ends the whole group.
     """
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, memory: int | None = None) -> None:
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child; closed in close()
         try:
-            self.contained = Contained(argv, env=env, stderr=self.stderr)
+            self.contained = Contained(argv, env=env, stderr=self.stderr, memory=memory)
         except OSError as exc:
             self.stderr.close()
             raise EngineLoadError(f"EngineLoadError: cannot start {argv[0]}: {exc.strerror or exc}") from None
@@ -152,8 +152,9 @@ class RemoteEngine:
     """
 
     def __init__(self, argv: list[str], path: Path, *, args: dict[str, str], timeout: float,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, memory: int | None = None) -> None:
         self.argv, self.path, self.args, self.timeout, self.env = argv, Path(path).resolve(), args, timeout, env
+        self.memory = memory  # a `cmd:` program's heap cap (a Python child caps itself)
         self.load_timeout = max(timeout * 4, 120.0)
         self.dead: str | None = None
         self.columns: dict[str, list] = {}
@@ -166,7 +167,7 @@ class RemoteEngine:
             self._flake(["<load>"], "hello", first.failure)
 
     def _start(self) -> Child:
-        child = Child(self.argv, self.env)
+        child = Child(self.argv, self.env, self.memory)
         try:
             reply = child.request({"op": "hello", "protocol": PROTOCOL, "model": str(self.path),
                                    "args": self.args}, self.load_timeout)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contained import probe
-from ..environment import child_env
+from ..environment import child_env, child_memory
 from ..errors import SetupError
 from .peers import is_peer, peer_factory
 
@@ -64,7 +64,7 @@ def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
     spec, args = spec or DEFAULT_ENGINE, dict(args or {})
     if spec.startswith("cmd:"):
         argv = _command(spec)
-        return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout)
+        return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout, memory=child_memory())
     if is_peer(spec):  # transformers, llama.cpp@VERSION: docs/peers.md
         return peer_factory(spec, args=args, timeout=timeout)
     if is_ours(spec):
