@@ -104,6 +104,10 @@ def merge(parts: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
             setattr(summary, key, getattr(summary, key) + part[key])
         summary.findings += part["findings"]
         summary.oracle_crashes += part["oracle_crashes"]
+        for why, n in (part.get("not_asked") or {}).items():  # never asked in a part: never asked in the whole
+            summary.not_asked[why] = summary.not_asked.get(why, 0) + n
+        summary.deadline_passed = summary.deadline_passed or bool(part.get("deadline_passed"))
+        summary.interrupted = summary.interrupted or part.get("interrupted")
     blocks = [block for part in parts for block in part.get("three_way") or []]
     data = {**summary.data(), "three_way": blocks}
     return data, summary.lines() + [line for block in blocks for line in block.get("lines", [])]

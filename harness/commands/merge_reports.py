@@ -31,6 +31,7 @@ status is that command's own on the merged result (docs/sharding.md).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,12 @@ def _merge_chat(parts: list[dict[str, Any]], names: list[str], shards: list[dict
     for line in lines:
         print(line)
     print(f"report: {page}")
-    return 0 if not data["findings"] and not data["oracle_crashes"] else 1
+    if data["findings"] or data["oracle_crashes"]:
+        return 1
+    if data["not_asked"] or data["deadline_passed"] or data["interrupted"]:  # not all was checked: no pass
+        print("error: not every case was checked (a part was interrupted, or left cases not asked)", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _merge_selftest(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:

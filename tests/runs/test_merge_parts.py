@@ -424,3 +424,13 @@ def test_a_fifo_given_as_a_part_is_refused_without_waiting(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "FIFO" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("unchecked", [{"not_asked": {"the deadline passed": 4}}, {"deadline_passed": True},
+                                       {"interrupted": "SIGTERM"}], ids=["not-asked", "deadline", "interrupted"])
+def test_a_chat_part_that_left_cases_unchecked_never_merges_to_a_pass(tmp_path, capsys, unchecked):
+    clean = {**messages_part(), "cases": 8, "findings": [], "oracle_crashes": [], **unchecked}
+    code, err = merge(capsys, write(tmp_path / "a", "messages.json", clean), out=tmp_path / "m")
+    merged = json.loads((tmp_path / "m" / "messages.json").read_text())
+    assert code == 2 and "not every case was checked" in err
+    assert {k: merged[k] for k in unchecked} == unchecked
