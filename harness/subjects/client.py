@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from .records import (
     offered_fields,
     vocab_from_columns,
 )
+from .stderr_tail import StderrTail
 
 STDERR_TAIL = 2000
 TIMEOUT_BYTES = 64 << 10  # input bytes per --engine-timeout in one tokenize request (documents take longer)
@@ -55,12 +54,13 @@ class Child:
     """
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, memory: int | None = None) -> None:
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child; closed in close()
+        self.stderr = StderrTail()  # lives as long as the child; closed in close()
         try:
-            self.contained = Contained(argv, env=env, stderr=self.stderr, memory=memory)
+            self.contained = Contained(argv, env=env, stderr=self.stderr.fd, memory=memory)
         except OSError as exc:
             self.stderr.close()
             raise EngineLoadError(f"EngineLoadError: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        self.stderr.handed_over()
         self.proc = self.contained.proc
         self.next_id = 0
 
@@ -71,7 +71,7 @@ class Child:
         and by `wire.reply_limit` of the request's size; either way the child's group is killed.
         """
         self.next_id += 1
-        mark = self.stderr.seek(0, os.SEEK_END)
+        mark = self.stderr.mark()
         deadline = time.monotonic() + timeout  # the write and the reply both: a child that does not read is late
         data = (json.dumps({**message, "id": self.next_id}) + "\n").encode()
         # a child that died no longer reads: the read below finds it over and says how
@@ -111,9 +111,7 @@ class Child:
         return f"engine process exited with status {code} mid-request"
 
     def _tail(self, mark: int) -> str:
-        end = self.stderr.seek(0, os.SEEK_END)
-        self.stderr.seek(max(mark, end - STDERR_TAIL))  # only the tail is read: a child may write gigabytes
-        text = self.stderr.read(STDERR_TAIL).decode("utf-8", "replace").strip()
+        text = self.stderr.since(mark, STDERR_TAIL).decode("utf-8", "replace").strip()
         return f"; stderr: {text}" if text else ""
 
     def kill(self) -> None:
