@@ -38,6 +38,7 @@ from ..chat.cases import Target, load_conversations
 from ..chat.diff import diff_text
 from ..chat.oracle import DEFAULT_TIMEOUT, ChatOracle
 from ..errors import EXIT_FOUND, EXIT_OK, SetupError
+from ..files.atomic import check_output_folder
 from ..runs import shard as sharding
 from ..runs.interrupts import Interrupted, raising_on_signals
 
@@ -88,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         check_deadline(args.deadline)
     except ValueError as exc:
         raise SetupError(str(exc)) from None
+    if args.report:  # before any template is rendered, not after the check
+        check_output_folder(args.report, "--report", files=("messages.json", "messages.html"))
     if args.assign_vocabs:
         from ..chat.cases import TARGETS_FILE, assign
         data = assign()

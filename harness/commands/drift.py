@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..files.atomic import check_output_folder
 from ..golden import drift
 from ..golden import files as goldens
 from ..golden.identity import mismatch
@@ -56,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     limits = worker_limits.from_args(args)
+    if args.report is not None:  # before any golden is replayed
+        check_output_folder(args.report, "--report", files=(drift.FILE,))
     if not args.golden.is_dir():
         raise SetupError(f"no golden folder {args.golden}; record one with: python -m harness record")
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
+from ..files.atomic import check_output_folder
 from ..golden import digest
 from ..golden import files as goldens
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus, unique_ids, vocab_cases
@@ -50,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     limits = worker_limits.from_args(args)
+    check_output_folder(args.out, "--out")  # before llama.cpp is asked anything
     paths = [resolve(m) for m in (args.model or SHIPPED)]
     extra = _load_corpora(args.corpus) if args.corpus else None
     crashes = 0

@@ -121,3 +121,20 @@ def test_selftest_refuses_a_report_file_that_is_no_file_before_any_mutant(tmp_pa
     done = harness("selftest", "--mutant", load()[0].id, "--report", str(report))
     assert_refused(done, "--report", report, started)
     assert sorted(p.name for p in report.iterdir()) == ["selftest.html"]
+
+
+@pytest.mark.parametrize(("command", "option", "inner"), [
+    (["chat"], "--report", "messages.json"), (["drift"], "--report", None),
+    (["record", "--model", "llama-spm"], "--out", None),
+])
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-null"])
+def test_chat_drift_and_record_outputs_are_checked_before_any_work(tmp_path, command, option, inner, kind):
+    target = tmp_path / "out"
+    if inner:  # the folder is fine, the file the command writes in it is not
+        target.mkdir()
+        refused = plant(target / inner, kind)
+    else:
+        refused = plant(target, kind)
+    started = time.monotonic()
+    done = harness(*command, option, str(target))
+    assert_refused(done, option, refused, started)
