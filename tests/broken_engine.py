@@ -100,3 +100,25 @@ class StubEngine:
 
 def load_stub(path) -> StubEngine:
     return StubEngine(path)
+
+
+class TabAsNewline:
+    """llama.cpp with one planted bug: the lone-tab token is given the newline token's id (197 -> 198 on
+    llama-bpe), the bug of issue 41's JavaScript experiment."""
+
+    def __init__(self, oracle) -> None:
+        self._oracle = oracle
+        pieces = {oracle.token_to_piece(t, special=False): t for t in range(oracle.n_tokens)}
+        self._tab, self._newline = pieces[b"\t"], pieces[b"\n"]
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def tokenize(self, text, *, add_special: bool, parse_special: bool) -> list[int]:
+        ids = self._oracle.tokenize(text, add_special=add_special, parse_special=parse_special)
+        return [self._newline if t == self._tab else t for t in ids]
+
+
+def load_tab_as_newline(path) -> TabAsNewline:
+    from harness.oracle.llama import LlamaOracle
+    return TabAsNewline(LlamaOracle(path))

@@ -13,6 +13,7 @@ from ..oracle.known_crashes import KnownCrashes
 from ..subjects.records import EngineError
 from . import long_inputs
 from .diff import TokenTable, diff_encoding
+from .signature import sign
 from .subject import Subject
 
 
@@ -47,11 +48,23 @@ def detok_map(encoding: dict) -> dict[tuple[bool, bool], bytes]:
 
 def findings(subject: Subject, case: dict, expected: dict | None, got: dict | EngineError | None,
              *, crash: dict | None = None) -> list[tuple[str, dict]]:
-    """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`.
+    """What is wrong with the engine's outcome `got` against llama.cpp's record `expected`, each finding
+    signed (`harness.compare.signature`: the difference it shows, whatever the case).
 
     With a `crash` (llama.cpp's), the case is that crash alone: `expected` and
     `got` are not read, and the engine need not have run (`got` None).
     """
+    return signed(subject, _findings(subject, case, expected, got, crash=crash))
+
+
+def signed(subject: Subject, found: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """Each `(kind, entry)` with its signature (an entry already signed is kept as it is)."""
+    return [(kind, entry if "signature" in entry else sign(subject.name, kind, entry, subject.table))
+            for kind, entry in found]
+
+
+def _findings(subject: Subject, case: dict, expected: dict | None, got: dict | EngineError | None,
+              *, crash: dict | None = None) -> list[tuple[str, dict]]:
     base = case_fields(case, subject)
     if crash is not None:
         return [crash_finding(subject.known, subject.name, base, crash)]
@@ -84,10 +97,11 @@ def vocab_findings(subject: Subject, expected: dict, got: dict | EngineError) ->
     """Vocabulary differences (flags, special ids, per-token text/score/attr/pieces) as findings."""
     from ..subjects.records import diff_offered
     if isinstance(got, EngineError):
-        return [("engine_errors", {"case_id": "<vocab>", "text": "", "error": got.error,
-                                   "traceback": got.traceback, "command": None, "capability": "vocabulary"})]
+        return signed(subject, [("engine_errors", {"case_id": "<vocab>", "text": "", "error": got.error,
+                                                   "traceback": got.traceback, "command": None,
+                                                   "capability": "vocabulary"})])
     rows = diff_offered(expected, got)
-    return [("vocab_mismatches", _vocab_entry(subject, row, expected, got)) for row in rows]
+    return signed(subject, [("vocab_mismatches", _vocab_entry(subject, row, expected, got)) for row in rows])
 
 
 def _vocab_entry(subject: Subject, row: dict, expected: dict, got: dict) -> dict:

@@ -12,12 +12,15 @@ after the fix has no finding with it. docs/differences.md specifies it; the rule
   - the same piece under two ids: `id`, with the piece's shape and both ids;
   - the sides spell different bytes: `bytes`, the shapes of both sides' first differing pieces
     (a tab given the newline's id is `bytes '⇥' / '↵'` in every text);
+  - one side a prefix of the other: `length`, which side goes on and by how many tokens;
   - the same bytes, split otherwise: `split`, the first token boundary one side has and the other
     has not, as the characters on either side of it and which side has it (`048` against `04|8`
     is `split N|N, got only`, whatever the digits);
 - detokenize (`detok_signature`): the characters where the two outputs first part;
 - an engine error, a llama.cpp crash, a vocabulary field, a third-side class: `other_signature`,
   from the fields that name it (the error's words with numbers and quoted text masked).
+
+`sign(model, kind, entry, table)` gives a finding entry of any list its `signature`.
 
 Characters are written by `shape`: letters, marks and digits by class (`L`, `M`, `N`), the space
 as `␣`, every other character (whitespace, controls, punctuation, symbols) as itself, made
@@ -120,8 +123,10 @@ def ids_signature(model: str, sides: str, expected: Sequence[int], got: Sequence
     if bare_e == bare_g:
         return make("edges", _edge_text(expected, table), _edge_text(got, table))
     exp, gt = [table.piece(t) for t in expected[start:]], [table.piece(t) for t in got[start:]]
-    if not exp or not gt:  # one side is a prefix of the other
-        return make("length", shape(b"".join(exp)) or "∅", shape(b"".join(gt)) or "∅")
+    if not exp or not gt:  # one side is a prefix of the other: which one goes on, by how many tokens
+        more = len(exp) or len(gt)
+        return make("length", f"{names[0] if exp else names[1]} only", f"{min(more, 3)}{'+' if more > 3 else ''} "
+                    f"token{'s' if more > 1 else ''} at the end")
     if exp[0] == gt[0]:
         return make("id", shape(exp[0]), str(expected[start]), str(got[start]))
     if b"".join(exp) != b"".join(gt):
@@ -241,3 +246,64 @@ def masked(message: str) -> str:
 def other_signature(model: str, sides: str, layer: str, kind: str, *parts: object) -> Signature:
     """A signature from naming fields (an engine error's capability and masked message, a crash's kind)."""
     return Signature(model, sides, layer, kind, tuple(_clip(str(p)) for p in parts))
+
+
+# --- a finding entry signed ----------------------------------------------------------------------
+
+PARITY = "engine~llama.cpp"
+
+
+def sign(model: str, kind: str, entry: dict, table: TokenTable) -> dict:
+    """`entry` (a finding of list `kind`, as `harness.compare.findings` and the third side make them)
+    with its `signature` id and `signature_title`; `table` spells ids (llama.cpp's side)."""
+    found = entry_signature(model, kind, entry, table)
+    return {**entry, "signature": found.id, "signature_title": found.title}
+
+
+def entry_signature(model: str, kind: str, entry: dict, table: TokenTable) -> Signature:
+    if kind in ("oracle_crashes", "known_oracle_crashes"):
+        crash = entry.get("crash") or {}
+        how = crash.get("signal") or crash.get("exit") or crash.get("kind")
+        return other_signature(model, "llama.cpp", "llama.cpp crash", str(crash.get("kind")), how,
+                               entry.get("known_crash") or "")
+    if kind == "engine_errors":
+        return other_signature(model, PARITY, "engine error", str(entry.get("capability") or "tokenize"),
+                               masked(str(entry.get("error") or "")))
+    if kind == "vocab_mismatches":
+        return _vocab_signature(model, entry)
+    sides = "~".join(entry.get("compared") or ("engine", "llama.cpp")) if kind != "mismatches" else PARITY
+    if entry.get("class") == "reference_error":
+        return other_signature(model, sides, "reference error", str(entry.get("capability") or "tokenize"),
+                               masked(str(entry.get("error") or "")))
+    if entry.get("class") == "decode":
+        first = (entry.get("decode") or [{}])[0]
+        return _detok(model, "decode", first.get("llama_hex"), first.get("original_hex"))
+    return _ids_or_detok(model, sides, entry, table)
+
+
+def _ids_or_detok(model: str, sides: str, entry: dict, table: TokenTable) -> Signature:
+    expected, got = entry.get("expected"), entry.get("got")
+    if expected is None and entry.get("digest_diff") is not None:  # a golden document: a digest per block
+        return other_signature(model, sides, "ids", "document", str(entry.get("case_id")))
+    names = ("llama.cpp", "engine") if sides == PARITY else tuple(str(n) for n in entry["compared"][:2])
+    found = ids_signature(model, sides, expected or [], got or [], table, names=(names[0], names[1]))
+    if found is not None:
+        return found
+    detok = (entry.get("detokenize") or [{}])[0]
+    return _detok(model, sides, detok.get("expected_hex"), detok.get("got_hex"))
+
+
+def _detok(model: str, sides: str, expected_hex: str | None, got_hex: str | None) -> Signature:
+    expected = bytes.fromhex(expected_hex or "")
+    got = None if got_hex is None else bytes.fromhex(got_hex)
+    return detok_signature(model, sides, expected, got) or Signature(model, sides, "detokenize", "same", ())
+
+
+def _vocab_signature(model: str, entry: dict) -> Signature:
+    field = str(entry.get("field") or "")
+    expected, got = entry.get("expected"), entry.get("got")
+    if isinstance(expected, dict):  # a token's two sides (text, score, attr)
+        expected, got = expected.get("value"), (got or {}).get("value")
+    small = all(isinstance(v, (bool, int)) or v is None for v in (expected, got))
+    parts = (field, str(expected), str(got)) if small and field not in ("n_tokens",) else (field,)
+    return other_signature(model, PARITY, "vocabulary", "field", *parts)

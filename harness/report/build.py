@@ -49,10 +49,11 @@ import pandas as pd
 from ..compare import verdict as verdicts
 from ..compare.diff import visible
 from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
+from ..files import jsonl
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
-from . import cards, fuzz_summary, reference_summary
+from . import cards, differences, fuzz_summary, reference_summary
 from .templating import environment
 
 REPORT_VERSION = 1
@@ -71,6 +72,17 @@ def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | N
         report[kind] = [entry for r in results for entry in getattr(r, kind)]
     reference_summary.attach(report, per_model)  # `run --reference`: summary.reference
     report["known_crash_list"] = dict(known_crashes or {})
+    return with_differences(report, differences.group(report))
+
+
+def with_differences(report: dict, records: list[dict]) -> dict:
+    """`report` with its `differences` (one record per signature, `harness.report.differences`) and their
+    counts in the summary (`differences`, and per model)."""
+    report["differences"] = records
+    report["summary"]["differences"] = len(records)
+    counted = differences.per_model(records)
+    for model, counts in report["summary"]["per_model"].items():
+        counts["differences"] = counted.get(model, 0)
     return report
 
 
@@ -134,7 +146,9 @@ def one_line(report: dict) -> str:
               "not llama.cpp crashes: see report)") if s.get("harness_faults") else ""
     flakes = (f"; {s['engine_flakes']} engine flakes (the engine's process failed once, a fresh one answered: "
               "see report)") if s.get("engine_flakes") else ""
-    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases{_set_aside(s)}, {s['failing_cases']} failing, "
+    distinct = f" ({s['differences']} distinct differences)" if s.get("differences") else ""
+    return (f"{verdict}: {s['models']} vocabularies, {s['cases']} cases{_set_aside(s)}, {s['failing_cases']} failing"
+            f"{distinct}, "
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
@@ -187,10 +201,22 @@ def merge(reports: Sequence[dict], *, meta: dict) -> dict:
     out = {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
            "summary": summarize(per_model), **merged, "known_crash_list": known}
     reference_summary.attach(out, per_model)
+    with_differences(out, differences.merge(r["differences"] if "differences" in r else differences.group(r)
+                                            for r in reports))
+    _note_listed(out)
     if any(r.get("messages") for r in reports):
         from .messages import merge as merge_messages
         out["messages"] = merge_messages([r["messages"] for r in reports if r.get("messages")])
     return out
+
+
+def _note_listed(report: dict) -> None:
+    """`per_model[m].listed` where a part's report.json had cut a list: the entries the merge holds."""
+    for model, counts in report["summary"]["per_model"].items():
+        for kind in differences.CAPPED:
+            held = sum(1 for e in report.get(kind) or [] if e.get("model") == model)
+            if held < counts.get(kind, 0):
+                counts.setdefault("listed", {})[kind] = held
 
 
 def reclassify(report: dict, known) -> dict:
@@ -268,8 +294,11 @@ def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
     """
     out_dir = Path(out_dir)
     json_path, html_path = out_dir / "report.json", out_dir / "report.html"
-    text = escape_unsafe(json.dumps(report, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
-    page = render_html(report)
+    kept = differences.bounded(report)
+    text = escape_unsafe(json.dumps(kept, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
+    page = render_html(kept)
+    for model, lines in differences.finding_lines(report).items():  # every finding, one line each
+        jsonl.write(out_dir / "findings" / f"{model}.jsonl", lines)
     write_text_atomic(json_path, text)
     write_text_atomic(html_path, page)
     return json_path, html_path

@@ -17,6 +17,7 @@ from typing import Any
 from ..compare import verdict
 from ..compare.result import ModelResult
 from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, SetupError
+from ..report import differences
 from ..report.folder import ReportDir
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals
@@ -62,6 +63,8 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
             raise SetupError(f"cannot write the report in {folder.path}: {exc.strerror or exc} "
                              "(the previous report, if any, is left as it was)") from None
     print(reporting.one_line(report))
+    for line in differences.terminal_lines(report):
+        print(line)
     print(f"report: {html_path}")
     if stop is not None:
         print(f"{stop}: partial report of the {len(results)} model(s) finished", file=sys.stderr)

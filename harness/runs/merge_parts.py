@@ -186,7 +186,10 @@ def _check_report(data: dict[str, Any], where: str) -> None:
                 known[model] += 1
     for model, counts in per_model.items():
         at = f"{where}: summary.per_model{step(model)}"
+        cut = counts.get("listed") or {}  # report.json cut these lists (harness.report.differences)
         for kind in LISTS + SIDE_LISTS:
+            if kind in cut and cut[kind] == listed[kind, model] <= counts.get(kind, 0):
+                continue
             if counts.get(kind, 0) != listed[kind, model]:
                 raise SetupError(f"{at}.{kind} is {counts.get(kind, 0)}, but the part lists {listed[kind, model]} "
                                  f"{kind} entries of it: a part whose counts disagree with its entries is not merged")

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..compare import long_inputs
 from ..compare.diff import TokenTable, first_diff, visible
-from ..compare.findings import EngineError, case_fields
+from ..compare.findings import EngineError, case_fields, signed
 from ..compare.result import ModelResult
 from ..compare.subject import Subject
 from ..errors import SetupError
@@ -151,7 +151,7 @@ class ReferenceSide:
         (the case's parity findings) comes back with the reference's own findings; with the decode,
         which `count` takes."""
         decoded = self.decoded(record)
-        return self.findings(subject, case, record, got, ours, found, decoded), decoded
+        return signed(subject, self.findings(subject, case, record, got, ours, found, decoded)), decoded
 
     def findings(self, subject: Subject, case: dict, record: dict | None, got: Any, ours: Any,
                  found: list[tuple[str, dict]], decoded: Any = None) -> list[tuple[str, dict]]:

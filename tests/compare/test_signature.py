@@ -89,3 +89,9 @@ def test_detokenize_signature_names_where_outputs_part():
 
 def test_error_messages_are_masked():
     assert masked("KeyError: 'scores' at token 12\nTraceback") == "KeyError: '…' at token #"
+
+
+def test_a_dropped_last_token_is_one_signature_whatever_the_token():
+    found = {sig(ids(b"a", b"\t"), ids(b"a")), sig(ids(b"<s>", b"048", b"b"), ids(b"<s>", b"048")),
+             sig(ids(b"ab", b"12"), ids(b"ab"))}
+    assert len(found) == 1 and next(iter(found)).parts == ("llama.cpp only", "1 token at the end")
