@@ -3,7 +3,7 @@
 Per vocabulary (default: one or more of every engine type), add_special=False,
 parse_special=False, best of `--passes`, ours and llama.cpp interleaved:
 
-- cold: corpora/diverse.txt (300,000 characters in 26 languages and 14 scripts,
+- cold: harness/data/corpora/diverse.txt (300,000 characters in 26 languages and 14 scripts,
   83% of its distinct words occurring once; corpora/build_diverse.py), each pass
   with a fresh `Tokenizer` (no cache warmed by an earlier pass);
 - warm: the recombined corpus (the shipped `.inp` test inputs and a dozen lines
@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import peer_hf, per_document  # noqa: E402  (after the path: bench/ as a package)
 
-DIVERSE = ROOT / "corpora" / "diverse.txt"
+DIVERSE = ROOT / "harness" / "data" / "corpora" / "diverse.txt"
 DEFAULT = ("llama-bpe", "qwen2", "gpt-2", "gemma-4", "llama-spm", "phi-3", "bert-bge",
            "nomic-bert-moe", "rwkv-world", "plamo2")
 TARGETS = {"bpe": 1.3, "spm": 1.3, "wpm": 1.0, "ugm": 1.0}  # cold, ours / llama.cpp
@@ -225,7 +225,7 @@ def mark(value: float, target: float | None) -> str:
 
 
 def tables(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
-    out = ["", "Cold: corpora/diverse.txt, a fresh Tokenizer per pass", "",
+    out = ["", "Cold: harness/data/corpora/diverse.txt, a fresh Tokenizer per pass", "",
            "| vocabulary | type | ours MB/s | llama.cpp MB/s | ratio | target | ids |",
            "|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
@@ -326,7 +326,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("names", nargs="*", help=f"vocabularies: shipped or synthetic names or .gguf paths "
                                              f"(default: {' '.join(DEFAULT)})")
     ap.add_argument("--all", action="store_true", help="every shipped vocabulary whose engine is registered")
-    ap.add_argument("--corpus", type=Path, default=DIVERSE, help="the cold corpus (default corpora/diverse.txt)")
+    ap.add_argument("--corpus", type=Path, default=DIVERSE,
+                    help="the cold corpus (default harness/data/corpora/diverse.txt)")
     ap.add_argument("--passes", type=int, default=3, help="tokenize passes per side, best kept (default 3)")
     ap.add_argument("--repeat", type=int, default=3, help="loads per side, best kept (default 3)")
     ap.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm corpus")
@@ -336,7 +337,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                     help="also run OpenAI's gpt-2 src/encoder.py (a path to it) as a peer on gpt-2")
     ap.add_argument("--no-docs", dest="docs", action="store_false", help="skip the per-document and batch jobs")
     ap.add_argument("--docs-corpus", type=Path, default=DIVERSE,
-                    help="the per-document corpus, one document a line (default corpora/diverse.txt)")
+                    help="the per-document corpus, one document a line (default harness/data/corpora/diverse.txt)")
     ap.add_argument("--no-hf", dest="hf", action="store_false", help="skip the HF tokenizers peer")
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                     help="cpu: this process's CPU time (default; steady on a shared, loaded machine); "

@@ -1,6 +1,6 @@
 """The job users run, for bench/bench_tokenize.py: a corpus one document at a time, and as one batch.
 
-Documents: the non-empty lines of the corpus (corpora/diverse.txt by default: 2,158
+Documents: the non-empty lines of the corpus (harness/data/corpora/diverse.txt by default: 2,158
 paragraphs of about 140 characters in 26 languages). Per pass, with one tokenizer
 object for all documents of the pass and a fresh one each pass (no word cached by an
 earlier pass):

@@ -1,4 +1,4 @@
-"""Write corpora/conversations.jsonl: the conversations every chat template is checked on.
+"""Write harness/data/corpora/conversations.jsonl: the conversations every chat template is checked on.
 
 Each line: {"id", "messages", "tools"?, "note"}. Every conversation is rendered with
 add_generation_prompt true and false. The set aims at what templates get wrong:
@@ -95,7 +95,7 @@ CONVERSATIONS: list[dict] = [
 
 
 def main() -> None:
-    out = Path(__file__).with_name("conversations.jsonl")
+    out = Path(__file__).resolve().parents[1] / "harness" / "data" / "corpora" / "conversations.jsonl"
     with open(out, "w", encoding="utf-8") as fh:
         for conv in CONVERSATIONS:
             fh.write(json.dumps(conv, ensure_ascii=False) + "\n")

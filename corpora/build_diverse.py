@@ -1,4 +1,4 @@
-"""Write corpora/diverse.txt: the benchmark text a user might have (python corpora/build_diverse.py).
+"""Write harness/data/corpora/diverse.txt: the benchmark text a user might have (python corpora/build_diverse.py).
 
 Prose-like paragraphs in 26 languages and 13+ scripts, built from real word
 lists: wordfreq 3.1.1 (`pip install wordfreq==3.1.1`; frequency lists compiled
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import regex
 
-OUT = Path(__file__).with_name("diverse.txt")
+OUT = Path(__file__).resolve().parents[1] / "harness" / "data" / "corpora" / "diverse.txt"
 SIZE = 300_000  # characters
 SEED = 21
 

@@ -1,4 +1,4 @@
-"""Write corpora/edge.jsonl: inputs built to trip tokenizers (python corpora/build_edge.py).
+"""Write harness/data/corpora/edge.jsonl: inputs built to trip tokenizers (python corpora/build_edge.py).
 
 Each group targets one trap named in issue 3, section 4.  Run it again after
 editing; the output is deterministic (ids are group-index, order is fixed).
@@ -91,7 +91,7 @@ def items() -> list[dict]:
 
 
 def main() -> None:
-    path = Path(__file__).with_name("edge.jsonl")
+    path = Path(__file__).resolve().parents[1] / "harness" / "data" / "corpora" / "edge.jsonl"
     lines = [json.dumps(item, ensure_ascii=True, sort_keys=True) for item in items()]
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
     print(f"wrote {len(lines)} cases to {path}")

@@ -10,7 +10,7 @@ A *target* is one chat template on one vocabulary:
   to the template and the count is still exact for that vocabulary). The assignment is
   computed once and committed in `harness/data/chat_targets.json`.
 
-Each conversation of `corpora/conversations.jsonl` is rendered with
+Each conversation of `harness/data/corpora/conversations.jsonl` is rendered with
 add_generation_prompt true and false; `{bos}`/`{eos}` in its content become the
 vocabulary's BOS/EOS text.
 """
@@ -30,13 +30,12 @@ from tokenizer import Tokenizer
 from tokenizer.attrs import Attr
 from tokenizer.chat.render import special_text
 
-from ..environment import project_root
 from ..files.atomic import write_text_atomic
 from ..files.input_limits import read_side_json
 from ..models.paths import resolve
 from ..models.shipped import SHIPPED, templates_dir
 
-CONVERSATIONS = project_root() / "corpora" / "conversations.jsonl"
+CONVERSATIONS = Path(__file__).parents[1] / "data" / "corpora" / "conversations.jsonl"
 # Which shipped vocabularies carry templates, and the vocabulary of each sdist template:
 # written by `assign()` (`python -m harness chat --assign-vocabs`), reviewed, committed.
 TARGETS_FILE = Path(__file__).parents[1] / "data" / "chat_targets.json"

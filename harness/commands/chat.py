@@ -2,7 +2,7 @@
 
 Targets are every shipped vocabulary's chat templates and the sdist's 70
 `models/templates/*.jinja` (each on a vocabulary whose special tokens it uses); cases
-are corpora/conversations.jsonl with add_generation_prompt true and false, plus
+are harness/data/corpora/conversations.jsonl with add_generation_prompt true and false, plus
 --fuzz N Hypothesis conversations. llama.cpp's side is its own chat formatting
 (common/chat.cpp, the Jinja path llama-server uses) in a crash-isolated helper built
 once from the pinned sdist; see harness/chat/oracle.py for exactly what it covers.
@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "built and converted once, then checked like --model X --reference hf:DIR")
     parser.add_argument("--conversation", metavar="ID", help="only this conversation of the corpus")
     parser.add_argument("--no-corpus", dest="corpus", action="store_false",
-                        help="only the fuzzed conversations, not corpora/conversations.jsonl")
+                        help="only the fuzzed conversations, not harness/data/corpora/conversations.jsonl")
     parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="N fuzzed conversations per target")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fuzzed conversations")
     parser.add_argument("--record", action="store_true", help="record golden/chat/ from llama.cpp")

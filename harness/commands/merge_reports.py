@@ -4,7 +4,7 @@
 
 Each REPORT_DIR is a folder holding report.json (or the file itself). Counts
 of a model found in several reports add up. Every oracle crash is judged again
-against --known-crashes (default corpora/known_crashes.json; 'none' makes every
+against --known-crashes (default harness/data/corpora/known_crashes.json; 'none' makes every
 crash a finding), so one list applies to all the folded reports. Exit status:
 0 when the merged report holds no finding (known crashes are not findings),
 1 when it holds any, or an engine flake from a part not run with

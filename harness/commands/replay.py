@@ -9,7 +9,7 @@ Writes report.json and report.html to --report DIR.
 
 Exit status: 0 every golden checked and all match; 1 any mismatch, engine
 error or recorded oracle crash that is not on the known-crashes list
-(--known-crashes, default corpora/known_crashes.json), or an engine flake
+(--known-crashes, default harness/data/corpora/known_crashes.json), or an engine flake
 without --allow-flakes (see `run`); 2 usage or set-up
 error, or a golden whose model nothing could be compared on (see `run`'s
 --expect-refusal); 130/143 stopped by a signal (partial report written).

@@ -5,10 +5,10 @@ tokenizer:Tokenizer.from_gguf) and by llama.cpp (crash-isolated worker
 processes), the vocabularies are compared, then every corpus case under the
 four add_special x parse_special flags with detokenizations, then N fuzzed
 inputs per model (Hypothesis; the first failure is shrunk to a minimal input
-and saved to corpora/found/<model>.jsonl for later runs).
+and saved to harness/data/corpora/found/<model>.jsonl for later runs).
 
 Exit status: the README's "Exit codes" table. A llama.cpp crash on the known-crashes
-list (--known-crashes, default corpora/known_crashes.json) is shown but does not make it 1;
+list (--known-crashes, default harness/data/corpora/known_crashes.json) is shown but does not make it 1;
 with --reference SPEC (the original tokenizer, a third side: docs/references.md) every
 class of finding counts, and 0 means engine, llama.cpp and the original agreed on
 everything checked.
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where report.json and report.html go (default reports/run)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
-                        help="where fuzz failures are saved (default corpora/found for our engine, "
+                        help="where fuzz failures are saved (default harness/data/corpora/found for our engine, "
                              "<report>/found for any other)")
     parser.add_argument("--messages", action=argparse.BooleanOptionalAction, default=None,
                         help="also check the models' chat templates against llama.cpp's chat.cpp "

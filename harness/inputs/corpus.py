@@ -25,7 +25,7 @@ from ..files import input_limits, jsonl
 from ..models.model import Model, as_model
 from .cases import chosen_tokens, encodable, make_case
 
-CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
+CORPORA_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora"  # package data: ships in the wheel
 DEFAULT_FILES = ("edge.jsonl", "prose.jsonl")
 INP_SEPARATOR = b"\n__ggml_vocab_test__\n"
 

@@ -6,7 +6,7 @@ rows from 640 distinct segments, UGM a batched Viterbi from 256 missing words on
 sentence never reaches them. Every vocabulary gets the same few documents, shared
 and deterministic, with only its own special tokens planted in context:
 
-- `doc-diverse`: `corpora/diverse.txt` whole (300,000 characters in 26 languages,
+- `doc-diverse`: `harness/data/corpora/diverse.txt` whole (300,000 characters in 26 languages,
   most words occurring once; `corpora/build_diverse.py`), pinned by sha256;
 - `doc-mixed`: about 96 KiB (past 64 KiB) built by a seeded builder from lines of
   the diverse text, code, numbers and dates, runs of whitespace (spaces, tabs,
@@ -32,7 +32,7 @@ from pathlib import Path
 from ..models.model import Model, as_model
 from .cases import chosen_tokens, encodable, make_case
 
-CORPORA_DIR = Path(__file__).resolve().parents[2] / "corpora"
+CORPORA_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora"  # package data: ships in the wheel
 DIVERSE = CORPORA_DIR / "diverse.txt"
 DIVERSE_SHA256 = "261bf0319ec34e44b7428cdd604c6f3f0bdc85f439c37347f39825e0e9701253"
 LEVEL_ENV = "GGUF_PARITY_DOCUMENTS"   # default, full, mixed or off
@@ -65,7 +65,7 @@ def level() -> str:
 
 
 def diverse_text() -> str:
-    """corpora/diverse.txt, checked against its pinned sha256."""
+    """harness/data/corpora/diverse.txt, checked against its pinned sha256."""
     data = DIVERSE.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != DIVERSE_SHA256:

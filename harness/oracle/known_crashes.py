@@ -1,6 +1,6 @@
 """The list of known llama.cpp crashes: upstream bugs that must not fail a run, but stay visible.
 
-`corpora/known_crashes.json` holds a JSON list of entries:
+`harness/data/corpora/known_crashes.json` (package data) holds a JSON list of entries:
 
     [{"id": "invalid-codepoint",
       "models": ["*"],                       # fnmatch globs over model short names
@@ -15,7 +15,7 @@ substring test, since llama.cpp's stderr and the golden records indent
 `what():` lines differently. An entry only ever matches crashes: a mismatch
 or an engine error is never hidden by it. Policy: docs/known-crashes.md.
 
-    known = load(Path("corpora/known_crashes.json"))
+    known = load(DEFAULT_FILE)
     entry = known.match("gpt-2", {"reason": "killed by SIGABRT", "stderr": "... invalid codepoint"})
 """
 
@@ -26,11 +26,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..environment import project_root
 from ..errors import SetupError
 from ..files import input_limits
 
-DEFAULT_FILE = project_root() / "corpora" / "known_crashes.json"
+DEFAULT_FILE = Path(__file__).resolve().parents[1] / "data" / "corpora" / "known_crashes.json"  # package data
 DISABLED = "none"
 FIELDS = ("id", "models", "signature", "description", "upstream")
 MIN_SIGNATURE = 8  # shorter substrings ("abort", "GGML") would match crashes nobody has looked at
@@ -167,13 +166,13 @@ def _check_models(value, where: str) -> None:
 def from_option(value: str | None) -> KnownCrashes:
     """What `--known-crashes` names: a file, `none` (no list), or None for the shipped default.
 
-    The default file missing (an installed copy without the corpora) means no list;
-    a file named explicitly must exist.
+    The default list ships as package data, so it is always read (a copy without it is a broken
+    install: one line, exit 2, never a run that quietly fails on every known crash).
     """
     if value is not None and value.strip().lower() == DISABLED:
         return NONE
     if value is None:
-        return load(DEFAULT_FILE) if DEFAULT_FILE.is_file() else NONE
+        return load(DEFAULT_FILE)
     return load(value)
 
 
@@ -183,7 +182,7 @@ def add_option(parser) -> None:
     """`--known-crashes FILE|none` on an argparse parser."""
     parser.add_argument("--known-crashes", default=None, metavar="FILE",
                         help="known llama.cpp crashes, shown but not failing the run "
-                             "(default corpora/known_crashes.json; 'none': every crash fails)")
+                             "(default harness/data/corpora/known_crashes.json; 'none': every crash fails)")
 
 
 def from_args(args) -> KnownCrashes:

@@ -4,7 +4,7 @@
 places a `RunConfig` is made from a command line: models and families, corpora, fuzz budget,
 worker limits, known crashes, shard, and the engine options with where a non-default
 engine's own files go (its fuzz finds and Hypothesis example database belong to the user,
-under the report directory or `--found-dir`, never in this project's `corpora/found/`).
+under the report directory or `--found-dir`, never in the package's `harness/data/corpora/found/`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..environment import project_root
 from ..errors import SetupError
 from ..models.families import members
 from ..models.shipped import SHIPPED
@@ -25,7 +24,8 @@ from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
 from . import shard as sharding
 from .shard import Shard
 
-FOUND_DIR = project_root() / "corpora" / "found"
+# The committed fuzz finds (package data: they ship in the wheel and every run of ours replays them).
+FOUND_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora" / "found"
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
 
 
@@ -142,7 +142,7 @@ def engine_fields(args: argparse.Namespace) -> dict:
 def found_fields(args: argparse.Namespace) -> dict:
     """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
 
-    Our own engine keeps the project's corpora/found/ and .hypothesis/ (later
+    Our own engine keeps the package's harness/data/corpora/found/ and .hypothesis/ (later
     runs replay them); anyone else's finds, and any run with `--reference`, are theirs: `<report>/found/` unless
     `--found-dir`, with the example database in `.hypothesis/` inside it
     (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).

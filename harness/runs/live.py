@@ -7,7 +7,7 @@ parse_special flags with their detokenizations; then let Hypothesis generate
 `fuzz` inputs (`harness.inputs.strategies.fuzz_inputs`), checking each live and shrinking
 the first failure to a minimal input. Every failing case is written to
 `<report>/cases/<model>.jsonl` (the reproduce command replays it), and fuzz
-failures also to `corpora/found/<model>.jsonl`, which later runs include.
+failures also to `harness/data/corpora/found/<model>.jsonl`, which later runs include.
 
 An engine that raises on a case is an engine error for that case; llama.cpp
 dying on a case is an oracle crash for that case; the run goes on. A crash

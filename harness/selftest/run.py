@@ -1,7 +1,7 @@
 """The mutation self-test: how many realistic bugs each detector catches.
 
 Each mutant (`harness.selftest.mutants`, tests/mutants/*.toml) is applied to a scratch
-copy of the project (tokenizer/, harness/, corpora/, pyproject.toml; golden/
+copy of the project (tokenizer/, harness/ with its corpora, pyproject.toml; golden/
 linked read-only), never to the working tree. Every detector then runs as a
 subprocess inside that copy, so `import tokenizer` finds the mutant:
 
@@ -59,7 +59,7 @@ from .settings import DETECTORS, MAIN_JOB, SKIPPED, Settings, Verdict
 
 MAIN_FAMILIES = ("spm", "bpe", "wpm", "ugm", "sensitivity")   # noxfile: SHIPPED + MAIN_SYNTHETIC_FAMILIES
 NIGHTLY_FAMILIES = MAIN_FAMILIES + ("rwkv", "plamo2")   # pre-sweep (91 vocabularies) is too dear per mutant
-COPIED = ("tokenizer", "harness", "corpora", "pyproject.toml")
+COPIED = ("tokenizer", "harness", "pyproject.toml")  # harness/ holds the corpora (harness/data/corpora)
 
 
 def scope_vocabs(scope: str) -> list[str]:

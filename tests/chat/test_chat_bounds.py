@@ -304,7 +304,7 @@ def test_sigterm_during_run_messages_keeps_the_token_report_and_ends_the_helper(
     model, folder = bomb_pair(tmp_path, CPU_BOMB)  # a GGUF file's templates are checked with its original
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--model", str(model), "--messages",
                              "--reference", f"hf:{folder}",
-                             "--no-default-corpora", "--corpus", "corpora/edge.jsonl", "--long-docs", "0",
+                             "--no-default-corpora", "--corpus", "harness/data/corpora/edge.jsonl", "--long-docs", "0",
                              "--calls", "0", "--quiet", "--report", str(tmp_path / "r")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     kids: list[int] = []

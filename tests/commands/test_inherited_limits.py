@@ -65,7 +65,8 @@ def test_run_under_an_inherited_limit_agrees_instead_of_a_false_llama_cpp_crash(
     """Today's main: exit 1, "1 oracle crashes" (the worker's setrlimit raised on load)."""
     require_vocab("llama-spm")
     done = under(3_000_000_000, [sys.executable, "-m", "harness", "run", "--model", "llama-spm",
-                                 "--no-default-corpora", "--corpus", "corpora/edge.jsonl", "--long-docs", "0",
+                                 "--no-default-corpora", "--corpus", "harness/data/corpora/edge.jsonl",
+                                 "--long-docs", "0",
                                  "--calls", "0", "--no-messages", "--quiet", "--report", str(tmp_path / "r")])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 oracle crashes" in done.stdout and "all match" in done.stdout

@@ -1,4 +1,4 @@
-"""corpora/diverse.txt, the cold benchmark text, is diverse: many scripts, many words that occur once.
+"""harness/data/corpora/diverse.txt, the cold benchmark text, is diverse: many scripts, many words that occur once.
 
 At least a dozen scripts, and at least half of its distinct words occurring
 once; `corpora/build_diverse.py` (which needs wordfreq and Faker to rebuild the
@@ -22,7 +22,7 @@ def build_diverse():
 
 
 def test_diverse_corpus_has_a_dozen_scripts_and_mostly_hapax_words():
-    stats = build_diverse().stats((ROOT / "corpora" / "diverse.txt").read_text(encoding="utf-8"))
+    stats = build_diverse().stats((ROOT / "harness" / "data" / "corpora" / "diverse.txt").read_text(encoding="utf-8"))
     assert len(stats["scripts"]) >= 12, stats["scripts"]
     assert stats["hapax_of_distinct"] >= 0.5
     assert stats["chars"] >= 250_000

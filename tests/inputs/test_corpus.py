@@ -60,7 +60,7 @@ def test_duplicate_ids_are_refused(tmp_path: Path):
 
 
 def test_edge_corpus_is_what_build_edge_writes(tmp_path: Path, monkeypatch):
-    module = runpy.run_path(str(corpus.CORPORA_DIR / "build_edge.py"))
+    module = runpy.run_path(str(Path(__file__).resolve().parents[2] / "corpora" / "build_edge.py"))
     lines = [json.dumps(item, ensure_ascii=True, sort_keys=True) for item in module["items"]()]
     assert EDGE.read_text(encoding="ascii") == "\n".join(lines) + "\n"
 

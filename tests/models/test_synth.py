@@ -6,7 +6,7 @@
 - Coverage: `pre-<name>` exists for exactly the `tokenizer.ggml.pre` values
   the pinned llama.cpp source accepts (read from the sdist when present).
 - Parity: every `pre-<name>` golden (recorded from llama.cpp with
-  `python -m harness record --model pre-<name> --corpus corpora/pre_sweep.jsonl`)
+  `python -m harness record --model pre-<name> --corpus harness/data/corpora/pre_sweep.jsonl`)
   and every `sens-<name>` one (the `sensitivity` family, on the default
   corpora: `python -m harness record --model sens-<name>`) replayed against
   our engine. Goldens are never edited by hand: they are
@@ -37,7 +37,7 @@ from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
 from tokenizer.pretokenize.names import PRE_NAMES
 
-RECORD = "python -m harness record --corpus corpora/pre_sweep.jsonl --model"
+RECORD = "python -m harness record --corpus harness/data/corpora/pre_sweep.jsonl --model"
 RECORD_DEFAULT = "python -m harness record --model"   # the default corpora (the sensitivity family)
 
 

@@ -33,7 +33,7 @@ from tests.commands.test_run_cli import harness, report_of, write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden"
-SHIPPED_LIST = ROOT / "corpora" / "known_crashes.json"
+SHIPPED_LIST = ROOT / "harness" / "data" / "corpora" / "known_crashes.json"
 ENTRY = {"id": "some-crash", "models": ["*"], "signature": "GGML_ASSERT(x) failed",
          "description": "what it is", "upstream": "what upstream knows"}
 

@@ -170,9 +170,10 @@ def test_node_reference_child_gives_an_honest_per_capability_report(tmp_path, re
 
 @pytest.mark.oracle
 def test_a_user_engines_fuzz_finds_go_under_its_report_not_the_project(tmp_path, require_vocab):
-    """Without --found-dir, another engine's minimal failure is saved in <report>/found, not in corpora/found."""
+    """Without --found-dir, another engine's minimal failure is saved in <report>/found, not in the package's
+    harness/data/corpora/found."""
     require_vocab("llama-spm")
-    project_found = ROOT / "corpora" / "found" / "llama-spm.jsonl"
+    project_found = ROOT / "harness" / "data" / "corpora" / "found" / "llama-spm.jsonl"
     before = project_found.read_bytes() if project_found.is_file() else None
     report = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-spm", "--no-default-corpora",

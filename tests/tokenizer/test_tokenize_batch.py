@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.environment import project_root
 from harness.golden import files as goldens
 from harness.golden.records import FLAGS
+from harness.inputs.documents import DIVERSE
 from harness.inputs.strategies import case_input
 from tests.tokenizer.test_bpe_batch import golden_and_gguf
 from tokenizer import Tokenizer
@@ -48,7 +48,7 @@ BATCH_VOCABS = ["llama-bpe", "qwen2", "gpt-2", "gemma-4", "llama-spm", "phi-3", 
 
 def _documents(ours: Tokenizer) -> list[str]:
     """400 lines of the diverse corpus, every tenth with the vocabulary's special texts in it, and an empty one."""
-    lines = [t for t in (project_root() / "corpora" / "diverse.txt").read_text(encoding="utf-8").split("\n")
+    lines = [t for t in DIVERSE.read_text(encoding="utf-8").split("\n")
              if t.strip()][:400]
     specials = [ours.vocab.texts[t].decode("utf-8", "replace") for t in ours.vocab.special_tokens[:8]]
     for i in range(0, len(lines), 10):

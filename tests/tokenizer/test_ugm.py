@@ -264,13 +264,13 @@ def _batch_path(variants, name):
 @pytest.fixture(scope="module")
 def batch_inputs() -> list[bytes]:
     """The boundary slice of nomic-bert-moe and the first 20,000 bytes of the diverse corpus."""
-    from harness.environment import project_root
     from harness.inputs.boundaries import cases
+    from harness.inputs.documents import DIVERSE
 
     probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
               for c in cases(_nomic())]
     ties = " ".join(TIES).encode()
-    return probes + [ties, (project_root() / "corpora" / "diverse.txt").read_bytes()[:20_000]]
+    return probes + [ties, DIVERSE.read_bytes()[:20_000]]
 
 
 @pytest.fixture

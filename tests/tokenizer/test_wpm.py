@@ -263,12 +263,12 @@ def literal_match(tok: Tokenizer, data: bytes) -> list[int]:
 def shortcut_inputs(bge) -> list[bytes]:
     """The boundary slice, every token's text as a word (and cut one byte short),
     and the first lines of the diverse corpus."""
-    from harness.environment import project_root
     from harness.inputs.boundaries import cases
+    from harness.inputs.documents import DIVERSE
 
     probes = [bytes.fromhex(c["bytes"]) if "bytes" in c else c["text"].encode("utf-8", "surrogatepass")
               for c in cases(_bge())]
-    diverse = (project_root() / "corpora" / "diverse.txt").read_bytes()[:20_000]
+    diverse = DIVERSE.read_bytes()[:20_000]
     return probes + [diverse]
 
 

@@ -54,7 +54,7 @@ def collector_paused() -> Iterator[None]:
     llama-bpe most of the time `tuple(zip(...))` took to pair 280,147 merges),
     and each of the collector's passes walks them (and the tables alive since
     the load) to no end: 5 to 10% of WPM's and UGM's time on
-    corpora/diverse.txt. Reference counting frees everything as usual; the
+    harness/data/corpora/diverse.txt. Reference counting frees everything as usual; the
     collector resumes, if it was on, when the work is done.
     """
     was_enabled = gc.isenabled()

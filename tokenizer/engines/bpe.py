@@ -46,7 +46,7 @@ _BYTE = int(Attr.BYTE)
 
 
 # symbols: below this, merging word by word beats numpy's overhead per round (the crossover
-# measured on corpora/diverse.txt's words: gemma-4 about 1,900, llama-bpe 3,000, qwen2 5,000)
+# measured on harness/data/corpora/diverse.txt's words: gemma-4 about 1,900, llama-bpe 3,000, qwen2 5,000)
 BATCH_MIN = 2048
 
 
