@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 import traceback
 import zlib
@@ -35,6 +36,16 @@ COMMANDS = {
     "peers": "peers",
     "chat": "chat",
     "selftest": "selftest",
+}
+
+# An optional dependency's top-level module -> the extra of pyproject.toml that installs it. One missing is
+# a set-up error naming the extra (exit 2), never an internal error (tests/commands/test_missing_extra.py).
+OPTIONAL_MODULES = {
+    **dict.fromkeys(("llama_cpp", "pandas", "hypothesis", "jinja2", "jsonschema", "huggingface_hub", "pytest"),
+                    "harness"),
+    **dict.fromkeys(("tokenizers", "sentencepiece", "mistral_common", "transformers"), "reference"),
+    "torch": "transformers",
+    "tiktoken": "bench",
 }
 
 EXIT_HELP = "exit status:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
@@ -114,7 +125,10 @@ def input_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_in(argv))
+    try:
+        parser = build_parser(_command_in(argv))
+    except ImportError as exc:  # a command module whose dependency is not installed: its extra named
+        return _report_error(exc, debug="--debug" in argv)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -140,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
 def _report_error(exc: Exception, *, debug: bool) -> int:
     if debug:
         traceback.print_exc()
+    missing = missing_extra(exc)
+    if missing is not None:
+        print(f"error: {missing}", file=sys.stderr)
+        return EXIT_USAGE
     if isinstance(exc, input_errors()):
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -147,6 +165,28 @@ def _report_error(exc: Exception, *, debug: bool) -> int:
         traceback.print_exc()
     print(f"internal error (a bug in gguf-parity, please report it): {one_line(exc)}", file=sys.stderr)
     return EXIT_BUG
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The line for a module of an extra that is not installed (`OPTIONAL_MODULES`), else None.
+
+    Only a module that cannot be found at all: one that is installed but fails on import is a
+    broken install or our bug, and keeps its traceback.
+    """
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.partition(".")[0]
+    extra = OPTIONAL_MODULES.get(top)
+    if extra is None or _importable(top):
+        return None
+    return f"{top} is not installed; it comes with the [{extra}] extra: pip install \"gguf-parity[{extra}]\""
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def one_line(exc: BaseException) -> str:

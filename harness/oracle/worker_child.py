@@ -94,8 +94,8 @@ def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,
     try:
         from .llama import LlamaOracle, OracleError
     except ImportError as exc:  # our set-up, not llama.cpp: the parent makes it an exit 2
-        send({"setup_error": f"the llama.cpp worker cannot import llama-cpp-python ({exc}); "
-                             "install it (nox -s tests does) or run the tests through nox"})
+        send({"setup_error": f"the llama.cpp worker cannot import llama-cpp-python ({exc}); it comes with "
+                             "the [harness] extra: pip install \"gguf-parity[harness]\""})
         return 0
     except MemoryError:
         inherited = f" (inherited; --memory-limit asked {memory_limit:,})" if cap != memory_limit else ""
