@@ -7,12 +7,18 @@ of the installed llama-cpp-python wheel. llama.cpp's sources are never committed
 they are extracted from the sdist at build time into a temporary folder and every file
 is checked against `harness/data/chat_sources.sha256`.
 
-The binary is cached as `<cache>/chat-helper/<key>/gguf-parity-chat`, where the key
-hashes our main.cpp, the source manifest, the compiler flags and the compiler version:
-changing any of them builds a new helper, nothing else does. llama.cpp's objects are
-kept in `<cache>/chat-helper/objects-<key>/` (keyed without main.cpp), so a change to
-main.cpp recompiles only main.cpp (a few seconds). No network is used except pip's
-download of the sdist when pip's cache does not hold it.
+The binary is cached as `<cache>/chat-helper/<key>/gguf-parity-chat`, where the key is
+the build, never where it is installed: our main.cpp, the source manifest, the compiler
+flags and version, and the bytes of the llama.cpp libraries it runs on (`LIBRARIES`, the
+pinned version as compiled from the sdist with the wheel's flags). Those libraries are
+copied beside the binary (`<key>/lib/`, found through an `$ORIGIN` rpath), so every venv
+and every clone whose llama-cpp-python is the same build (the cached wheel) reuses one
+helper, and deleting the venv that built it breaks nothing; before, the key hashed the
+venv's path to libllama and each clone compiled its own (about 40 s). Changing any of
+those builds a new helper, nothing else does. llama.cpp's objects are kept in
+`<cache>/chat-helper/objects-<key>/` (keyed without main.cpp), so a change to main.cpp
+recompiles only main.cpp (a few seconds). No network is used except pip's download of
+the sdist when pip's cache does not hold it.
 
 Two runs may build at once (two nox sessions, two `chat` runs on an empty cache): the build
 of one key holds that entry's lock (`harness.files.atomic.locked`), so the second waits and
@@ -65,6 +71,9 @@ SOURCES = (
     *(f"common/parsers/{n}.cpp" for n in _PARSERS),
 )
 FLAGS = ("-std=c++17", "-O1", "-DNDEBUG", "-ffunction-sections", "-fdata-sections")
+# The installed llama.cpp build the helper runs on, by soname: linked (the first three) or loaded by them.
+LIBRARIES = ("libllama.so.0", "libggml.so.0", "libggml-base.so.0", "libggml-cpu.so.0")
+LINKED = LIBRARIES[:3]
 _INCLUDES = ("common", "include", "ggml/include", "vendor")
 
 
@@ -113,8 +122,25 @@ def objects_key() -> str:
 
 
 def build_key() -> str:
-    """Our main.cpp, llama.cpp's objects and the libllama folder the binary's rpath names."""
-    return _key(MAIN.read_bytes(), objects_key().encode(), str(llama_lib_dir()).encode())
+    """Our main.cpp, llama.cpp's objects and the llama.cpp build it runs on (`build_identity`)."""
+    return _key(MAIN.read_bytes(), objects_key().encode(), build_identity(llama_lib_dir()).encode())
+
+
+def build_identity(lib: Path) -> str:
+    """The llama.cpp build in `lib`: the sha256 of each of its `LIBRARIES` (their names and bytes), not its path.
+
+    The same wheel installed in two venvs gives the same identity; a rebuild with other flags or
+    another version gives another. About 6 MB read, some 20 ms.
+    """
+    h = hashlib.sha256()
+    for path in libraries(lib):
+        h.update(path.name.encode() + b"\0" + sha256_file(path).encode() + b"\n")
+    return h.hexdigest()
+
+
+def libraries(lib: Path) -> list[Path]:
+    """The `LIBRARIES` present in `lib` (a missing one fails the link, naming it)."""
+    return [lib / name for name in LIBRARIES if (lib / name).is_file()]
 
 
 def helper_path() -> Path:
@@ -180,14 +206,28 @@ def _build(binary: Path, sdist: Path | None, jobs: int | None, log: Callable[[st
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             objs = list(pool.map(lambda s: _compile(src_root, obj_dir, s), SOURCES))
         objs.append(_compile(src_root, binary.parent, "gguf_parity_chat.cpp"))
+        own = copy_libraries(lib, binary.parent / "lib")
         with building(binary, "the chat helper") as part:
-            cmd = ["g++", *(str(o) for o in objs), f"-L{lib}", "-lllama", "-lggml", "-lggml-base",
-                   f"-Wl,-rpath,{lib}", "-Wl,--gc-sections", "-pthread", "-o", str(part)]
+            cmd = ["g++", *(str(o) for o in objs), *(str(p) for p in own if p.name in LINKED),
+                   "-Wl,-rpath,$ORIGIN/lib", "-Wl,--gc-sections", "-pthread", "-o", str(part)]
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode:
                 raise SetupError(f"linking the chat helper failed:\n{result.stderr[-4000:]}")
     log(f"chat helper: {binary} (llama.cpp's objects kept in {obj_dir} for the next main.cpp change)")
     return binary
+
+
+def copy_libraries(lib: Path, into: Path) -> list[Path]:
+    """The build's `LIBRARIES` copied from `lib` into `into` (the helper's own `lib/`), each written whole."""
+    into.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for path in libraries(lib):
+        copy = into / path.name
+        if not copy.is_file():
+            with building(copy, f"the chat helper's {path.name}") as part:
+                shutil.copyfile(path, part)
+        copies.append(copy)
+    return copies
 
 
 def write_manifest(sdist: Path, path: Path = MANIFEST) -> int:
