@@ -18,6 +18,7 @@ from tokenizer.chat.errors import ChatTemplateError
 from ..compare.diff import visible
 from .cases import Case, Target, tokenizer_for
 from .oracle import NOW, ChatAnswer
+from .signature import sign
 
 MATCH, TEXT, IDS, STATUS, ORACLE = "match", "text differs", "ids differ", "status differs", "oracle crash"
 
@@ -93,7 +94,7 @@ def describe(target: Target, case: Case, expected: ChatAnswer, actual: ChatAnswe
             finding["first_token_difference"] = {"index": at, "expected": expected.ids[at:at + 8],
                                                  "actual": actual.ids[at:at + 8]}
             finding["tokens"] = token_rows(tokenizer_for(target.model), expected.ids, actual.ids, at)
-    return finding
+    return sign(finding)  # its difference signature (harness.chat.signature)
 
 
 def token_rows(tok: Tokenizer, expected: list[int], actual: list[int], at: int,
