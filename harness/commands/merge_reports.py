@@ -42,6 +42,7 @@ from ..oracle import known_crashes
 from ..report.folder import ReportDir
 from ..runs import merge_parts
 from ..runs import shard as sharding
+from ..runs.meta import Meta
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,9 +83,10 @@ def run(args: argparse.Namespace) -> int:
     # a part's flakes fail as they did; with no flake at all, nothing was allowed (the page shows it)
     allow = bool(flaky) and all(r.get("meta", {}).get("allow_flakes") for r in flaky)
     shards = {"shards": sharding.merged_meta(reports)} if sharding.merged_meta(reports) else {}
-    merged = reporting.merge(reports, meta={"command": "merge-reports", "known_crashes": known.source,
-                                            "merged": paths, "allow_flakes": allow, **shards,
-                                            **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})})
+    meta = {"command": "merge-reports", "known_crashes": known.source, "merged": paths, "allow_flakes": allow,
+            **shards, **({"interrupted": f"parts {', '.join(stopped)}"} if stopped else {})}
+    # commit, date, host (harness.runs.meta); the parts keep their own builds (check_builds: one llama.cpp)
+    merged = reporting.merge(reports, meta=Meta(background=False).finish(meta, llama=False))
     with ReportDir(args.out, option="--out") as folder:
         try:
             _, html_path = reporting.write(merged, folder.path)
@@ -122,7 +124,8 @@ def _merge_chat(parts: list[dict[str, Any]], names: list[str], shards: list[dict
             raise SetupError(f"{name}: a three-way chat check (--reference, --real): merge-reports folds "
                              "two-way chat results only")
     data, lines = chat_run.merge(parts)
-    data = {**data, "merged": names, "shards": shards}
+    data = {**data, "merged": names, "shards": shards, "meta": Meta(background=False).finish(
+        {"command": "merge-reports"}, llama=False)}
     page = write(data, lines, out)
     for line in lines:
         print(line)

@@ -5,7 +5,9 @@ writable and locked before any work, `harness.report.folder`), runs `work`
 with SIGINT/SIGTERM turned into `Interrupted` (`harness.runs.interrupts`), and
 writes report.json and report.html (atomically) from the models finished, so
 an interrupted run leaves a partial report marked `interrupted` and exits
-130/143. The exit status otherwise comes from `harness.compare.verdict`.
+130/143. The exit status otherwise comes from `harness.compare.verdict`. The report's
+`meta` (`harness.runs.meta`) is started with the run and finished at its end: commit,
+builds, date, duration, seed, host.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..report import differences
 from ..report.folder import ReportDir
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals
+from .meta import Meta
 
 
 def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfig, meta: dict[str, Any],
@@ -35,7 +38,7 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
 
     results: list[ModelResult] = []
     stop: Interrupted | None = None
-    with ReportDir(config.report_dir) as folder:
+    with ReportDir(config.report_dir) as folder, Meta.start() as about:
         try:
             with raising_on_signals():
                 work(results)
@@ -57,6 +60,7 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
             if checked is not None:
                 report["messages"], ok = checked
                 status = EXIT_FOUND if not ok else status
+        report["meta"] = about.finish(report["meta"], seed=config.seed)
         try:
             _, html_path = reporting.write(report, folder.path)
         except OSError as exc:
