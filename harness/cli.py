@@ -30,6 +30,7 @@ COMMANDS = {
     "run": "run",
     "compare": "replay",
     "merge-reports": "merge_reports",
+    "diff": "diff",
     "record": "record",
     "drift": "drift",
     "synth": "synth",

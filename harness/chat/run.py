@@ -128,10 +128,12 @@ def select(names: Iterable[str] | None) -> list[Target]:
 
 def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None = None, fuzz: int = 0,
          seed: int = 0, corpus: bool = True, log: Callable[[str], None] = print,
-         summary: ChatSummary | None = None, bounds: Bounds | None = None) -> ChatSummary:
+         summary: ChatSummary | None = None, bounds: Bounds | None = None,
+         carry: Callable[[Target, list[Case]], list[Case]] | None = None) -> ChatSummary:
     """Every case of every target, ours against llama.cpp's helper, into `summary` (filled as it goes,
     so an interrupted check keeps what finished) under `bounds` (a deadline, a template that hangs
-    asked no more: `harness.chat.bounds`)."""
+    asked no more: `harness.chat.bounds`). `carry` (`--baseline`: `harness.chat.baseline.ChatCarry`)
+    adds a baseline's conversations to each target's cases."""
     start = time.monotonic()
     bounds = bounds or Bounds()
     convs = [c for c in load_conversations() if corpus and (conversation is None or c["id"] == conversation)]
@@ -141,7 +143,8 @@ def live(targets: list[Target], oracle: ChatOracle, *, conversation: str | None 
     try:
         for target in targets:
             before = len(summary.findings)
-            _live_target(target, oracle, summary, bounds, [*cases(target, convs), *fuzzed], fuzzed,
+            todo = [*cases(target, convs), *fuzzed]
+            _live_target(target, oracle, summary, bounds, carry(target, todo) if carry else todo, fuzzed,
                          f"python -m harness chat {target.selector} --no-corpus --fuzz {fuzz} --seed {seed}")
             log(f"  {target.name} ({target.model}): {len(summary.findings) - before} difference(s)")
     finally:
@@ -212,8 +215,8 @@ def original_folder(reference: str | None) -> Path | None:
 
 
 def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: int | None,
-                 explicit: bool, reference: str | None = None,
-                 log: Callable[[str], None] = print) -> tuple[dict, bool] | None:
+                 explicit: bool, reference: str | None = None, log: Callable[[str], None] = print,
+                 carry: Callable[[Target, list[Case]], list[Case]] | None = None) -> tuple[dict, bool] | None:
     """`run --messages`: the chat templates of the selected models, live. None when skipped.
 
     Writes messages.json and messages.html in `report_dir`; gives the report's "messages"
@@ -240,7 +243,7 @@ def run_messages(models: tuple[str, ...], report_dir: Path, *, fuzz: int, seed: 
         return None
     bounds = Bounds()
     with ChatOracle() as oracle:
-        summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None, bounds=bounds)
+        summary = live(targets, oracle, fuzz=fuzz, seed=seed or 0, log=lambda s: None, bounds=bounds, carry=carry)
         blocks = three_ways(files, folder, oracle, summary, fuzz=fuzz, seed=seed or 0, log=log, bounds=bounds)
     write_report(summary, report_dir, blocks)
     data, lines = with_three_way(summary, blocks)

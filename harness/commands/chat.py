@@ -25,6 +25,7 @@ what finished, marked interrupted, and exits 130 or 143.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,8 +40,13 @@ from ..chat.diff import diff_text
 from ..chat.oracle import DEFAULT_TIMEOUT, ChatOracle
 from ..errors import EXIT_FOUND, EXIT_OK, SetupError
 from ..files.atomic import check_output_folder
+from ..report import baseline as baseline_sorting
+from ..report.messages import write as write_messages
 from ..runs import shard as sharding
+from ..runs.baseline import Baseline
 from ..runs.interrupts import Interrupted, raising_on_signals
+from ..runs.meta import Meta
+from . import baseline_options
 
 MAX_TIMEOUT = 3600.0  # seconds per request: an hour is already a hang
 
@@ -78,6 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds for the whole check: the cases left after it are not asked, and the "
                              f"exit status is 2 (default {DEFAULT_DEADLINE:g})")
     sharding.add_option(parser)
+    baseline_options.add_arguments(parser, what="messages.json")  # --baseline REPORT
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("--reference is a live check: not with --golden or --record")
     if args.shard and (args.reference or args.real):
         raise SetupError("--shard cuts the templates of the two-way check: not with --reference or --real")
+    args.about, args.found_baseline = Meta(background=False), _baseline(args)  # the report's meta; --baseline
     if args.reference or args.real:
         return _three_way(args)
     if args.model:
@@ -131,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
         def work() -> None:
             with ChatOracle(timeout=args.timeout) as oracle:
                 chat_run.live(targets, oracle, conversation=args.conversation, fuzz=args.fuzz, seed=args.seed,
-                              corpus=args.corpus, summary=summary, bounds=Bounds(args.deadline))
+                              corpus=args.corpus, summary=summary, bounds=Bounds(args.deadline),
+                              carry=baseline_options.chat_carry(args.found_baseline))
         stop = _interruptible(work, summary)
         if stop is not None:
             return _finish(summary, [], args, stop)
@@ -158,17 +167,39 @@ def _finish(summary: chat_run.ChatSummary, blocks: list[Any], args: argparse.Nam
     """Print the findings and the summary (and write `--report`): what finished, the exit status."""
     for finding in summary.findings[:20] + summary.oracle_crashes[:20]:
         print(diff_text(finding))
-    _, lines = chat_run.with_three_way(summary, blocks)
+    data, lines = chat_run.with_three_way(summary, blocks)
     for line in lines:
         print(line)
+    data["meta"] = args.about.finish({"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),
+                                      "engine": "tokenizer (ours)", "fuzz": args.fuzz}, seed=args.seed)
+    block = args.found_baseline.compare({"messages": data}, None) if args.found_baseline else None
+    for line in baseline_sorting.lines(block) if block else ():
+        print(line)
     if args.report:
-        chat_run.write_report(summary, args.report, blocks)
+        write_messages({**data, **({"baseline": block} if block else {})}, lines, args.report)
         print(f"report: {args.report / 'messages.html'}")
     if stop is not None:
         print(f"{stop}: partial report of the cases finished", file=sys.stderr)
         return stop.exit_status
     status = summary.exit_status()
-    return EXIT_FOUND if status == EXIT_OK and not all(b.ok for b in blocks) else status
+    status = EXIT_FOUND if status == EXIT_OK and not all(b.ok for b in blocks) else status
+    return baseline_sorting.exit_status(block, status) if block else status
+
+
+def _baseline(args: argparse.Namespace) -> Baseline | None:
+    """`--baseline`, read before any work: a chat check's messages.json, or a report holding one."""
+    if args.baseline is None:
+        return None
+    if args.reference or args.real or args.record:
+        raise SetupError("--baseline compares two-way chat checks: not with --reference, --real or --record")
+    found = baseline_options.read(args, prefer="messages.json")
+    if found is not None and not found.has_chat:
+        raise SetupError(f"--baseline {found.path}: holds no chat check (no messages): give a chat --report "
+                         "folder's messages.json, or a report of run --messages")
+    if found is not None and args.golden:
+        found.chat_evidence = lambda data: ({}, {r["id"]: "an offline replay (--golden) checks only the goldens' "
+                                                 "own conversations" for r in found.chat_records})
+    return found
 
 
 def _pairs(args: argparse.Namespace) -> list[tuple[Path, Path]]:

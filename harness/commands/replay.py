@@ -29,7 +29,7 @@ from ..models.families import CHOICES
 from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import replay_config
-from . import engine_options, reference_options
+from . import baseline_options, engine_options, reference_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="goldens of files llama.cpp refused: the engine refusing too is agreement")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     sharding.add_option(parser)
+    baseline_options.add_arguments(parser)  # --baseline REPORT (re-checked when a golden holds its case)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.replay import compare, plan
 
     golden_dir = args.golden.absolute()
-    config = replay_config(args)
+    config = baseline_options.with_baseline(args, replay_config(args))
     sharded = plan(golden_dir, config) if config.shard else None  # each golden read once: the plan keeps them
     part = sharded[0] if sharded else None
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]),

@@ -27,7 +27,7 @@ from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
 from ..runs.config import PROFILE_ENV, RunConfig, live_config
 from ..subjects.spec import is_ours
-from . import engine_options, reference_options
+from . import baseline_options, engine_options, reference_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "'refused as expected' (not 'not checked', exit 2), one either side loads is a finding")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     sharding.add_option(parser)
+    baseline_options.add_arguments(parser)  # --baseline REPORT
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.live import plan
     from ..runs.live import run as run_models
 
-    config = live_config(args)
+    config = baseline_options.with_baseline(args, live_config(args))  # read before any case is gathered
     sharded = plan(config) if config.shard else None
+    if sharded and config.baseline is not None:  # a baseline case another shard owns is not checked here
+        config.baseline.owns = sharded[0].owns
     meta = {"command": shlex.join(["python", "-m", "harness", *sys.argv[1:]]) if sys.argv[1:] else "run",
             "engine": config.engine or "tokenizer:Tokenizer.from_gguf", "engine_args": dict(config.engine_args),
             "fuzz": config.fuzz, "seed": config.seed,
@@ -100,5 +103,7 @@ def _messages(args: argparse.Namespace, config: RunConfig, sharded):
     from ..chat.run import run_messages
     models = config.models if sharded is None else tuple(  # a model's templates go with its own checks
         m for m in config.models if sharded[0].owns(short_name(m)))
+    carry = baseline_options.chat_carry(config.baseline)  # --baseline: its chat conversations too
     return lambda: run_messages(models, config.report_dir, fuzz=min(config.fuzz, 200),
-                                seed=config.seed, explicit=bool(args.messages), reference=config.reference)
+                                seed=config.seed, explicit=bool(args.messages), reference=config.reference,
+                                carry=carry)

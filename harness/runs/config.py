@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import SetupError
 from ..models.families import members
@@ -23,6 +24,9 @@ from ..oracle.known_crashes import NONE, KnownCrashes
 from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
 from . import shard as sharding
 from .shard import Shard
+
+if TYPE_CHECKING:
+    from .baseline import Baseline
 
 # The committed fuzz finds (package data: they ship in the wheel and every run of ours replays them).
 FOUND_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora" / "found"
@@ -58,6 +62,8 @@ class RunConfig:
     long_docs: int = 0  # --long-docs: long documents per model (harness.runs.documents); `run` defaults to 1
     long_bytes: int = 132_000  # --long-bytes: the largest of them, in UTF-8 bytes
     calls: int = 0  # --calls: tokenize calls of one engine object in a row (harness.runs.calls); `run`: 12,000
+    # --baseline REPORT: an earlier run whose differences are carried in and compared (harness.runs.baseline)
+    baseline: Baseline | None = field(default=None, compare=False)
 
 
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:

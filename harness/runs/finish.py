@@ -5,7 +5,9 @@ writable and locked before any work, `harness.report.folder`), runs `work`
 with SIGINT/SIGTERM turned into `Interrupted` (`harness.runs.interrupts`), and
 writes report.json and report.html (atomically) from the models finished, so
 an interrupted run leaves a partial report marked `interrupted` and exits
-130/143. The exit status otherwise comes from `harness.compare.verdict`. The report's
+130/143. The exit status otherwise comes from `harness.compare.verdict`, and with
+`--baseline` (`RunConfig.baseline`, `harness.runs.baseline`) it is 1 only for new
+differences. The report's
 `meta` (`harness.runs.meta`) is started with the run and finished at its end: commit,
 builds, date, duration, seed, host.
 """
@@ -19,8 +21,9 @@ from typing import Any
 from ..compare import verdict
 from ..compare.result import ModelResult
 from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, SetupError
-from ..report import differences
+from ..report import baseline, differences
 from ..report.folder import ReportDir
+from .baseline import Baseline
 from .config import RunConfig
 from .interrupts import Interrupted, raising_on_signals
 from .meta import Meta
@@ -61,6 +64,9 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
                 report["messages"], ok = checked
                 status = EXIT_FOUND if not ok else status
         report["meta"] = about.finish(report["meta"], seed=config.seed)
+        if config.baseline is not None:
+            tally = getattr(config, "tally", None)  # --maxfail: the cases it left unchecked, by model
+            status = _against(config.baseline, report, results, status, getattr(tally, "left", None) or {})
         try:
             _, html_path = reporting.write(report, folder.path)
         except OSError as exc:
@@ -69,6 +75,8 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
     print(reporting.one_line(report))
     for line in differences.terminal_lines(report):
         print(line)
+    for line in baseline.lines(report["baseline"]) if config.baseline is not None else ():
+        print(line)
     print(f"report: {html_path}")
     if stop is not None:
         print(f"{stop}: partial report of the {len(results)} model(s) finished", file=sys.stderr)
@@ -76,3 +84,11 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
     if status == EXIT_USAGE:
         print(f"error: {verdict.unchecked_line(report) or 'no model was checked'}", file=sys.stderr)
     return status
+
+
+def _against(base: Baseline, report: dict[str, Any], results: list[ModelResult], status: int,
+             left: dict[str, list[str]]) -> int:
+    """`--baseline`: the report's `baseline` block attached, and the exit status 1 only for new differences."""
+    block = base.compare(report, results, left=left)
+    baseline.attach(report, block)
+    return baseline.exit_status(block, status, flakes=verdict.failing_flakes(report))

@@ -79,6 +79,8 @@ def gather_cases(model: Model, config: RunConfig) -> list[dict]:
     cases = _unique(cases)
     if config.case_ids:
         cases = _only(cases, config.case_ids, name)
+    if config.baseline is not None:  # --baseline: its differences' inputs, checked again
+        cases = config.baseline.carry(name, cases)
     if not cases and not config.fuzz:
         raise SetupError(f"{name}: no cases to check (the corpora are empty and --fuzz is 0)")
     return cases

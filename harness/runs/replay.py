@@ -163,6 +163,8 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         golden["cases"] = documents.attach_inputs(golden["cases"], model)
     except documents.DocumentError as exc:
         raise SetupError(str(exc)) from None
+    if config.baseline is not None:  # --baseline: which of its differences' inputs the goldens hold
+        config.baseline.note(name, golden["cases"])
     engine = load_engine_for(factory, path, result)
     if engine is None:
         return check.engine_unloaded(result, golden["cases"])
