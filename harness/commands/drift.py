@@ -4,7 +4,8 @@ Each golden file names its GGUF (file name and sha256); the file is looked up
 in --models-dir folders, the shipped-vocabulary cache, the synthetic-vocabulary
 cache and the golden folder, or resolved by name (`harness synth` names).
 Every recorded case is run again in crash-isolated workers, the vocabulary
-record is re-read, and each difference is printed on one line.  Exit status 1
+record is re-read, and each difference is printed on one line, with the case's
+text and both sides' pieces under the first changed cases.  Exit status 1
 if anything changed; 2 if nothing changed but a golden could not be read or its
 GGUF was missing or differed (those goldens are skipped, each with a one-line reason).  A worker death that
 a fresh worker does not repeat is a harness fault, printed as such and never
@@ -18,6 +19,10 @@ With --shard K/N only shard K of the goldens' work is replayed (the partition of
 `compare --shard`: per golden its own unit, then one per case; docs/sharding.md);
 its verdict line names the shard, and merge-reports folds the parts' drift.json
 back into the unsharded result.
+
+--report DIR writes drift.json (per golden: both llama.cpp builds, the change lines, and
+the changed cases in structure: input, flag pair, before and after ids with their pieces,
+`harness.golden.drift`) and its page, drift.html (`harness.report.drift_page`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ..models.paths import resolve
 from ..models.shipped import models_dir, short_name
 from ..models.synth import synthetic_dir
 from ..oracle import worker_limits
+from ..report import drift_page
 from ..runs import shard as sharding
 from .record import print_faults, record_model
 
@@ -58,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     limits = worker_limits.from_args(args)
     if args.report is not None:  # before any golden is replayed
-        check_output_folder(args.report, "--report", files=(drift.FILE,))
+        check_output_folder(args.report, "--report", files=OUTPUTS)
     if not args.golden.is_dir():
         raise SetupError(f"no golden folder {args.golden}; record one with: python -m harness record")
     files = [f for f in goldens.golden_files(args.golden) if _wanted(f, args.model)]
@@ -72,10 +78,20 @@ def run(args: argparse.Namespace) -> int:
             entries.append(_replay(file, search, limits, args, part))
     data = drift.result(str(args.golden), [e for e in entries if e is not None], part.meta() if part else None)
     if args.report is not None:
-        drift.write(data, args.report)
-        print(f"report: {args.report / drift.FILE}")
+        write_outputs(data, args.report)
+        print(f"report: {args.report / drift.FILE}, {args.report / drift_page.FILE}")
     print(drift.verdict_line(data))
     return drift.exit_status(data)
+
+
+OUTPUTS = (drift.FILE, drift_page.FILE)
+
+
+def write_outputs(data: dict[str, Any], out: Path) -> Path:
+    """drift.json and drift.html in `out` (each whole or not at all); the path of drift.json."""
+    path = drift.write(data, out)
+    drift_page.write(data, drift.verdict_line(data), out)
+    return path
 
 
 def _replay(file: Path, search: list[Path], limits: worker_limits.Limits, args: argparse.Namespace,
@@ -105,11 +121,58 @@ def _replay(file: Path, search: list[Path], limits: worker_limits.Limits, args: 
     print_faults(file.name, faults)
     lines = goldens.diff_goldens(old, new, model=owner)
     _report_build(file.name, old["llama"], new["llama"])
+    changed, cut = drift.case_changes(old, new)
+    _spell(path, changed, new, limits)
     for line in lines:
+        print(f"{file.name}: {line}")
+    for line in shown_changes(changed):
         print(f"{file.name}: {line}")
     print(f"{file.name}: {len(cases)} cases, {len(lines)} change(s)")
     builds = [old["llama"], new["llama"]] if old["llama"] != new["llama"] else None
-    return drift.entry(file.name, cases=len(cases), changes=lines, faults=faults, builds=builds)
+    return drift.entry(file.name, cases=len(cases), changes=lines, faults=faults, builds=builds,
+                       recorded=old["llama"], live=new["llama"], changed_cases=changed, cut=cut)
+
+
+SHOWN = 5  # changed cases per golden shown with their text and pieces in the terminal
+
+
+def _spell(path: Path, changed: list[dict[str, Any]], new: dict[str, Any], limits: worker_limits.Limits) -> None:
+    """The described id lists given their pieces, asked of llama.cpp (the live build's table, for both sides);
+    a llama.cpp that cannot answer leaves them unspelled, said on one line."""
+    from ..compare.diff import visible
+    from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+
+    ids = drift.ids_to_spell(changed, int((new.get("vocab") or {}).get("n_tokens") or 0))
+    if not ids:
+        return
+    try:
+        with OracleSession(path, timeout=limits.timeout, memory_limit=limits.memory) as session:
+            pieces = session.call("pieces_of", ids)
+    except (OracleCrash, OracleRefusal) as exc:
+        reason = (str(exc).strip().splitlines() or ["no answer"])[0]
+        print(f"{path.name}: the changed cases' pieces could not be read: {reason}")
+        return
+    drift.spell(changed, {token: visible(piece) for token, piece in zip(ids, pieces, strict=True)})
+
+
+def shown_changes(changed: list[dict[str, Any]], first: int = SHOWN) -> list[str]:
+    """The first changed cases for the terminal: the input, then each id change's pieces before and after."""
+    from ..compare.diff import visible
+
+    out = []
+    for case in changed[:first]:
+        shown = f"document of {case['input_bytes']:,} bytes" if case.get("document") else \
+            f"bytes {case['bytes']}" if "bytes" in case else repr(visible(case["text"]))
+        out.append(f"  case {case['case_id']}: input {shown[:120]}")
+        for change in case["changes"]:
+            if change["what"] == "ids":
+                before, after = (" ".join(change[s].get("pieces") or map(str, change[s]["ids"]))
+                                 for s in ("before", "after"))
+                out.append(f"    [{change['flags']}] from token {change['start']}: "
+                           f"{before[:100]} -> {after[:100]}")
+    if len(changed) > first:
+        out.append(f"  ... and {len(changed) - first} more changed case(s) (drift.json, drift.html)")
+    return out
 
 
 def _shard(files: list[Path], text: str | None) -> sharding.Partition | None:

@@ -24,7 +24,7 @@ shard order, which gives exactly the unsharded report (timings aside).
 The other nightly steps' results merge the same way, each into its own file
 in --out: `chat --report` parts (messages.json, with messages.html), `selftest`
 parts (selftest.json, with selftest.html and selftest.md) and `drift --report`
-parts (drift.json). All REPORT_DIRs must then hold the same kind; the exit
+parts (drift.json, with drift.html). All REPORT_DIRs must then hold the same kind; the exit
 status is that command's own on the merged result (docs/sharding.md).
 """
 
@@ -160,19 +160,21 @@ def _merge_selftest(parts: list[dict[str, Any]], names: list[str], shards: list[
 
 def _merge_drift(parts: list[dict[str, Any]], names: list[str], shards: list[dict], out: Path) -> int:
     from ..golden import drift
+    from .drift import write_outputs
     merged = {**drift.merge(parts), "merged": names, "shards": shards}
     for item in merged["goldens"]:
         if item["skipped"]:
             print(f"{item['file']}: skipped: {item['skipped']}")
         for line in item["changes"]:
             print(f"{item['file']}: {line}")
-    path = drift.write(merged, out)
+    path = write_outputs(merged, out)  # drift.json and drift.html
     print(drift.verdict_line(merged))
     print(f"report: {path}")
     return drift.exit_status(merged)
 
 
 STEP_OUTPUTS = {"messages.json": ("messages.json", "messages.html"),
-                "selftest.json": ("selftest.json", "selftest.html", "selftest.md"), "drift.json": ("drift.json",)}
+                "selftest.json": ("selftest.json", "selftest.html", "selftest.md"),
+                "drift.json": ("drift.json", "drift.html")}
 MERGES: dict[str, Callable[[list[dict[str, Any]], list[str], list[dict], Path], int]] = {
     "messages.json": _merge_chat, "selftest.json": _merge_selftest, "drift.json": _merge_drift}
