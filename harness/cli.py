@@ -33,6 +33,7 @@ COMMANDS = {
     "diff": "diff",
     "record": "record",
     "drift": "drift",
+    "ledger": "ledger",
     "synth": "synth",
     "peers": "peers",
     "chat": "chat",
