@@ -12,7 +12,8 @@ Every skip reason in tests/ and conftest.py is one of these:
 
 - allowed (`ALLOWED`): the `nightly` marker; an optional peer that is not
   installed (transformers/torch, the `peers` extra; another llama.cpp release's
-  venv, `llama.cpp@VERSION`; Node.js for the Node reference child); chromium
+  venv, `llama.cpp@VERSION`; Node.js for the Node reference child, and npm for
+  `node-llama-cpp@VERSION`); chromium
   for the browser test (the session installs it only as root with apt); a
   platform without /proc.
 - planned, so failing under the session (`PLANNED`, for the message): a
@@ -37,7 +38,7 @@ ALLOWED: dict[str, re.Pattern[str]] = {
     "nightly": re.compile(r"^nightly test: run with --nightly"),
     "optional peer": re.compile(r"could not import '(transformers|torch)'"
                                 r"|^llama-cpp-python \S+ venv not built"
-                                r"|^node is not installed"),
+                                r"|^node is not installed|^npm is not installed"),
     "no chromium": re.compile(r"^chromium is not installed"),
     "no /proc": re.compile(r"^reads /proc$"),
 }

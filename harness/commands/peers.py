@@ -2,6 +2,7 @@
 
     python -m harness peers                                   # ours and transformers, 19 shipped vocabularies
     python -m harness peers --engine ours --engine llama.cpp@0.3.16 --family spm
+    python -m harness peers --engine ours --engine node-llama-cpp@3.21.1     # node-llama-cpp's prebuilt llama.cpp
     python -m harness peers --engine transformers --engine mypkg:load --model llama-bpe
     python -m harness peers --model real.gguf --reference hf:ORIGINAL_FOLDER    # three ways: + the original
     python -m harness peers --model a.gguf --reference a.gguf=hf:A --model b.gguf --reference b.gguf=spm:B
@@ -10,7 +11,8 @@ Each pair is a full `python -m harness run` into REPORT/<implementation>/<vocabu
 REPORT/peers.html and peers.json show one cell per pair (each check's agreeing/checked
 units, or why the implementation could not load the vocabulary), linked to its report.
 Implementations: `ours` (the default engine), `transformers`, `llama.cpp@VERSION` (built
-once into its own venv, about 5 minutes) and any --engine value run accepts.
+once into its own venv, about 5 minutes), `node-llama-cpp@VERSION` (installed once from npm,
+about 10 s; its column names the llama.cpp it carries) and any --engine value run accepts.
 
 `--reference [VOCABULARY=]SPEC` gives a vocabulary its original tokenizer (hf:, spm:,
 tekken:, as `run --reference`): every pair of that row runs three ways, the row shows
@@ -33,14 +35,15 @@ from ..models.families import CHOICES, members
 from ..models.paths import resolve
 from ..models.shipped import SHIPPED
 from ..runs import matrix as peers
-from ..subjects import llama_release
+from ..subjects import llama_release, node_llama
 
 DEFAULT_IMPLEMENTATIONS = (peers.OURS, "transformers")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", action="append", default=[], metavar="IMPLEMENTATION",
-                        help="a column: ours, transformers, llama.cpp@VERSION, MODULE:CALLABLE or cmd:... "
+                        help="a column: ours, transformers, llama.cpp@VERSION, node-llama-cpp@VERSION, "
+                             "MODULE:CALLABLE or cmd:... "
                              f"(repeatable; default {' and '.join(DEFAULT_IMPLEMENTATIONS)})")
     parser.add_argument("--model", action="append", default=[], metavar="NAME|PATH",
                         help="a row: a shipped vocabulary name or a .gguf path (repeatable)")
@@ -83,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError("--fuzz must be 0 or more, --jobs and --parallel at least 1")
     names = list(dict.fromkeys(args.engine or DEFAULT_IMPLEMENTATIONS))
     models = selection(args)
-    for name in names:  # build an older llama.cpp once here, not in several pairs at once
+    for name in names:  # build an older llama.cpp (install node-llama-cpp) once here, not in several pairs at once
         if llama_release.is_release_spec(name):
             llama_release.ensure(llama_release.version_of(name))
+        elif node_llama.is_spec(name):
+            node_llama.ensure(node_llama.version_of(name))
     for corpus in args.corpus:
         if not corpus.is_file():
             raise SetupError(f"no such corpus file: {corpus}")

@@ -29,6 +29,7 @@ from ..models.families import CHOICES
 from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import replay_config
+from ..subjects.peers import build_meta
 from . import baseline_options, engine_options, reference_options
 
 
@@ -67,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
             "allow_flakes": config.allow_flakes,
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
-            **({"shard": part.meta()} if part else {})}
+            **({"shard": part.meta()} if part else {}),
+            **build_meta(config.engine)}  # a peer's own build (node-llama-cpp's llama.cpp)
     return run_and_report(lambda results: compare(golden_dir, config, results, sharded), config, meta)

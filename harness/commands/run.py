@@ -26,6 +26,7 @@ from ..models.shipped import short_name
 from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
 from ..runs.config import PROFILE_ENV, RunConfig, live_config
+from ..subjects.peers import build_meta
 from ..subjects.spec import is_ours
 from . import baseline_options, engine_options, reference_options
 
@@ -91,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
             "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
-            **({"shard": sharded[0].meta()} if sharded else {})}
+            **({"shard": sharded[0].meta()} if sharded else {}),
+            **build_meta(config.engine)}  # a peer's own build (node-llama-cpp's llama.cpp)
     return run_and_report(lambda results: run_models(config, results, sharded), config, meta,
                           messages=_messages(args, config, sharded))
 

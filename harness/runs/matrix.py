@@ -77,6 +77,7 @@ class Cell:
     exit_code: int | None = None
     seconds: float = 0.0
     reference: dict[str, Any] = field(default_factory=dict)  # the pair's summary.reference block (three ways)
+    build: str = ""  # the implementation's own build, as its report's meta records it (node-llama-cpp's llama.cpp)
 
 
 def spec_of(name: str) -> str | None:
@@ -149,7 +150,7 @@ def read_cell(label: str, model: str, out: Path, *, exit_code: int, stderr: str 
     name = next(iter(per_model), model)
     counts = per_model.get(name, {})
     cell = Cell(label, name, "ran", checks=counts.get("capabilities") or {}, cases=int(counts.get("cases", 0)),
-                exit_code=exit_code, reference=counts.get("reference") or {})
+                exit_code=exit_code, reference=counts.get("reference") or {}, build=_build_of(report))
     load_errors = [e for e in report.get("engine_errors", []) if e.get("case_id") == "<load>"]
     notes = counts.get("notes", [])
     if load_errors:
@@ -161,6 +162,12 @@ def read_cell(label: str, model: str, out: Path, *, exit_code: int, stderr: str 
     elif any(e.get("field") == "load" for e in report.get("vocab_mismatches", [])):
         cell.status, cell.reason = "llama.cpp refuses", "llama.cpp refuses the file, the implementation loads it"
     return cell
+
+
+def _build_of(report: dict[str, Any]) -> str:
+    """The one-line description of the engine's own build in a pair's report ("" when it records none)."""
+    build = (report.get("meta") or {}).get("engine_build")
+    return str(build.get("description") or "")[:240] if isinstance(build, dict) else ""
 
 
 def _first_line(text: str, limit: int = 240) -> str:
@@ -200,10 +207,12 @@ def build(cells: list[Cell], implementations: list[str], models: list[str], opti
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for cell in cells:
         rows.setdefault(cell.model, {})[cell.implementation] = asdict(cell)
+    builds = {c.implementation: c.build for c in cells if c.build}  # a column's own llama.cpp (node-llama-cpp)
     return {"version": MATRIX_VERSION, "implementations": implementations,
             "models": list(rows), "rows": rows, "originals": originals(cells, implementations),
             "totals": totals(cells, implementations),
-            "meta": {"options": asdict(options), "seconds": round(seconds, 1), **reporting.versions()}}
+            "meta": {"options": asdict(options), "seconds": round(seconds, 1), "builds": builds,
+                     **reporting.versions()}}
 
 
 def originals(cells: list[Cell], implementations: list[str]) -> dict[str, dict[str, Any]]:

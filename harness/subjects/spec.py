@@ -3,7 +3,8 @@
     --engine (none)               ours, tokenizer:Tokenizer.from_gguf, in this process
     --engine MODULE:CALLABLE      CALLABLE(gguf_path, **engine_args), in a contained child process
     --engine cmd:"COMMAND LINE"   any program speaking docs/engine-protocol.md
-    --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release
+    --engine transformers         Hugging Face transformers; llama.cpp@VERSION another llama.cpp release;
+                                  node-llama-cpp@VERSION the llama.cpp node-llama-cpp ships prebuilt
     --engine hf:PATH | spm:PATH | tekken:PATH
                                   the model's original tokenizer as the "engine": llama.cpp against
                                   the original (docs/references.md); resolved a floor up, by
@@ -65,7 +66,7 @@ def load_engine(spec: str | None = None, *, args: dict[str, str] | None = None,
     if spec.startswith("cmd:"):
         argv = _command(spec)
         return lambda path: RemoteEngine(argv, path, args=args, timeout=timeout, memory=child_memory())
-    if is_peer(spec):  # transformers, llama.cpp@VERSION: docs/peers.md
+    if is_peer(spec):  # transformers, llama.cpp@VERSION, node-llama-cpp@VERSION: docs/peers.md
         return peer_factory(spec, args=args, timeout=timeout)
     if is_ours(spec):
         from tokenizer import Tokenizer
