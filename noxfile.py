@@ -8,7 +8,9 @@ kept in ~/.cache/gguf-parity/wheels for every later session and run.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -430,6 +432,7 @@ def nightly(session: nox.Session) -> None:
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
     each step's N parts (docs/sharding.md)."""
+    started = time.time()  # the ledger folds only the reports this night wrote
     # tests/references/test_references.py builds tiny tokenizer.json / .model files
     install(session, "test", "reference")
     session.run("python", "-m", "harness", "synth")
@@ -532,10 +535,32 @@ def nightly(session: nox.Session) -> None:
         done = parts.get("first", []) + parts.get("second", [])
         if set(parts) == {"first", "second"} and not merged_found_nothing(session, done, out):
             failed.insert(0, "parity (reports/nightly/report.html)")
+        if not nightly_ledger(session, out, [out, real], since=started):
+            failed.append(f"the ledger ({out / 'ledger.txt'})")
         if failed:
             session.warn("nightly found problems: " + "; ".join(failed))
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
+
+
+def nightly_ledger(session: nox.Session, out: Path, reports: list[Path], *, since: float) -> bool:
+    """The night's differences folded into the ledger (`python -m harness ledger`, docs/sharding.md "The
+    ledger"): reports/nightly/ledger.jsonl (or $GGUF_PARITY_LEDGER), its page ledger.html and index.html
+    linking every page of the night. Only the merged reports this night wrote (modified since `since`: a
+    step that stopped early leaves last night's in place, which must not count again) are folded; a shard
+    folds nothing (its part is not the night's whole). The night is today in UTC, or $GGUF_PARITY_NIGHT.
+    False when the ledger step failed (its log: ledger.txt)."""
+    written = [r for r in reports if (r / "report.json").is_file() and (r / "report.json").stat().st_mtime >= since]
+    if SHARD or not written:
+        return True
+    ledger = os.environ.get("GGUF_PARITY_LEDGER") or str(out / "ledger.jsonl")
+    night = os.environ.get("GGUF_PARITY_NIGHT") or time.strftime("%Y-%m-%d", time.gmtime())
+    command = shlex.join([*HARNESS, "ledger", *map(str, written), "--ledger", ledger, "--night", night,
+                          "--page", str(out / "ledger.html"), "--index"])
+    log, rc = shlex.quote(str(out / "ledger.txt")), shlex.quote(str(out / "ledger.rc"))
+    session.run("sh", "-c", f"{command} > {log} 2>&1; echo $? > {rc}", external=True)
+    session.log((out / "ledger.txt").read_text(encoding="utf-8", errors="replace")[-4000:])
+    return (out / "ledger.rc").read_text().strip() == "0"
 
 
 # --- the peer matrix (docs/peers.md) ------------------------------------------------------------
