@@ -101,6 +101,16 @@ def pytest_args(posargs: list[str]) -> list[str]:
 
 
 @nox.session
+def env(session: nox.Session) -> None:
+    """The environment the README's commands run in, .nox/env (`./quickstart.sh shell`, `./quickstart.sh exec CMD`,
+    or `source .nox/env/bin/activate`): this checkout installed editable with `[harness]` (pytest included),
+    llama-cpp-python from the cached wheel, the shipped vocabularies and the chat helper."""
+    install(session)
+    session.run("python", "-m", "harness", "chat", "--build-helper", "--jobs", JOBS)
+    session.log("ready: ./quickstart.sh shell (or: source .nox/env/bin/activate), then python -m harness ...")
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and import order) over the repository, then mypy (config in pyproject.toml), then
     actionlint over .github/workflows (docs/sharding.md)."""
