@@ -128,7 +128,8 @@ class Baseline:
         fixed or unchanged (from its `baseline` block; empty without one)."""
         out: dict[str, str | None] = {}
         for name in ("fixed", "unchanged"):
-            for item in self.own.get(name) or []:
+            items = self.own.get(name)
+            for item in items if isinstance(items, list) else []:
                 if isinstance(item, dict) and isinstance(item.get("id"), str):
                     out[item["id"]] = item["input"] if isinstance(item.get("input"), str) else None
         return out

@@ -229,3 +229,11 @@ def test_a_findings_file_over_its_bound_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "MAX_LINE", 10)
     with pytest.raises(SetupError, match="line is over the limit"):
         Baseline.read(tmp_path / "a")
+
+
+@pytest.mark.parametrize("block", [{"fixed": 5}, {"fixed": "d-0123"}, {"fixed": [3, None, {"id": 4}]}, []])
+def test_a_hostile_baseline_block_is_data(tmp_path, capsys, block):
+    write(tmp_path, "a", [result("toy", 1)])
+    write(tmp_path, "b", [result("toy", 1)], baseline=block)
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == EXIT_OK
+    assert "new 0, fixed 0, unchanged 1" in capsys.readouterr().out
