@@ -237,3 +237,17 @@ def test_a_hostile_baseline_block_is_data(tmp_path, capsys, block):
     write(tmp_path, "b", [result("toy", 1)], baseline=block)
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == EXIT_OK
     assert "new 0, fixed 0, unchanged 1" in capsys.readouterr().out
+
+
+def test_compare_adds_no_case_and_rechecks_only_what_the_goldens_hold(tmp_path):
+    write(tmp_path, "a", [result("toy", 4)])
+    base = Baseline.read(tmp_path / "a")
+    tab = next(r for r in base.records if "⇥" in r["title"])
+    golden = [{"id": "g-1", "text": base.inputs[tab["id"]]["text"], "encode": []}, {"id": "g-2", "text": "zzz"}]
+    before = list(golden)
+    base.note("toy", golden)
+    assert golden == before, "a golden replay's cases are llama.cpp's recorded ones: none added"
+    clean = ModelResult("toy", "bpe", cases=2)
+    block = base.compare(build.build([clean], meta={}), [clean])
+    assert [(e["title"], e["case_id"]) for e in block["fixed"]] == [(tab["title"], "g-1")]
+    assert [e["why"] for e in block["not_rechecked"]] == ["its input was not among this run's cases"]
