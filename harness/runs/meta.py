@@ -143,6 +143,7 @@ class Meta:
         if probe is not None:
             probe.close()
         date = datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds")
+        seed = meta.get("seed") if seed is None else seed  # a seed the run drew and recorded itself stays
         return {**meta, **({**versions(), "llama_cpp": build, "seed": seed} if llama else {}),
                 "project": self.project, "date": date, "duration_s": round(time.monotonic() - self.clock, 3),
                 "host": host()}

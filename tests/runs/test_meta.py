@@ -60,3 +60,10 @@ def test_merge_reports_records_its_own_meta(tmp_path, capsys):
     meta = json.loads((tmp_path / "m" / "report.json").read_text())["meta"]
     assert meta["command"] == "merge-reports" and meta["project"]["commit"] and meta["date"] and meta["host"]
     assert "duration_s" in meta and "llama_cpp" not in meta, "a merge runs no llama.cpp: the parts say theirs"
+
+
+def test_a_seed_already_recorded_is_kept():
+    with Meta(background=False) as about:
+        assert about.finish({"seed": 12345})["seed"] == 12345
+    with Meta(background=False) as about:
+        assert about.finish({"seed": 1}, seed=2)["seed"] == 2
