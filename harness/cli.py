@@ -14,6 +14,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import textwrap
 import traceback
 import zlib
 
@@ -70,7 +71,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f"harness.commands.{module_name}")
         doc = (module.__doc__ or "").strip()
         summary = doc.split("\n", 1)[0] if doc else ""
-        p = sub.add_parser(name, help=summary, description=doc, epilog=EXIT_HELP,
+        p = sub.add_parser(name, help=summary, description=doc, epilog=exit_help(name, module),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error")
@@ -79,6 +80,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             _add_remote_options(p)
         p.set_defaults(_run=module.run)
     return parser
+
+
+def exit_help(name: str, module) -> str:
+    """A command's exit-status table: the README's "Exit codes", each code with what this command means by
+    it under it (the module's `EXIT_STATUS`), or in its place where the command uses a code otherwise
+    (`EXIT_INSTEAD`: the README's section names such a command). tests/commands/test_exit_help.py holds
+    every command's table to the README's."""
+    own, instead = getattr(module, "EXIT_STATUS", {}), getattr(module, "EXIT_INSTEAD", {})
+    lines = ["exit status:"]
+    for code, meaning in EXIT_CODES.items():
+        first = f"{name}: {instead[code]}" if code in instead else meaning
+        lines += textwrap.wrap(first, 100, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+        if code in own:
+            lines += textwrap.wrap(f"{name}: {own[code]}", 100, initial_indent=" " * 9, subsequent_indent=" " * 11)
+    return "\n".join(lines)
 
 
 def _add_remote_options(parser: argparse.ArgumentParser) -> None:

@@ -15,11 +15,9 @@ once from the pinned sdist; see harness/chat/oracle.py for exactly what it cover
     python -m harness chat --report reports/chat    # messages.json + messages.html
     python -m harness chat --model my.gguf --reference hf:ORIGINAL_DIR   # three ways (docs/chat.md)
 
-Exit status 0 when everything matched, 1 on a difference or a llama.cpp crash/hang, 2 when the
-whole check's `--deadline` passed with cases left (they are not asked, and said so). Every request
-has its time and memory limit (docs/chat.md, "Bounds"); a template a side hangs on twice is asked no
-more (`harness.chat.bounds`). SIGINT or SIGTERM ends every child, prints (and with --report writes)
-what finished, marked interrupted, and exits 130 or 143.
+Every request has its time and memory limit (docs/chat.md, "Bounds"); a template a side hangs on
+twice is asked no more (`harness.chat.bounds`). SIGINT or SIGTERM ends every child, prints (and
+with --report writes) what finished, marked interrupted.
 """
 
 from __future__ import annotations
@@ -47,6 +45,13 @@ from ..runs.baseline import Baseline
 from ..runs.interrupts import Interrupted, raising_on_signals
 from ..runs.meta import Meta
 from . import baseline_options
+
+# What `chat` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "every case asked matched",
+    1: "a difference, or a llama.cpp crash or hang",
+    2: "the whole check's --deadline passed with cases left (they are not asked, and said so)",
+}
 
 MAX_TIMEOUT = 3600.0  # seconds per request: an hour is already a hang
 

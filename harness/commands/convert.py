@@ -12,15 +12,19 @@ for a tokenizer.json, a minimal one), and the command says so.
 
 A folder holding tekken.json (mistral-common's format) is converted with the
 converter's --mistral-format, given a minimal params.json when it has none.
-
-Exit status: 0 converted; 1 the converter refused (a result, recorded in the
-sidecar, not a harness error); 2 bad input or set-up.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+# What `convert` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "converted",
+    1: "llama.cpp's converter refused the folder: a result about it, recorded in X.convert.json, not a harness error",
+    2: "bad input or set-up",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,6 @@ run with `--baseline A` (or a baseline with the same representative input), and 
 `baseline` block says so; otherwise it is "not re-checked", since a case B did not check has not
 passed (docs/differences.md, "Two runs compared"). Each report is read as `--baseline` reads one
 (within bounds, checked like a `merge-reports` part).
-
-Exit status: 1 when B has a new difference, 0 otherwise, 2 when a report cannot be read.
 """
 
 from __future__ import annotations
@@ -21,6 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_FOUND, EXIT_OK
+
+# What `diff` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "B has no new difference (those A has too are known to A, set aside as a known crash is)",
+    1: "B has a difference A does not have",
+    2: "a report cannot be read",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

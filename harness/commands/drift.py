@@ -5,9 +5,8 @@ in --models-dir folders, the shipped-vocabulary cache, the synthetic-vocabulary
 cache and the golden folder, or resolved by name (`harness synth` names).
 Every recorded case is run again in crash-isolated workers, the vocabulary
 record is re-read, and each difference is printed on one line, with the case's
-text and both sides' pieces under the first changed cases.  Exit status 1
-if anything changed; 2 if nothing changed but a golden could not be read or its
-GGUF was missing or differed (those goldens are skipped, each with a one-line reason).  A worker death that
+text and both sides' pieces under the first changed cases.  A golden that cannot be read, or
+whose GGUF is missing or differs, is skipped with a one-line reason.  A worker death that
 a fresh worker does not repeat is a harness fault, printed as such and never
 reported as a change (harness.oracle.workers).
 
@@ -45,6 +44,14 @@ from ..oracle import worker_limits
 from ..report import drift_page
 from ..runs import shard as sharding
 from .record import print_faults, record_model
+
+# What `drift` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "every golden was replayed, and nothing changed",
+    1: "a recorded case or vocabulary record changed against the installed llama.cpp",
+    2: "nothing changed, but a golden could not be read or its GGUF was missing or differed (skipped, each "
+       "with a one-line reason)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

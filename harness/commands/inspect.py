@@ -7,7 +7,7 @@ GGUF's tokenizer.ggml.pre is the name llama.cpp's converter maps the original's
 pre-tokenizer fingerprint (chkhsh) to, computed by the converter itself in its venv
 (harness/models/convert.py); spm:PATH: SentencePiece models have no fingerprint, and the
 converter writes tokenizer.ggml.pre = default for them; tekken:PATH: its --mistral-format
-path writes tekken. Exit status 1 when they disagree.
+path writes tekken.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ import json
 import sys
 
 from ..models.paths import resolve, source_of
+
+# What `inspect` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "the file was read (with --reference: its tokenizer.ggml.pre is the name the converter picks)",
+    1: "with --reference: the GGUF's tokenizer.ggml.pre is not the name the converter picks for the original",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,7 @@ when, and what was fixed tonight; --index also writes index.html in the page's f
 every page there (report.html, ledger.html, drift/drift.html, ...).
 
 --night defaults to today (UTC); a night earlier than the ledger's last is refused, the same night
-again changes no count. Exit status 0 when the night is folded (the ledger records; the reports'
-own commands give the verdict), 2 when a report or the ledger cannot be read.
+again changes no count.
 """
 
 from __future__ import annotations
@@ -27,6 +26,15 @@ from pathlib import Path
 from ..files.atomic import check_output_path, locked, write_text_atomic
 from ..report import ledger as ledgers
 from ..runs import merge_parts
+
+# `ledger` records, the reports' own commands give the verdict: it uses 0 and 1 otherwise than the README's table
+# (whose "Exit codes" section says so); harness.cli.exit_help prints these in their place.
+EXIT_INSTEAD = {
+    0: "the night was folded into the ledger, whatever differences it holds (the reports' own commands gave "
+       "their verdict)",
+    1: "not used",
+}
+EXIT_STATUS = {2: "a report or the ledger cannot be read"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,11 +5,7 @@
 Each REPORT_DIR is a folder holding report.json (or the file itself). Counts
 of a model found in several reports add up. Every oracle crash is judged again
 against --known-crashes (default harness/data/corpora/known_crashes.json; 'none' makes every
-crash a finding), so one list applies to all the folded reports. Exit status:
-0 when the merged report holds no finding (known crashes are not findings),
-1 when it holds any, or an engine flake from a part not run with
---allow-flakes, 2 when a report or the list cannot be read, or when a part
-left a model not checked (`harness.compare.verdict`).
+crash a finding), so one list applies to all the folded reports.
 
 Nothing in a part is believed (`harness.runs.merge_parts`, docs/sharding.md "What a part
 must be"): each is read within bounds and checked against its kind's schema, its counts
@@ -43,6 +39,15 @@ from ..report.folder import ReportDir
 from ..runs import merge_parts
 from ..runs import shard as sharding
 from ..runs.meta import Meta
+
+# What `merge-reports` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "the merged report holds no finding (known crashes are not findings); for chat, selftest and drift "
+       "parts, that command's own exit status on the merged result",
+    1: "it holds one, or an engine flake from a part not run with --allow-flakes",
+    2: "a report or the list cannot be read, a part is refused (see above), or a part left a model not "
+       "checked (harness.compare.verdict)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,9 +18,6 @@ about 10 s; its column names the llama.cpp it carries) and any --engine value ru
 tekken:, as `run --reference`): every pair of that row runs three ways, the row shows
 llama.cpp against the original and each cell the implementation against it (docs/peers.md).
 A bare SPEC needs exactly one --model; `--reference-arg KEY=VALUE` goes to every reference.
-
-Exit status: 0 when the matrix was written (differences between peers are its content,
-not a failure), 2 on a usage or set-up error of the matrix itself.
 """
 
 from __future__ import annotations
@@ -36,6 +33,15 @@ from ..models.paths import resolve
 from ..models.shipped import SHIPPED
 from ..runs import matrix as peers
 from ..subjects import llama_release, node_llama
+
+# The peer matrix is a measurement: it uses 0 and 1 otherwise than the README's table (whose "Exit codes" section
+# says so); harness.cli.exit_help prints these in their place.
+EXIT_INSTEAD = {
+    0: "the matrix was written, whatever it holds: differences between implementations are its content, not a "
+       "failure (each pair's own run gives its verdict, in the matrix)",
+    1: "not used",
+}
+EXIT_STATUS = {2: "a usage or set-up error of the matrix itself"}
 
 DEFAULT_IMPLEMENTATIONS = (peers.OURS, "transformers")
 

@@ -13,14 +13,6 @@ byte, the alignment kept. A cause no key carries, or a value the original does
 not hold, is named and not applied. The repaired file is loaded by llama.cpp
 and by our engine and checked again, three ways; the before/after counts per
 cause are printed.
-
-Exit status: 0 the repaired file agrees three ways on every case checked (or
-the input already did: nothing is written); 1 differences remain (before/after
-shows which causes), or no key fix applies (nothing is written), or the file
-that stands at the end holds a NaN or an infinite value (named by key and
-index: a finding about the file); 2 bad input
-(a file that is not a GGUF, a bad --reference, --out the same file as the
-input).
 """
 
 from __future__ import annotations
@@ -31,6 +23,15 @@ import sys
 from pathlib import Path
 
 from ..errors import SetupError
+
+# What `repair` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "the repaired file agrees three ways on every case checked (or the input already did: nothing is written)",
+    1: "differences remain (before/after shows which causes), or no key fix applies (nothing is written), or the "
+       "file that stands at the end holds a NaN or an infinite value (named by key and index: a finding about "
+       "the file)",
+    2: "bad input (a file that is not a GGUF, a bad --reference, --out the same file as the input)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,15 +7,8 @@ checked to be the recorded file (docs/golden.md, "File identity"); each
 recorded case is judged exactly as `run` judges it live.
 Writes report.json and report.html to --report DIR.
 
-Exit status: 0 every golden checked and all match; 1 any mismatch, engine
-error or recorded oracle crash that is not on the known-crashes list
-(--known-crashes, default harness/data/corpora/known_crashes.json), or an engine flake
-without --allow-flakes (see `run`); 2 usage or set-up
-error, or a golden whose model nothing could be compared on (see `run`'s
---expect-refusal); 130/143 stopped by a signal (partial report written).
 With --reference SPEC the original tokenizer is a third side, exactly as for
-`run --reference` (docs/references.md): the same summary.reference, cards and
-exit status (1 for any class of finding, decode included).
+`run --reference` (docs/references.md): the same summary.reference and cards.
 """
 
 from __future__ import annotations
@@ -31,6 +24,15 @@ from ..runs import shard as sharding
 from ..runs.config import replay_config
 from ..subjects.peers import build_meta
 from . import baseline_options, engine_options, reference_options
+
+# What `compare` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "every golden was checked and all match",
+    1: "a mismatch, an engine error or a recorded llama.cpp crash not on the known-crashes list (--known-crashes, "
+       "default harness/data/corpora/known_crashes.json), or an engine flake without --allow-flakes (see run); "
+       "with --reference any class of finding, decode included; with --baseline only a new difference",
+    2: "a golden whose model nothing could be compared on (see run's --expect-refusal)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

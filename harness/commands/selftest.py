@@ -18,11 +18,6 @@ golden or live+fuzz (or live, which implies it) has killed runs no further
 detector: those are "not run (the main job already kills it)", counted neither
 as kills nor as survivals, and each rate reads "k/n run". Every detector's
 baseline runs only when a mutant first needs it.
-
-Exit status: 0 when the main job (golden or live+fuzz; with --scope nightly
-or without those detectors: any selected detector) kills every selected
-mutant, a documented blind spot (`blind_spot` in mutants.toml) excepted; 1 when
-another one survives or only timed out; 2 usage or set-up error.
 """
 
 from __future__ import annotations
@@ -40,6 +35,13 @@ from ..selftest.mutants import MutantError, load, select
 from ..selftest.report import MAIN, html_page, markdown, text_table
 from ..selftest.run import DETECTORS, Settings, load_prior, write_json
 from ..selftest.run import run as run_selftest
+
+# What `selftest` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "the main job (golden or live+fuzz; with --scope nightly or without those detectors: any selected "
+       "detector) kills every selected mutant, a documented blind spot (blind_spot in mutants.toml) excepted",
+    1: "another mutant survives, or only timed out",
+}
 
 SELFTEST_FILES = ("selftest.json", "selftest.html", "selftest.md")
 

@@ -9,8 +9,7 @@ as they are; a file is read whole, at most 16 MB); BOS and the model's other add
 --reference hf:DIR|spm:FILE|tekken:FILE add a column (the engine under test, the model's original
 tokenizer). Each token is shown with its id, its piece made visible and its bytes; the first row
 where the columns part is marked `<<`. --ids prints the id lists alone, --show-count the number of
-tokens, --json everything for machines (pieces as hex). Exit status 0 when every column gives
-llama.cpp's ids, 1 when one differs (a column that failed counts as differing).
+tokens, --json everything for machines (pieces as hex).
 """
 
 from __future__ import annotations
@@ -24,6 +23,12 @@ from pathlib import Path
 from ..errors import SetupError
 from ..files.input_limits import MAX_CORPUS_BYTES, read_capped
 from . import engine_options
+
+# What `tokenize` means by the codes of the README's table (harness.cli.exit_help prints them under it).
+EXIT_STATUS = {
+    0: "every column gives llama.cpp's ids",
+    1: "a column differs from llama.cpp's (a column that failed counts as differing)",
+}
 
 LLAMA = "llama.cpp"
 
