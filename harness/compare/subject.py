@@ -8,6 +8,8 @@ engine's read lazily from the engine.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shlex
 import traceback
 from collections.abc import Callable, Sequence
@@ -20,6 +22,7 @@ from ..models.model import Model
 from ..oracle.known_crashes import NONE, KnownCrashes
 from ..subjects.records import EngineError
 from .diff import TokenTable
+from .spelling import spelled_pieces
 
 ERROR_TAIL = 20000  # report.json keeps the traceback in full; this only bounds a runaway one
 
@@ -76,7 +79,9 @@ def reference_table(texts: list[bytes], vocab: dict, pieces: list[bytes] | None)
     attrs = unpack_array(vocab["attrs"], "<i4").tolist() if "attrs" in vocab else []
     specials = vocab.get("specials", {})
     edges = frozenset(v for k, v in specials.items() if k in ("bos", "eos", "sep") and v is not None)
-    return TokenTable(texts=texts, attrs=attrs, pieces=pieces or texts, edge_ids=edges)
+    if pieces is None:  # a golden replay: spelled from the GGUF as llama.cpp spells them (harness.compare.spelling)
+        pieces = spelled_pieces(texts, attrs, str(vocab.get("vocab_type", "")), str(vocab.get("pre") or ""))
+    return TokenTable(texts=texts, attrs=attrs, pieces=pieces, edge_ids=edges)
 
 
 class _PerToken:
@@ -122,7 +127,12 @@ def engine_table(engine, fallback: TokenTable) -> TokenTable:
 
 def reproduce_command(*, arg: str, engine: str | None, cases_file: Path,
                       engine_args: tuple[tuple[str, str], ...] = ()) -> Callable[[str], str]:
-    """A function case_id -> the shell command that re-runs exactly that case (same engine and options)."""
+    """A function case_id -> the shell command that re-runs exactly that case (same engine and options).
+
+    The command reads the case from `cases_file` (`<report>/cases/<model>.jsonl`) and writes its own report
+    into `<report>/reproduce/<the case id as a folder name>`, so running it neither replaces the report it
+    came from nor rewrites the cases file the next reproduce line reads.
+    """
     parts = ["python", "-m", "harness", "run", "--model", arg, "--corpus", str(cases_file),
              "--no-default-corpora"]
     if engine:
@@ -130,4 +140,20 @@ def reproduce_command(*, arg: str, engine: str | None, cases_file: Path,
     for key, value in engine_args:
         parts += ["--engine-arg", f"{key}={value}"]
     prefix = shlex.join(parts)
-    return lambda case_id: f"{prefix} --case {shlex.quote(case_id)}"
+    reports = cases_file.parent.parent / "reproduce"
+    return lambda case_id: (f"{prefix} --case {shlex.quote(case_id)} "
+                            f"--report {shlex.quote(str(reports / folder_name(case_id)))}")
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+NAME_LIMIT = 60  # characters of a case id kept in its folder's name
+
+
+def folder_name(case_id: str) -> str:
+    """A case id as one folder name: letters, digits, `.`, `_` and `-` kept, any other run as `_`, at most
+    `NAME_LIMIT` characters; when that changed it, a digest of the id follows, so two ids never share a folder."""
+    name = _UNSAFE_NAME.sub("_", case_id).strip("._")[:NAME_LIMIT]
+    if name == case_id and name:
+        return name
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name or 'case'}-{digest}"

@@ -46,3 +46,17 @@ def test_a_clean_engine_has_no_difference(tmp_path, capsys, require_vocab):
     require_vocab("llama-bpe")
     status, report, out = run(tmp_path, "first", "tests.broken_engine:load_clean", capsys)
     assert status == 0 and report["differences"] == [] and "distinct" not in out
+
+
+def test_a_golden_replay_names_the_difference_as_the_live_run_does(tmp_path, capsys, require_vocab):
+    require_vocab("llama-spm")
+    engine = "tests.broken_engine:load_tab_as_newline"
+    common = ["--model", "llama-spm", "--engine", engine, "--quiet"]
+    main(["compare", "--golden", "golden", *common, "--report", str(tmp_path / "replay")])
+    main(["run", *common, "--no-messages", "--fuzz", "0", "--calls", "0", "--long-docs", "0",
+          "--report", str(tmp_path / "live")])
+    capsys.readouterr()
+    ids = [{d["title"]: d["id"] for d in json.loads((tmp_path / name / "report.json").read_text())["differences"]}
+           for name in ("replay", "live")]
+    tab = "ids: bytes ⇥ / ↵"
+    assert tab in ids[0] and ids[0][tab] == ids[1][tab]
