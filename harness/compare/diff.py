@@ -1,12 +1,18 @@
 """The comparator: where two tokenizations part, shown readably, with a cheap diagnosis.
 
 `diff_encoding(...)` compares one case under one flag combination: the first
-differing index, both id sequences aligned around it with readable token
-texts, the differing pieces as bytes, and the detokenization differences.
-`classify(...)` names the likely cause when it can be derived cheaply:
+differing index, both id sequences aligned around it by index (`aligned`) and by
+bytes (`by_bytes`: segments that cover the same bytes on both sides, so a split
+shows as a split), the differing pieces as bytes, and the detokenization differences.
+`classify(...)` guesses a likely cause when it can be derived cheaply:
 
     special-token partition, pre-tokenizer split, merge order, byte fallback,
     normalisation, BOS/EOS, detokenize (and engine error / oracle crash).
+
+The guess is kept in each finding (`category`), never shown as a difference's category:
+one bug gets several labels from it (a tab given the newline's id is `normalisation` under
+one flag pair, `special-token partition` under another). A difference is named by its
+signature (`harness.compare.signature`), whose kind is its category on the page.
 
 Vocabulary differences are pinned to token ids by `harness.golden.records.diff_vocab`
 and shown with both sides' text, score and attribute by `harness.compare.findings`. All
@@ -16,7 +22,8 @@ comparisons are on exact ids and bytes;
 Every step is linear in the length of the id lists, and what is built for display is bounded:
 an engine may answer with millions of ids (a flood of BOS, a document whose ids part late), and
 its comparison must stay within seconds (tests/compare/test_long_replies.py). The aligned rows
-stop `ALIGNED_ROWS` after the first difference; a differing span's pieces are spelled up to
+stop `ALIGNED_ROWS` after the first difference (the segments `SPAN_TOKENS` tokens into each
+side's differing span); a differing span's pieces are spelled up to
 `PIECE_BYTES` once it is longer than `LONG_SPAN` tokens (`harness.compare.long_inputs.trimmed`
 keeps less than that of such a finding).
 """
@@ -36,6 +43,8 @@ SPECIAL_BITS, BYTE_BITS = int(Attr.CONTROL | Attr.USER_DEFINED), int(Attr.BYTE) 
 ALIGNED_ROWS = 64  # aligned rows drawn from the first difference on, at most (its span may be millions long)
 LONG_SPAN = 1024  # a differing span of more tokens than this has its pieces spelled up to PIECE_BYTES
 PIECE_BYTES = 64 << 10
+PIECE_SHOWN = 64  # bytes of one token's text or piece drawn in an aligned segment
+SPAN_TOKENS = 32  # tokens of each side's differing span drawn as segments
 
 VISIBLE = {" ": "␣", "\n": "↵", "\r": "␍", "\t": "⇥", "\u00a0": "⍽"}
 
@@ -136,6 +145,84 @@ def aligned(expected: Sequence[int], got: Sequence[int], table: TokenTable,
             "differs": e != g,
         })
     return rows
+
+
+# --- the sides aligned by bytes ----------------------------------------------------------------
+
+def token_view(table: TokenTable, token: int) -> dict:
+    """An id for display: its text made visible, and where its piece differs from the text (a byte-level
+    BPE token `Ġto`, `à¤ķ`; an SPM `▁word`) the piece as the text it stands for (`piece`), with its
+    bytes when they are not ASCII (`bytes`)."""
+    text, piece = table.text(token), table.piece(token)
+    out: dict[str, Any] = {"id": token, "text": visible(text[:PIECE_SHOWN])}
+    if piece and piece != text:  # a token of no bytes (a BOS) is shown by its text
+        out["piece"] = visible(piece[:PIECE_SHOWN])
+        if not piece.isascii():
+            out["bytes"] = piece[:PIECE_SHOWN].hex(" ")
+    return out
+
+
+def byte_aligned(expected: Sequence[int], got: Sequence[int], table: TokenTable,
+                 *, got_table: TokenTable | None = None) -> dict:
+    """Both id lists around their first difference as segments that cover the same bytes on both sides:
+    `{"segments": [{"expected": [token_view...], "got": [...], "differs"}], "before", "after"}`.
+
+    Each side is spelled with its own pieces. Before the first difference and after the differing span
+    the ids agree, one token a segment (`CONTEXT` of them either side); inside the span a segment ends
+    where both sides have a token boundary at the same byte, so a split shows as a split (`048` beside
+    `04` `8`) and the rows after it line up again. At most `SPAN_TOKENS` tokens of each side's span are
+    drawn; `before` counts the tokens left out before the first segment, `after` each side's after the last.
+    """
+    got_table = got_table or table
+    start, end_e, end_g = differing_span(expected, got)
+    lo = max(start - CONTEXT, 0)
+    segments = [_segment([t], [t], table, got_table) for t in expected[lo:start]]
+    stop_e, stop_g = min(end_e, start + SPAN_TOKENS), min(end_g, start + SPAN_TOKENS)
+    i, j = start, start
+    while i < stop_e or j < stop_g:
+        i, j, segment = _next_segment(expected, got, (i, j), (stop_e, stop_g), (table, got_table))
+        segments.append(segment)
+    if (i, j) == (end_e, end_g):  # the whole span drawn: the ids after it, which agree again
+        tail = expected[end_e:end_e + CONTEXT]
+        segments += [_segment([t], [t], table, got_table) for t in tail]
+        i, j = i + len(tail), j + len(tail)
+    return {"segments": segments, "before": lo, "after": [len(expected) - i, len(got) - j]}
+
+
+def _next_segment(expected: Sequence[int], got: Sequence[int], at: tuple[int, int], stop: tuple[int, int],
+                  tables: tuple[TokenTable, TokenTable]) -> tuple[int, int, dict]:
+    """The segment starting at `at` (an index into each side): one token of each side that has one left,
+    then tokens of the side behind in bytes until both reach the same byte (or run out). A token of no
+    bytes (a BOS, an EOS) facing one that has some is a segment of its own."""
+    (i, j), (stop_e, stop_g) = at, stop
+    empty_e = i < stop_e and not tables[0].piece(expected[i])
+    empty_g = j < stop_g and not tables[1].piece(got[j])
+    if empty_e and not empty_g:
+        return i + 1, j, _segment([expected[i]], [], *tables)
+    if empty_g and not empty_e:
+        return i, j + 1, _segment([], [got[j]], *tables)
+    seg_e, seg_g, size_e, size_g = [], [], 0, 0
+    if i < stop_e:
+        seg_e.append(expected[i])
+        size_e, i = size_e + len(tables[0].piece(expected[i])), i + 1
+    if j < stop_g:
+        seg_g.append(got[j])
+        size_g, j = size_g + len(tables[1].piece(got[j])), j + 1
+    while size_e != size_g:
+        if size_e < size_g and i < stop_e:
+            seg_e.append(expected[i])
+            size_e, i = size_e + len(tables[0].piece(expected[i])), i + 1
+        elif size_g < size_e and j < stop_g:
+            seg_g.append(got[j])
+            size_g, j = size_g + len(tables[1].piece(got[j])), j + 1
+        else:
+            break
+    return i, j, _segment(seg_e, seg_g, *tables)
+
+
+def _segment(expected: Sequence[int], got: Sequence[int], table: TokenTable, got_table: TokenTable) -> dict:
+    return {"expected": [token_view(table, t) for t in expected], "got": [token_view(got_table, t) for t in got],
+            "differs": list(expected) != list(got)}
 
 
 def spelled(ids: Sequence[int], table: TokenTable) -> bytes:
@@ -280,6 +367,7 @@ def diff_encoding(expected_ids: Sequence[int], got_ids: Sequence[int], table: To
     out.update(
         category=classify(expected_ids, got_ids, table),
         aligned=aligned(expected_ids, got_ids, table, got_table=got_table),
+        by_bytes=byte_aligned(expected_ids, got_ids, table, got_table=got_table),
         expected_piece=visible(pieces[0]), got_piece=visible(pieces[1]),
         expected_piece_hex=pieces[0].hex(), got_piece_hex=pieces[1].hex(),
     )

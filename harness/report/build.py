@@ -42,25 +42,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..compare import verdict as verdicts
-from ..compare.diff import visible
 from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files import jsonl
 from ..files.atomic import write_text_atomic
 from ..files.jsonl import escape_unsafe
 from ..subjects import capabilities as caps
-from . import cards, differences, fuzz_summary, reference_summary
+from . import cards, differences, fuzz_summary, page, reference_summary
 from .templating import environment
 
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
           "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes",
           "reference_findings")
-HTML_LIMIT = 3000  # failing entries drawn in the page; report.json keeps them all
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
@@ -296,11 +293,11 @@ def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
     json_path, html_path = out_dir / "report.json", out_dir / "report.html"
     kept = differences.bounded(report)
     text = escape_unsafe(json.dumps(kept, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
-    page = render_html(kept)
+    html = render_html(kept, every=report)
     for model, lines in differences.finding_lines(report).items():  # every finding, one line each
         jsonl.write(out_dir / "findings" / f"{model}.jsonl", lines)
     write_text_atomic(json_path, text)
-    write_text_atomic(html_path, page)
+    write_text_atomic(html_path, html)
     return json_path, html_path
 
 
@@ -346,117 +343,30 @@ def agree_pct(agreed: int, checked: int) -> str:
     return f"{min(agreed / checked, 0.999):.1%}"
 
 
-def render_html(report: dict) -> str:
-    """The report page as one self-contained HTML string."""
+def render_html(report: dict, *, every: dict | None = None) -> str:
+    """The report page as one self-contained HTML string (`harness.report.page`: the differences first,
+    one line and one card each, then the run's tables, every list bounded). `every`: the report whose
+    finding lists are whole (report.json's are cut), so that a card shows every flag pair of its case."""
     families, models = summary_rows(report)
-    every = _entries(report)
-    categories = sorted({e["category"] for e in every})
-    entries = [e for e in every if e["kind"] != "reference_findings"]
-    drawn, causes = cards.page_cards(cards.cards(e for e in every if e["kind"] == "reference_findings"))
+    lines, lines_left = page.lines(report)
+    drawn, cards_left = page.difference_cards(report, every)
+    fixed, fixed_left = page.fixed(report)
+    flakes, flakes_left = page.side_rows(report, "engine_flakes")
+    faults, faults_left = page.side_rows(report, "harness_faults")
+    causes, causes_left = cards.causes(e for e in (every or report).get("reference_findings") or [])
     template = environment().get_template("report.html.j2")
     return template.render(
         report=report, summary=report["summary"], families=families, models=models,
-        entries=entries[:HTML_LIMIT], truncated=max(len(entries) - HTML_LIMIT, 0),
-        cards=drawn, causes=causes, cards_left=sum(row["more"] for row in causes),
-        model_names=sorted(report["summary"]["per_model"]), categories=categories,
-        verdict=one_line(report), known_groups=known_groups(report),
+        lines=lines, lines_left=lines_left, difference_cards=drawn, cards_left=cards_left,
+        card_ids={c["id"] for c in drawn}, statuses=page.statuses(report), fixed=fixed, fixed_left=fixed_left,
+        causes=causes, causes_left=causes_left, meta_rows=page.meta_rows(report),
+        model_names=sorted(report["summary"]["per_model"]), categories=sorted({line["category"] for line in lines}),
+        verdict=one_line(report), known_groups=page.known_groups(report),
         verdict_ok=verdicts.exit_status(report) == 0, not_checked=verdicts.not_checked(report),
         refused=verdicts.refused_as_expected(report), interrupted=report.get("meta", {}).get("interrupted"),
-        messages=_messages(report), flakes=_side_rows(report, "engine_flakes"),
-        faults=_side_rows(report, "harness_faults"),
+        messages=page.messages(report), flakes=flakes, flakes_left=flakes_left, faults=faults,
+        faults_left=faults_left,
     )
-
-
-def _side_rows(report: dict, kind: str) -> list[dict]:
-    """Engine flakes or harness faults as display rows (first HTML_LIMIT)."""
-    rows = []
-    for entry in report.get(kind, [])[:HTML_LIMIT]:
-        if kind == "engine_flakes":
-            ids = entry.get("case_ids") or []
-            rows.append({"model": entry.get("model", ""), "case_ids": ", ".join(map(str, ids)),
-                         "op": entry.get("op", ""), "first": entry.get("first", ""),
-                         "recheck": entry.get("recheck", "")})
-        else:
-            rows.append({"model": entry.get("model", ""), "case_ids": str(entry.get("case_id", "")),
-                         "op": entry.get("op", ""), "first": _fault_first(entry.get("crash")),
-                         "recheck": "a fresh llama.cpp worker answered: not a llama.cpp crash"})
-    return rows
-
-
-def _fault_first(crash: object) -> str:
-    """A llama.cpp worker's crash record in words: killed by a signal, exited, hung, or raised."""
-    if not isinstance(crash, dict):
-        return str(crash or "")
-    kind = crash.get("kind")
-    if kind == "timeout":
-        limit = crash.get("timeout")
-        what = f"hung (no answer within {limit:g}s)" if isinstance(limit, (int, float)) else "hung"
-    elif kind == "error":
-        what = "raised an error"
-    elif crash.get("signal"):
-        what = f"was killed by {crash['signal']}"
-    else:
-        what = f"exited with status {crash.get('exit')}"
-    call = f" in {crash['call']}" if crash.get("call") else ""
-    return f"the llama.cpp worker {what}{call}" + (f": {crash['stderr']}" if crash.get("stderr") else "")
-
-
-def _messages(report: dict) -> dict | None:
-    """The "Messages" section (chat templates, `run --messages`) when the report carries one."""
-    data = report.get("messages")
-    if not data:
-        return None
-    from .messages import section
-    return section(data, data.get("lines", []))
-
-
-def known_groups(report: dict) -> list[dict]:
-    """Known llama.cpp crashes grouped by list entry: its definition and its display rows."""
-    definitions = report.get("known_crash_list", {})
-    groups: dict[str, dict] = {}
-    for entry in report.get("known_oracle_crashes", [])[:HTML_LIMIT]:
-        entry_id = entry.get("known_crash", "?")
-        group = groups.setdefault(entry_id, {"id": entry_id, "entry": definitions.get(entry_id, {}),
-                                             "rows": [], "models": set()})
-        group["rows"].append(_display(entry, kind="known_oracle_crashes", category="known crash"))
-        group["models"].add(entry.get("model"))
-    return [{**g, "models": sorted(m for m in g["models"] if m)} for _, g in sorted(groups.items())]
-
-
-def _entries(report: dict) -> list[dict]:
-    """Every finding as one display entry with a `kind` and a `category` to filter on."""
-    out = []
-    for kind, default_category in (("oracle_crashes", "oracle crash"), ("engine_errors", "engine error"),
-                                   ("mismatches", None), ("vocab_mismatches", "vocabulary"),
-                                   ("reference_findings", "conversion")):
-        for entry in report.get(kind, []):
-            out.append(_display(entry, kind=kind, category=entry.get("category") or default_category))
-    return out
-
-
-ENTRY_DEFAULTS: dict[str, Any] = {"case_id": None, "text": "", "bytes": None, "command": None, "aligned": None,
-                  "detokenize": [], "crash": {}, "error": None, "add_special": None,
-                  "parse_special": None, "first_diff": None, "expected": None, "got": None,
-                  "expected_piece": "", "got_piece": "", "expected_piece_hex": "",
-                  "got_piece_hex": "", "token": None, "field": "", "sides": False,
-                  "traceback": "", "capability": None, "rows": None, "gguf_keys": [], "compared": None,
-                  "decode": []}
-
-
-DECODE_SHOWN = ("llama_text", "original_text", "original_raw", "original_cleaned")
-
-
-def _display(entry: dict, *, kind: str, category: str | None) -> dict:
-    """An entry with every field the template reads, and its input made visible."""
-    out = {**ENTRY_DEFAULTS, **entry, "kind": kind, "category": category}
-    if out["decode"]:  # a decode finding: both texts with whitespace made visible (report.json keeps them plain)
-        out["decode"] = [{**d, **{f"{k}_visible": visible(d.get(k) or "") for k in DECODE_SHOWN}}
-                         for d in out["decode"]]
-    if out["bytes"]:
-        out["text_visible"] = visible(bytes.fromhex(out["bytes"]))
-    else:
-        out["text_visible"] = visible(out["text"] or "")
-    return out
 
 
 def versions() -> dict:
