@@ -219,6 +219,8 @@ class Baseline:
             return f"its case {plan.case_id} is a known llama.cpp crash: nothing compared"
         if plan.case_id in result.not_applicable - result.failing:
             return f"its case {plan.case_id} is not applicable to this engine"
+        if any(str(e.get("case_id")) == plan.case_id for e in result.engine_errors + result.oracle_crashes):
+            return f"its case {plan.case_id} ended in an engine error or a llama.cpp crash: its ids were not compared"
         return None
 
 

@@ -82,6 +82,7 @@ def test_a_case_not_compared_is_never_fixed(tmp_path):
     cases_of = {}
     for why, change in (("known llama.cpp crash", lambda r, c: r.known_crash_ids.add(c)),
                         ("not applicable", lambda r, c: r.not_applicable.add(c)),
+                        ("not compared", lambda r, c: r.add("engine_errors", {"case_id": c, "error": "boom"})),
                         ("another shard", None), ("not checked", lambda r, c: setattr(r, "not_checked", "x"))):
         base = Baseline.read(tmp_path / "a")
         cases_of = {c["id"] for c in base.carry("toy", [])}
