@@ -8,6 +8,7 @@ kept in ~/.cache/gguf-parity/wheels for every later session and run.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import time
@@ -17,7 +18,19 @@ from pathlib import Path
 
 import nox
 
-LLAMA_CPP_PYTHON = "0.3.36"
+PIN_FILE = Path(__file__).resolve().parent / "harness" / "data" / "pin.txt"
+
+
+def pinned_llama_cpp_python(pin: Path = PIN_FILE) -> str:
+    """The pinned llama-cpp-python version, read as text from harness/data/pin.txt, where it is written once
+    (this file imports nothing from the project; harness/models/pin.py reads the same line)."""
+    match = re.search(r"^llama-cpp-python==(\d+\.\d+\.\d+)$", pin.read_text(encoding="utf-8"), re.M)
+    if match is None:
+        raise SystemExit(f"error: no llama-cpp-python==X.Y.Z line in {pin}")
+    return match.group(1)
+
+
+LLAMA_CPP_PYTHON = pinned_llama_cpp_python()
 WHEEL_DIR = Path(os.environ.get("GGUF_PARITY_WHEELS", Path.home() / ".cache" / "gguf-parity" / "wheels"))
 CMAKE_ARGS = " ".join([
     "-DGGML_NATIVE=OFF",

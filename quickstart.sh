@@ -33,11 +33,12 @@ if [ ! -x "$venv/bin/nox" ]; then
     "$venv/bin/python" -m pip install --quiet "nox>=2024.3"
 fi
 
-# The ready environment: nox's `env` session sets it up (cached: again only when pyproject.toml changed).
+# The ready environment: nox's `env` session sets it up (cached: again only when pyproject.toml, the pin or an
+# extra's requirements changed: harness/data/pin.txt, harness/data/extras/).
 env_dir="$PWD/.nox/env"
 ready_env() {
     local want stamp="$env_dir/.quickstart-ready"
-    want="$(cksum < pyproject.toml)"
+    want="$(cat pyproject.toml harness/data/pin.txt harness/data/extras/*.txt 2>/dev/null | cksum)"
     if [ ! -x "$env_dir/bin/python" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "quickstart: setting up $env_dir (nox -s env) ..." >&2
         "$venv/bin/nox" --session env >&2

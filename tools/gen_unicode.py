@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.models.shipped import source_path
+from harness.models.shipped import LLAMA_CPP_PYTHON_VERSION, source_path
 
 DEFAULT_SOURCE = source_path("unicode-data.cpp")
 OUTPUT = Path(__file__).resolve().parent.parent / "tokenizer" / "data" / "unicode_data.json"
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = args.source.read_bytes()
     tables = parse(raw.decode("utf-8"))
     doc = {
-        "source": "llama.cpp src/unicode-data.cpp as pinned by llama-cpp-python 0.3.36",
+        "source": f"llama.cpp src/unicode-data.cpp as pinned by llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}",
         "source_sha256": hashlib.sha256(raw).hexdigest(),
         **tables,
     }

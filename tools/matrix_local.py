@@ -57,11 +57,12 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
-def pinned_version(noxfile: Path = ROOT / "noxfile.py") -> str:
-    """noxfile.py's LLAMA_CPP_PYTHON, read as text (this script needs neither nox nor the project)."""
-    match = re.search(r'^LLAMA_CPP_PYTHON = "([^"]+)"', noxfile.read_text(encoding="utf-8"), re.M)
+def pinned_version(pin: Path = ROOT / "harness" / "data" / "pin.txt") -> str:
+    """The pinned llama-cpp-python version, read as text from harness/data/pin.txt, where it is written once
+    (this script needs neither nox nor the project; the workflows key their caches by it)."""
+    match = re.search(r"^llama-cpp-python==(\d+\.\d+\.\d+)$", pin.read_text(encoding="utf-8"), re.M)
     if match is None:
-        raise SystemExit(f"error: no LLAMA_CPP_PYTHON = \"...\" line in {noxfile}")
+        raise SystemExit(f"error: no llama-cpp-python==X.Y.Z line in {pin}")
     return match.group(1)
 
 

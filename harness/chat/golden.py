@@ -6,7 +6,7 @@ llama.cpp at all. Files are deterministic (fixed clock `chat_oracle.NOW`, TZ=UTC
 in a fixed order): re-recording an unchanged llama.cpp gives the same bytes. Never edit
 one by hand; re-record and review the diff.
 
-    {"schema": 1, "kind": "chat", "llama_cpp_python": "0.3.36", "target": "tmpl-X",
+    {"schema": 1, "kind": "chat", "llama_cpp_python": "X.Y.Z", "target": "tmpl-X",
      "model": "qwen2", "origin": "X.jinja", "template_sha256": "...", "now": 1735689600,
      "caps": {...}, "conversations": {"id": {"messages": [...], "tools": [...]|null}},
      "cases": [{"case": "id/gen", "status": "ok", "text": "...", "ids": [...], "count": 12,

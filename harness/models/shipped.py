@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from ..errors import SetupError
+from .pin import LLAMA_CPP_PYTHON_VERSION  # the pinned release, written once in harness/data/pin.txt
 
-LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 FETCH_COMMAND = "python -m harness fetch"
 
 

@@ -43,7 +43,7 @@ def write(data: dict[str, Any], verdict: str, out: Path) -> Path:
 
 
 def build_text(build: dict[str, Any] | None) -> str:
-    """A llama.cpp build in one line: `llama-cpp-python 0.3.36, ggml 0.25.3 (0c1e570)`."""
+    """A llama.cpp build in one line: `llama-cpp-python X.Y.Z, ggml A.B.C (0c1e570)`."""
     if not build:
         return "unknown"
     text = f"llama-cpp-python {build.get('llama_cpp_python', '?')}"

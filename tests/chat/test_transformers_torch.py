@@ -15,7 +15,7 @@ Runs only where torch is importable; the test session has no torch (the project 
 it). To run it, in a venv of its own:
 
     python -m venv /tmp/torchenv
-    /tmp/torchenv/bin/pip install ~/.cache/gguf-parity/wheels/llama_cpp_python-0.3.36-*.whl
+    /tmp/torchenv/bin/pip install ~/.cache/gguf-parity/wheels/llama_cpp_python-$(python tools/matrix_local.py pin)-*.whl
     /tmp/torchenv/bin/pip install -e ".[harness,reference,transformers,test]"
     /tmp/torchenv/bin/python -m pytest tests/chat/test_transformers_torch.py -p no:cacheprovider
 """

@@ -15,17 +15,17 @@ from harness.models.shipped import SHIPPED, short_name
 
 
 @pytest.mark.parametrize("member, dest", [
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-gpt-2.gguf",
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/models/ggml-vocab-gpt-2.gguf",
                  "models/ggml-vocab-gpt-2.gguf", id="gguf"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-gpt-2.gguf.inp",
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/models/ggml-vocab-gpt-2.gguf.inp",
                  "models/ggml-vocab-gpt-2.gguf.inp", id="inp"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/x.jinja",
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/models/templates/x.jinja",
                  "templates/x.jinja", id="template"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/README.md", None, id="readme"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-x.gguf.bak", None, id="other"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-vocab.cpp",
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/models/templates/README.md", None, id="readme"),
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/models/ggml-vocab-x.gguf.bak", None, id="other"),
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/src/llama-vocab.cpp",
                  "src/llama-vocab.cpp", id="tokenizer-source"),
-    pytest.param("llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-model.cpp", None, id="other-source"),
+    pytest.param("llama_cpp_python-X.Y.Z/vendor/llama.cpp/src/llama-model.cpp", None, id="other-source"),
 ])
 def test_fetch_keeps_only_vocabularies_and_templates(member, dest):
     assert fetch.wanted(member) == dest

@@ -103,7 +103,7 @@ def test_an_unknown_case_id_is_exit_2(tmp_path: Path):
 
 
 def test_fetch_with_a_bad_sdist_is_exit_2(tmp_path: Path):
-    sdist = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    sdist = tmp_path / "llama_cpp_python-X.Y.Z.tar.gz"
     sdist.write_bytes(b"not a tarball")
     done = harness("fetch", "--sdist", str(sdist), env={"GGUF_PARITY_CACHE": str(tmp_path / "cache")})
     assert_one_line_error(done, str(sdist), "not a readable")

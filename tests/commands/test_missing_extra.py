@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from harness import cli
+from tests.extras import extras as pyproject_extras
 
 ROOT = Path(__file__).resolve().parents[2]
 # distributions whose import name is not their name with "-" made "_"
@@ -82,7 +82,7 @@ def _parser_running(function):
 
 
 def test_every_optional_module_belongs_to_the_extra_named_for_it():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    extras = pyproject_extras()
 
     def modules_of(extra: str) -> set[str]:
         names = set()

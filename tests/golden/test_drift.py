@@ -16,6 +16,7 @@ import pytest
 from harness.cli import main
 from harness.golden import drift
 from harness.golden import files as goldens
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 
 FEW = [{"id": "hello", "text": "Hello world"}, {"id": "bad-utf8", "bytes": "ff41"}, {"id": "empty", "text": ""}]
 OLDER = {"ggml_commit": "abc1234", "ggml_version": "0.25.1", "llama_cpp_python": "0.3.30"}
@@ -44,7 +45,7 @@ def test_drift_json_names_both_builds_and_each_changed_case_with_its_pieces(requ
     data = json.loads((tmp_path / "report" / "drift.json").read_text())
     [item] = data["goldens"]
     live = item["live"]
-    assert item["recorded"] == OLDER and live["llama_cpp_python"] == "0.3.36" and live != OLDER
+    assert item["recorded"] == OLDER and live["llama_cpp_python"] == PIN and live != OLDER
     assert data["builds"] == {"recorded": [OLDER], "live": [live]}
     [case] = item["changed_cases"]
     assert (case["case_id"], case["text"], case["input_bytes"], case["cut"]) == ("few-hello", "Hello world", 11, False)
@@ -88,7 +89,7 @@ def test_changed_cases_are_described_up_to_a_bound_with_their_ids_windowed():
 
 def part(name: str, changed: list[dict], shard: dict | None = None) -> dict:
     item = drift.entry(name, cases=3, changes=[f"case {c['case_id']}: ids" for c in changed], recorded=OLDER,
-                       live={**OLDER, "llama_cpp_python": "0.3.36"}, changed_cases=changed)
+                       live={**OLDER, "llama_cpp_python": PIN}, changed_cases=changed)
     return drift.result("golden", [item], shard)
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from harness import cli
 from harness.models import convert, real_set
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.models.shipped import SetupError
 from harness.references import pre_check
 
@@ -129,7 +130,7 @@ def test_the_converters_refusal_is_a_result_printed_and_recorded(tmp_path, fake_
     record = json.loads((tmp_path / "unknown.convert.json").read_text())
     assert record["refusal"]["message"].startswith("BPE pre-tokenizer was not recognized")
     assert record["gguf"] is None and not out.exists()
-    assert record["converter"]["llama_cpp_python"] == "0.3.36"
+    assert record["converter"]["llama_cpp_python"] == PIN
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -218,11 +219,11 @@ def test_the_converter_sources_are_pinned_and_a_changed_file_is_refused(tmp_path
     # an sdist whose converter differs from the pinned one: extraction is refused, nothing marked complete
     import tarfile
 
-    sdist = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    sdist = tmp_path / "llama_cpp_python-X.Y.Z.tar.gz"
     script = tmp_path / "convert_hf_to_gguf.py"
     script.write_text("# not the pinned converter\n")
     with tarfile.open(sdist, "w:gz") as tar:
-        tar.add(script, arcname="llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py")
+        tar.add(script, arcname="llama_cpp_python-X.Y.Z/vendor/llama.cpp/convert_hf_to_gguf.py")
     monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
     with pytest.raises(SetupError, match=r"converter file\(s\) failed converter_sources\.sha256"):
         convert.ensure_sources(sdist=sdist, log=lambda s: None)

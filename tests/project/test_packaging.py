@@ -19,6 +19,7 @@ import pytest
 from harness.golden.files import load_golden
 from harness.golden.records import FLAGS
 from harness.inputs.corpus import case_input
+from tests.extras import extras
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = {"numpy", "regex"}
@@ -36,7 +37,7 @@ def _name(requirement: str) -> str:
 def test_pyproject_core_dependencies_are_numpy_and_regex():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert {_name(r) for r in project["dependencies"]} == CORE
-    harness = {_name(r) for r in project["optional-dependencies"]["harness"]}
+    harness = {_name(r) for r in extras()["harness"]}
     assert {"llama-cpp-python", "pandas", "jinja2", "hypothesis"} <= harness
 
 

@@ -35,6 +35,8 @@ def checkout(tmp_path):
     """A copy of quickstart.sh and pyproject.toml with a stand-in nox in .venv/quickstart; returns (folder, log)."""
     shutil.copy2(ROOT / "quickstart.sh", tmp_path / "quickstart.sh")
     shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(ROOT / "harness" / "data" / "extras", tmp_path / "harness" / "data" / "extras")
+    shutil.copy2(ROOT / "harness" / "data" / "pin.txt", tmp_path / "harness" / "data" / "pin.txt")
     nox = tmp_path / ".venv" / "quickstart" / "bin" / "nox"
     nox.parent.mkdir(parents=True)
     nox.write_text(FAKE_NOX)
@@ -74,6 +76,10 @@ def test_the_environment_is_set_up_once_and_again_when_the_project_changes(check
         fh.write("\n# a new requirement\n")
     assert quickstart(folder, log, "exec", "true").returncode == 0
     assert sessions(log) == ["--session env"] * 2
+    pin = folder / "harness" / "data" / "pin.txt"  # a bump: the pin and the extras are read from files
+    pin.write_text(pin.read_text().replace("llama-cpp-python==", "llama-cpp-python==9"))
+    assert quickstart(folder, log, "exec", "true").returncode == 0
+    assert sessions(log) == ["--session env"] * 3
 
 
 def test_shell_is_a_shell_in_the_environment(checkout):

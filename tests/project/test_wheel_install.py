@@ -26,9 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ("pyproject.toml", "README.md", "tokenizer", "harness")  # what `pip wheel .` reads
-LLAMA_CPP_PYTHON = "0.3.36"
+LLAMA_CPP_PYTHON = PIN
 WHEELS = Path(os.environ.get("GGUF_PARITY_WHEELS", Path.home() / ".cache" / "gguf-parity" / "wheels"))
 
 

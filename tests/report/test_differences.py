@@ -12,6 +12,7 @@ from harness.cli import main
 from harness.compare.diff import TokenTable
 from harness.compare.result import ModelResult
 from harness.compare.signature import sign
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import build, differences
 
 PIECES = [b"<s>", b"a", b"\t", b"\n", b"048", b"04", b"8", b"b"]
@@ -65,7 +66,7 @@ def test_ten_thousand_failing_cases_make_a_small_report_and_keep_every_finding(t
 
 def test_merge_reports_folds_cut_parts_by_signature(tmp_path, capsys):
     for name, model in (("a", "toy"), ("b", "toy2")):
-        build.write(build.build([result(model, 500)], meta={"command": "run", "llama_cpp_python": "0.3.36"}),
+        build.write(build.build([result(model, 500)], meta={"command": "run", "llama_cpp_python": PIN}),
                     tmp_path / name)
     status = main(["merge-reports", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")])
     merged = json.loads((tmp_path / "m" / "report.json").read_text())

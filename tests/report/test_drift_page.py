@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from harness.golden import drift
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import drift_page
 
 OLD = {"ggml_commit": "abc1234", "ggml_version": "0.25.1", "llama_cpp_python": "0.3.30"}
-NEW = {"ggml_commit": "0c1e570", "ggml_version": "0.25.3", "llama_cpp_python": "0.3.36"}
+NEW = {"ggml_commit": "0c1e570", "ggml_version": "0.25.3", "llama_cpp_python": PIN}
 
 
 def changed_case(i: int, text: str = "Hello world") -> dict:
@@ -33,7 +34,7 @@ def test_the_page_names_both_builds_and_shows_each_change_escaped():
     data = result(1, 1)
     data["goldens"][0]["changed_cases"][0]["text"] = "<script>alert(1)</script>\t"
     page = drift_page.render(data, drift.verdict_line(data))
-    assert "llama-cpp-python 0.3.30, ggml 0.25.1 (abc1234)" in page and "llama-cpp-python 0.3.36" in page
+    assert "llama-cpp-python 0.3.30, ggml 0.25.1 (abc1234)" in page and f"llama-cpp-python {PIN}" in page
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;⇥" in page
     assert page.count('<tr class="differs">') == 2 and "␣Hello" in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert "llama.cpp crash (abort 6)" in page and "behaviour changed in 1 of 1" in page

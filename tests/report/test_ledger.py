@@ -19,6 +19,7 @@ from harness.cli import build_parser, main
 from harness.compare.diff import TokenTable
 from harness.compare.result import ModelResult
 from harness.compare.signature import sign
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import build
 from harness.report import ledger as ledgers
 
@@ -44,7 +45,7 @@ def night(tmp_path: Path, name: str, models: dict[str, list[str]], *, unchecked:
     results = [result(m, bugs) for m, bugs in models.items()]
     results += [ModelResult(m, "bpe", cases=0) for m in unchecked]
     folder = tmp_path / "reports" / name
-    build.write(build.build(results, meta={"command": "run", "llama_cpp_python": "0.3.36"}), folder)
+    build.write(build.build(results, meta={"command": "run", "llama_cpp_python": PIN}), folder)
     return folder
 
 

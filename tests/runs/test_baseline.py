@@ -15,6 +15,7 @@ import pytest
 from harness.cli import main
 from harness.compare.result import ModelResult
 from harness.errors import EXIT_FOUND, EXIT_OK, SetupError
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import baseline as sorting
 from harness.report import build
 from harness.runs.baseline import Baseline
@@ -25,7 +26,7 @@ OTHER = ([1, 7], [1, 2, 7])  # a third bug: a tab where llama.cpp has none
 
 
 def write(tmp_path, name: str, results: list[ModelResult], **extra) -> dict:
-    report = build.build(results, meta={"command": "python -m harness run", "llama_cpp_python": "0.3.36"})
+    report = build.build(results, meta={"command": "python -m harness run", "llama_cpp_python": PIN})
     report.update(extra)
     build.write(report, tmp_path / name)
     return report
@@ -137,7 +138,7 @@ def test_diff_of_two_reports(tmp_path, capsys):
     base = Baseline.read(tmp_path / "a")
     base.carry("toy", [])
     after = only("toy", (3, OTHER, "ab"))
-    report = build.build([after], meta={"command": "python -m harness run", "llama_cpp_python": "0.3.36"})
+    report = build.build([after], meta={"command": "python -m harness run", "llama_cpp_python": PIN})
     sorting.attach(report, base.compare(report, [after]))
     build.write(report, tmp_path / "b")
     write(tmp_path, "c", [only("toy", (3, OTHER, "ab"))])  # the same run, without --baseline

@@ -25,6 +25,7 @@ import pytest
 
 from harness.cli import main
 from harness.compare.result import ModelResult
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import build, reference_summary
 from harness.subjects import capabilities as caps
 
@@ -100,7 +101,7 @@ def messages_part(**shard: Any) -> dict:
 
 
 def report_part(model: str = "llama-spm", command: str = RUN, **meta: Any) -> dict:
-    report = build.build([model_result(model)], meta={"command": command, "llama_cpp_python": "0.3.36", **meta},
+    report = build.build([model_result(model)], meta={"command": command, "llama_cpp_python": PIN, **meta},
                          known_crashes={})
     report["messages"] = messages_part()
     return report
@@ -377,7 +378,7 @@ def test_parts_of_different_llama_cpp_builds_are_refused(tmp_path, capsys):
     a = write(tmp_path / "a", "report.json", report_part())
     b = write(tmp_path / "b", "report.json", report_part("gpt-2", llama_cpp_python="0.3.20"))
     code, err = merge(capsys, a, b, out=tmp_path / "m")
-    assert code == 2 and "0.3.20" in err and "0.3.36" in err, err
+    assert code == 2 and "0.3.20" in err and PIN in err, err
 
 
 def test_shards_of_one_model_still_merge_and_a_second_run_beside_them_does_not(tmp_path, capsys):

@@ -10,6 +10,7 @@ import subprocess
 import time
 
 from harness.cli import main
+from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.report import build
 from harness.runs import meta as meta_module
 from harness.runs.meta import Meta, project_state
@@ -54,7 +55,7 @@ def test_a_build_probe_that_fails_is_said_not_hidden(monkeypatch):
 
 def test_merge_reports_records_its_own_meta(tmp_path, capsys):
     for name, model in (("a", "toy"), ("b", "toy2")):
-        build.write(build.build([result(model, 2)], meta={"command": "run", "llama_cpp_python": "0.3.36"}),
+        build.write(build.build([result(model, 2)], meta={"command": "run", "llama_cpp_python": PIN}),
                     tmp_path / name)
     main(["merge-reports", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")])
     meta = json.loads((tmp_path / "m" / "report.json").read_text())["meta"]
