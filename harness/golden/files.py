@@ -35,13 +35,14 @@ import os
 from functools import cache
 from pathlib import Path
 
+from ..environment import project_root
 from ..files import input_limits
 from ..files.atomic import write_bytes_atomic
 
 SCHEMA = "gguf-parity/golden"
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "golden.schema.json"
-GOLDEN_DIR = Path(__file__).resolve().parents[2] / "golden"
+GOLDEN_DIR = project_root() / "golden"  # the checkout's; for an installed copy, the current directory's
 
 # JSON leaves these unescaped, but they break lines in editors and in str.splitlines().
 _LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -7,8 +7,9 @@ folder outside the checkout run `python -m harness fetch`, `python -m harness ru
 and `pytest --parity-model llama-spm`, each to a verdict (exit 0). Before, `run` exited 2 with
 `no such corpus file: .../site-packages/corpora/edge.jsonl` and pytest 4 with the same: the corpora
 and the known-crashes list were not package data. On the way it checks what a first-time user meets
-first: the wheel without `[harness]` names the extra to install (exit 2, not a traceback), and the
-chat helper built for the same llama.cpp build is found from the new venv, not compiled again.
+first: the wheel without `[harness]` names the extra to install (exit 2, not a traceback); `record`'s
+default folder is the user's `golden/`, not one inside site-packages; and the chat helper built for the
+same llama.cpp build is found from the new venv, not compiled again.
 
 About a minute and a half on 2 idle cores (pip's install of the dependencies from its cache, the run,
 the pytest run); the nox session `tests` builds the cached wheel, fetches the vocabularies and builds
@@ -110,6 +111,8 @@ def check_the_user_commands(python: str, venv: Path, user: Path, env: dict[str, 
                   cwd=user, env=env)
     assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
     assert " passed" in tested.stdout and (user / "parity-report" / "report.json").is_file()
+    golden = step([python, "-c", "from harness.golden.files import GOLDEN_DIR; print(GOLDEN_DIR)"], cwd=user, env=env)
+    assert golden.stdout.strip() == str(user / "golden"), golden.stdout + golden.stderr  # not into site-packages
     from harness.chat import helper_build
     if helper_build.helper_path().is_file():  # built for this llama.cpp build: the new venv finds it, compiles nothing
         found = step([python, "-c", "from harness.chat import helper_build as h; print(h.helper_path())"],
