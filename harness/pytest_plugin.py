@@ -95,6 +95,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity-seed", type=int, default=None, metavar="S", help="make the fuzzing reproducible")
     group.addoption("--parity-known-crashes", default=None, metavar="FILE|none",
                     help="known llama.cpp crashes, reported as xfail (default: the project's list)")
+    group.addoption("--parity-expected-differences", default=None, metavar="FILE",
+                    help="the engine's known differences (TOML or JSON, as `run --expected-differences`): their "
+                         "cases xfail, an entry that no longer shows is reported fixed")
     group.addoption("--parity-report", type=Path, default=Path("parity-report"), metavar="DIR",
                     help="where report.json, report.html and the reproduce commands' cases go "
                          "(default parity-report)")
@@ -164,7 +167,9 @@ class ParityRun:
             chose = {item: plan.selected is None or item in plan.selected for item in ("<fuzz>", "<long>", "<calls>")}
             config = replace(self.config, fuzz=self.config.fuzz if chose["<fuzz>"] else 0,
                              long_docs=self.config.long_docs if chose["<long>"] else 0,
-                             calls=self.config.calls if chose["<calls>"] else 0)
+                             calls=self.config.calls if chose["<calls>"] else 0,
+                             # a part of the cases (-k, --lf): an expected difference not seen is not "fixed"
+                             case_ids=tuple(str(c["id"]) for c in chosen) if len(chosen) < len(plan.cases) else ())
             self.results[plan.name] = check_model(plan.model, config, self.factory, cases=chosen)
         except SetupError as exc:
             self.errors[plan.name] = f"cannot check {plan.arg}: {exc}"
@@ -175,7 +180,8 @@ RUN_OPTIONS = {"--model": "--parity-model", "--corpus": "--parity-corpus", "--en
                "--engine": "--parity-engine", "--engine-timeout": "--parity-engine-timeout", "--seed": "--parity-seed",
                "--long-docs": "--parity-long-docs", "--calls": "--parity-calls", "--fuzz": "--parity-fuzz",
                "--known-crashes": "--parity-known-crashes", "--no-default-corpora": "--parity-no-default-corpora",
-               "--allow-flakes": "--parity-allow-flakes", "--report": "--parity-report"}
+               "--allow-flakes": "--parity-allow-flakes", "--report": "--parity-report",
+               "--expected-differences": "--parity-expected-differences"}
 
 
 def _run_argv(options: Any, report_dir: Path) -> list[str]:
@@ -191,7 +197,8 @@ def _run_argv(options: Any, report_dir: Path) -> list[str]:
     if engine and engine != "ours":
         pairs.append(("--engine", engine))
     optional = {"--engine-timeout": options.parity_engine_timeout, "--seed": options.parity_seed,
-                "--calls": options.parity_calls, "--known-crashes": options.parity_known_crashes or None}
+                "--calls": options.parity_calls, "--known-crashes": options.parity_known_crashes or None,
+                "--expected-differences": options.parity_expected_differences}
     pairs += [(name, str(value)) for name, value in optional.items() if value is not None]
     # --long-docs: opt-in here, a suite picks the cases its engine meets
     pairs += [("--long-docs", str(options.parity_long_docs or 0)), ("--fuzz", str(options.parity_fuzz)),
@@ -453,15 +460,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN_KEY, None)
     if run is None or not run.results:
         return
+    from .compare import expected
     from .report import build as reporting
     meta = {"command": "pytest (gguf-parity plugin)", "engine": run.config.engine or "tokenizer:Tokenizer.from_gguf",
             "engine_args": dict(run.config.engine_args), "fuzz": run.config.fuzz, "seed": run.config.seed,
             "known_crashes": run.config.known_crashes.source, "allow_flakes": run.config.allow_flakes,
+            **({"expected_differences": run.config.expected.describe()} if run.config.expected else {}),
             **({"golden": str(run.golden_dir)} if run.golden_dir else {}), **reporting.versions()}
     report = reporting.build(run.results.values(), meta=meta, known_crashes=run.known)
     run.config.report_dir.mkdir(parents=True, exist_ok=True)
     _, html = reporting.write(report, run.config.report_dir)
-    run.summary = f"gguf-parity: {reporting.one_line(report)}\ngguf-parity report: {html}"
+    listed = expected.terminal_lines(report)  # --parity-expected-differences: the entries that no longer show
+    run.summary = "\n".join([f"gguf-parity: {reporting.one_line(report)}", *listed, f"gguf-parity report: {html}"])
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

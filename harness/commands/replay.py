@@ -9,6 +9,12 @@ Writes report.json and report.html to --report DIR.
 
 With --reference SPEC the original tokenizer is a third side, exactly as for
 `run --reference` (docs/references.md): the same summary.reference and cards.
+
+As pytest has them (docs/run-options.md): -k EXPRESSION on case ids, --lf / --ff from the
+--report folder's last report, -x / --maxfail N (what a stop leaves is reported not checked,
+never passing). --expected-differences FILE lists the engine's known differences: a finding
+it names is known, not failing (exit 0 when nothing else is found), and an entry that no
+longer shows is reported fixed.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from ..oracle import known_crashes
 from ..runs import shard as sharding
 from ..runs.config import replay_config
 from ..subjects.peers import build_meta
-from . import baseline_options, engine_options, reference_options
+from . import baseline_options, engine_options, reference_options, selection_options
 
 # What `compare` means by the codes of the README's table (harness.cli.exit_help prints them under it).
 EXIT_STATUS = {
@@ -52,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="goldens of files llama.cpp refused: the engine refusing too is agreement")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     sharding.add_option(parser)
+    selection_options.add_arguments(parser)  # -k --lf --ff -x --maxfail --expected-differences
     baseline_options.add_arguments(parser)  # --baseline REPORT (re-checked when a golden holds its case)
 
 
@@ -71,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
             **({"shard": part.meta()} if part else {}),
-            **build_meta(config.engine)}  # a peer's own build (node-llama-cpp's llama.cpp)
-    return run_and_report(lambda results: compare(golden_dir, config, results, sharded), config, meta)
+            **build_meta(config.engine),  # a peer's own build (node-llama-cpp's llama.cpp)
+            **selection_options.meta(config)}
+    work = selection_options.recorded(lambda results: compare(golden_dir, config, results, sharded), config, meta)
+    return run_and_report(work, config, meta)

@@ -5,9 +5,14 @@ tokenizer:Tokenizer.from_gguf) and by llama.cpp (crash-isolated worker
 processes), the vocabularies are compared, then every corpus case under the
 four add_special x parse_special flags with detokenizations, then N fuzzed
 inputs per model (Hypothesis; the first failure is shrunk to a minimal input
-and saved to harness/data/corpora/found/<model>.jsonl for later runs).
+and saved to <report>/found/<model>.jsonl for later runs with that report).
 
 With --reference SPEC the original tokenizer is a third side (docs/references.md).
+As pytest has them (docs/run-options.md): -k EXPRESSION on case ids, --lf / --ff from the
+--report folder's last report, -x / --maxfail N (what a stop leaves is reported not checked,
+never passing). --expected-differences FILE lists the engine's known differences: a finding
+it names is known, not failing (exit 0 when nothing else is found), and an entry that no
+longer shows is reported fixed. A reproduce line writes its own <report>/reproduce/<case>.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from ..runs import shard as sharding
 from ..runs.config import PROFILE_ENV, RunConfig, live_config
 from ..subjects.peers import build_meta
 from ..subjects.spec import is_ours
-from . import baseline_options, engine_options, reference_options
+from . import baseline_options, engine_options, reference_options, selection_options
 
 # What `run` means by the codes of the README's table (harness.cli.exit_help prints them under it).
 EXIT_STATUS = {
@@ -65,8 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where report.json and report.html go (default reports/run)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
     parser.add_argument("--found-dir", type=Path, default=None, metavar="DIR",
-                        help="where fuzz failures are saved (default harness/data/corpora/found for our engine, "
-                             "<report>/found for any other)")
+                        help="where fuzz failures are saved (default <report>/found, read again by later runs "
+                             "with that report; harness/data/corpora/found adds them to the committed finds, "
+                             "which runs of our engine read)")
     parser.add_argument("--messages", action=argparse.BooleanOptionalAction, default=None,
                         help="also check the models' chat templates against llama.cpp's chat.cpp "
                              "(default: on when the chat helper is built; --messages builds it)")
@@ -76,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "'refused as expected' (not 'not checked', exit 2), one either side loads is a finding")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     sharding.add_option(parser)
+    selection_options.add_arguments(parser)  # -k --lf --ff -x --maxfail --expected-differences
     baseline_options.add_arguments(parser)  # --baseline REPORT
 
 
@@ -97,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
             **({"shard": sharded[0].meta()} if sharded else {}),
-            **build_meta(config.engine)}  # a peer's own build (node-llama-cpp's llama.cpp)
-    return run_and_report(lambda results: run_models(config, results, sharded), config, meta,
-                          messages=_messages(args, config, sharded))
+            **build_meta(config.engine),  # a peer's own build (node-llama-cpp's llama.cpp)
+            **selection_options.meta(config)}
+    work = selection_options.recorded(lambda results: run_models(config, results, sharded), config, meta)
+    return run_and_report(work, config, meta, messages=_messages(args, config, sharded))
 
 
 def _messages(args: argparse.Namespace, config: RunConfig, sharded):

@@ -9,7 +9,8 @@ plain data (outcome, message, warnings), so this module needs no pytest:
     pass     the case agrees (with `warnings` when a harness fault was absorbed); the `<fuzz>`
              item's `message` says how many inputs ran
     fail     a finding; `message` is the per-token diff in text, with the reproduce line
-    xfail    only a known llama.cpp crash (`harness.oracle.known_crashes`): its id and description
+    xfail    only a known llama.cpp crash (`harness.oracle.known_crashes`): its id and description; or
+             only known differences of the engine (`--parity-expected-differences`, `harness.compare.expected`)
     skip     not checked: the capability is not offered, or the case not applicable to the engine
     flake    an engine flake (`harness.subjects.client`): fails unless flakes are allowed
 """
@@ -48,6 +49,10 @@ def case_verdict(result: ModelResult, case_id: str, *, known: dict | None = None
     if case_id in result.known_crash_ids:
         entries = [e for e in result.known_oracle_crashes if e.get("case_id") == case_id]
         return Verdict("xfail", _joined(_known_text(e, known or {}) for e in entries), faults)
+    if case_id in result.known_difference_ids:  # --expected-differences (harness.compare.expected)
+        named = dict.fromkeys(f"known difference {e.get('expected_difference')!r}: {e.get('signature_title') or ''}"
+                              for e in result.known_differences if e.get("case_id") == case_id)
+        return Verdict("xfail", _joined(named), faults)
     if case_id in result.not_applicable:
         return Verdict("skip", f"not applicable: the engine does not offer bytes_input, and case {case_id!r} "
                                "is not valid UTF-8")

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 # reference_findings: `run --reference` (harness.runs.third_side): conversion, engine vs original, reference errors
 FINDINGS = ("mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches", "reference_findings")
-LISTS = (*FINDINGS, "known_oracle_crashes")
+# known_differences: findings an `--expected-differences` entry names (harness.compare.expected): listed, not failing
+LISTS = (*FINDINGS, "known_oracle_crashes", "known_differences")
 # Worker deaths a fresh worker did not repeat (harness.oracle.workers): listed and counted, never
 # a llama.cpp crash; the case's answer came from the fresh worker, so the verdict stands.
 # Engine flakes: the engine under test's child failed once, a fresh child answered
@@ -47,6 +48,9 @@ class ModelResult:
     # case id -> the whole input of a generated failing case (a fuzz input, a long window), whose findings may
     # show a window of it: the cases file beside the report is written from it (never into report.json)
     inputs: dict[str, dict] = field(default_factory=dict)
+    known_differences: list[dict] = field(default_factory=list)  # findings `--expected-differences` names
+    known_difference_ids: set[str] = field(default_factory=set)  # cases with only such findings
+    expected: dict[str, dict] = field(default_factory=dict)  # entry -> its status here (harness.compare.expected)
 
     def add(self, kind: str, entry: dict) -> None:
         """Record an entry of `kind` (one of LISTS); a case with any finding counts as failing.
@@ -74,6 +78,9 @@ class ModelResult:
                 "not_applicable": len(self.not_applicable - self.failing), "capabilities": self.capabilities,
                 **({"source": self.source} if self.source else {}),
                 "reference_findings": len(self.reference_findings),
+                "known_differences": len(self.known_differences),
+                "known_difference_cases": len(self.known_difference_ids - self.failing),
+                **({"expected_differences": self.expected} if self.expected else {}),
                 **({"reference": self.reference} if self.reference else {}),
                 **({"fuzz": self.fuzz} if self.fuzz else {})}
 

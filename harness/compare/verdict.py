@@ -97,6 +97,8 @@ def word(report: dict[str, Any]) -> str:
         base = "NOT CHECKED"
     elif failing_flakes(report):
         base = "engine flakes (no difference, but the engine's process failed where a fresh one answered)"
+    elif report.get("summary", {}).get("known_differences"):  # --expected-differences (harness.compare.expected)
+        base = "no new differences (only known ones, listed as expected)"
     else:  # "all match" only when every capability was checked (harness.subjects.capabilities)
         base = clean_verdict(report.get("summary", {}).get("capabilities"))
     stop = report.get("meta", {}).get("interrupted")
@@ -112,6 +114,33 @@ def unchecked_line(report: dict[str, Any], limit: int = 3) -> str:
     more = f" and {len(missing) - limit} more" if len(missing) > limit else ""
     return f"not checked: {len(missing)} of {len(report['summary']['per_model'])} model(s): " \
            + "; ".join(shown) + more
+
+
+def selection_line(report: dict[str, Any]) -> str:
+    """The verdict's words for a run of chosen cases (`-k`, `--lf`, `--maxfail`: `harness.runs.selection`), ""
+    without: what was chosen, what was left out, and what a stop left unchecked (never counted as passing)."""
+    chosen = report.get("meta", {}).get("selection")
+    if not isinstance(chosen, dict):
+        return ""
+    words = []
+    if chosen.get("keyword"):
+        words.append(f"-k {chosen['keyword']!r}")
+    last = chosen.get("last_failed")
+    if last:
+        words.append("--lf: " + (f"the {last['cases']} case(s) that failed in the last run"
+                                 if isinstance(last, dict) else str(last)))
+    if chosen.get("left_out"):
+        words.append(f"{len(chosen['left_out'])} model(s) left out")
+    stopped = chosen.get("stopped")
+    if isinstance(stopped, dict):
+        cases = sum(stopped.get("cases_not_checked", {}).values())
+        parts = [f"{cases} case(s) not checked" if cases else "",
+                 f"{len(stopped['models_not_started'])} model(s) not started" if stopped.get("models_not_started")
+                 else "", f"the later phases of {len(stopped['phases_not_run'])} model(s) not run"
+                 if stopped.get("phases_not_run") else ""]
+        words.append(f"stopped after {stopped.get('failing_cases')} failing case(s) (--maxfail "
+                     f"{stopped.get('maxfail')}): " + ", ".join(p for p in parts if p))
+    return f"; selected: {'; '.join(words)}" if words else ""
 
 
 def exit_status(report: dict[str, Any]) -> int:

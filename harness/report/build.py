@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..compare import expected
 from ..compare import verdict as verdicts
 from ..compare.result import FINDINGS, LISTS, SIDE_LISTS, ModelResult
 from ..files import jsonl
@@ -57,7 +58,7 @@ from .templating import environment
 REPORT_VERSION = 1
 COUNTS = ("cases", "failing_cases", "mismatches", "oracle_crashes", "engine_errors", "vocab_mismatches",
           "known_oracle_crashes", "known_crash_cases", "harness_faults", "not_applicable", "engine_flakes",
-          "reference_findings")
+          "reference_findings", "known_differences", "known_difference_cases")
 
 
 def build(results: Iterable[ModelResult], *, meta: dict, known_crashes: dict | None = None) -> dict:
@@ -80,6 +81,9 @@ def with_differences(report: dict, records: list[dict]) -> dict:
     counted = differences.per_model(records)
     for model, counts in report["summary"]["per_model"].items():
         counts["differences"] = counted.get(model, 0)
+    block = expected.report_block(report)  # --expected-differences: each entry known, fixed or not checked
+    if block is not None:
+        report["expected_differences"] = block
     return report
 
 
@@ -120,7 +124,8 @@ def _with_rate(counts: dict) -> dict:
     `pass_rate` = passed / cases (kept as it was for report.json readers; the page shows
     agreed / checked, which is 100% whenever the verdict is "all match")."""
     cases = counts.get("cases", 0)
-    checked = max(cases - counts.get("known_crash_cases", 0) - counts.get("not_applicable", 0), 0)
+    checked = max(cases - counts.get("known_crash_cases", 0) - counts.get("not_applicable", 0)
+                  - counts.get("known_difference_cases", 0), 0)  # --expected-differences: set aside, never passed
     passed = max(checked - counts.get("failing_cases", 0), 0)
     counts["checked"] = checked
     counts["passed"] = passed
@@ -149,13 +154,15 @@ def one_line(report: dict) -> str:
             f"{s['mismatches']} mismatches, {s['engine_errors']} engine errors, "
             f"{crashes}, {s['vocab_mismatches']} vocab mismatches{flakes}{faults}"
             + (f"; {caps.figures(s['capabilities'])}" if s.get("capabilities") else "")
-            + _messages_figures(report.get("messages")) + fuzz_summary.line(s) + reference_summary.line(s))
+            + _messages_figures(report.get("messages")) + fuzz_summary.line(s) + reference_summary.line(s)
+            + expected.line(report) + verdicts.selection_line(report))
 
 
 def _set_aside(s: dict) -> str:
     """" (265 checked; set aside: 1 known-crash case)" when some cases were not compared, else ""."""
     parts = [f"{n} {what} case{'' if n == 1 else 's'}" for n, what in
-             ((s.get("known_crash_cases", 0), "known-crash"), (s.get("not_applicable", 0), "not-applicable")) if n]
+             ((s.get("known_crash_cases", 0), "known-crash"), (s.get("not_applicable", 0), "not-applicable"),
+              (s.get("known_difference_cases", 0), "known-difference")) if n]
     return f" ({s.get('checked', 0)} checked; set aside: {', '.join(parts)})" if parts else ""
 
 

@@ -25,7 +25,7 @@ from ..compare.signature import entry_signature
 LIST_CAP = 40          # entries per model and finding list in report.json (all in findings/<model>.jsonl)
 DIFFERENCES_CAP = 50   # difference records per model in report.json (the rest counted)
 CASE_IDS = 20          # case ids listed per difference
-CAPPED = ("mismatches", "engine_errors", "vocab_mismatches", "reference_findings")
+CAPPED = ("mismatches", "engine_errors", "vocab_mismatches", "reference_findings", "known_differences")
 KINDS = {"bytes": "different bytes", "split": "split differently", "edges": "BOS/EOS/SEP placement",
          "id": "same piece, another id", "length": "tokens missing at the end", "field": "vocabulary field"}
 _EMPTY = TokenTable()

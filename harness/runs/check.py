@@ -27,12 +27,16 @@ from ..compare.verdict import finish
 from ..golden import digest
 from ..models.model import Model
 from ..subjects import capabilities as capmod
+from . import selection
 from .config import RunConfig
 from .outcomes import save_failing
 from .progress import Progress
 
 if TYPE_CHECKING:
+    from .selection import Tally
     from .third_side import ReferenceSide
+
+CHUNK = 64  # cases judged at a time under --maxfail (without it, all at once)
 
 # One case's expected answer: (llama.cpp's record, None), or (None, the crash it met).
 Answer = tuple[dict | None, dict | None]
@@ -72,13 +76,30 @@ def subject(*, model: Model, engine, vocab: dict, pieces: list[bytes] | None,
 
 
 def judge_cases(subject: Subject, cases: Sequence[dict], expected: Expected, result: ModelResult,
-                bar: Progress, reference: ReferenceSide | None = None) -> None:
+                bar: Progress, reference: ReferenceSide | None = None, tally: Tally | None = None) -> None:
     """Every case judged: the expected side asked first, then the engine batched, then each case in order.
 
     With a `reference` (the original tokenizer, `run` / `compare --reference`), it is asked too,
     each case is judged three ways, and the original decodes llama.cpp's ids beside llama.cpp's
-    detokenize (`harness.runs.third_side`).
+    detokenize (`harness.runs.third_side`). With `--maxfail` (`tally.limit`) the cases go in chunks
+    of `CHUNK`, and the first chunk after which the run's failing cases reach the limit is the last.
     """
+    limited = tally is not None and tally.limit is not None
+    step = CHUNK if limited else max(len(cases), 1)
+    for start in range(0, len(cases), step):
+        _judge_chunk(subject, cases[start:start + step], expected, result, bar, reference)
+        if tally is not None and limited:
+            tally.count(result.model, tally.failing_now(result))
+            if tally.reached and start + step < len(cases):
+                left = [str(c["id"]) for c in cases[start + step:]]
+                tally.left[result.model] = left
+                result.notes.append(f"stopped after {sum(tally.failing.values())} failing case(s) (--maxfail "
+                                    f"{tally.limit}): {len(left)} of {len(cases)} cases not checked")
+                return
+
+
+def _judge_chunk(subject: Subject, cases: Sequence[dict], expected: Expected, result: ModelResult,
+                 bar: Progress, reference: ReferenceSide | None) -> None:
     answers = expected.ask(cases)
     asked = [case for case in cases if expected.engine_needed(case)]
     got_of = dict(zip((c["id"] for c in asked), subject.engine.evaluate_many(asked), strict=True))
@@ -120,7 +141,34 @@ def engine_unloaded(result: ModelResult, cases: Sequence[dict]) -> ModelResult:
 
 
 def conclude(result: ModelResult, cases: list[dict], config: RunConfig) -> ModelResult:
-    """The failing cases saved for their reproduce commands; not checked when nothing was compared."""
+    """The known differences sorted out (`settle`), the failing cases saved for their reproduce commands;
+    not checked when nothing was compared."""
+    settle(result, cases, config)
     save_failing(result, cases, config)
     finish(result)
     return result
+
+
+def settle(result: ModelResult, cases: Sequence[dict], config: RunConfig) -> None:
+    """The findings `--expected-differences` names moved aside (`harness.compare.expected`), each entry's status
+    given; then the model's failing cases counted for `--maxfail`."""
+    tally = config.tally
+    if config.expected is not None:
+        left = set(tally.left.get(result.model, ())) if tally is not None else set()
+        judged = {str(c["id"]) for c in cases} - left | set(result.inputs)
+        cut = bool(left or (tally is not None and result.model in tally.phases))
+        config.expected.sort_out(result, judged=judged,
+                                 whole=not (cut or config.shard or selection.narrowed(config)))
+    if tally is not None:
+        tally.count(result.model, len(result.failing))
+
+
+def stopped(config: RunConfig, result: ModelResult, phases: list[str]) -> bool:
+    """True when `--maxfail` was reached: the model's later `phases` are then not run (noted, and in the tally)."""
+    tally = config.tally
+    if tally is None or not tally.reached:
+        return False
+    if phases:
+        tally.phases[result.model] = phases
+        result.notes.append(f"stopped (--maxfail {tally.limit}): {', '.join(phases)} not run")
+    return True

@@ -25,6 +25,10 @@ from ..subjects.spec import DEFAULT_ENGINE, is_ours, parse_engine_args
 from . import shard as sharding
 from .shard import Shard
 
+if TYPE_CHECKING:  # loaded when the options are read (`selection_fields`), so that --help stays light
+    from ..compare.expected import ExpectedDifferences
+    from .selection import LastRun, Tally
+
 if TYPE_CHECKING:
     from .baseline import Baseline
 
@@ -51,7 +55,8 @@ class RunConfig:
     jobs: int = 1
     timeout: float = 60.0
     memory_limit: int | None = None  # bytes per llama.cpp worker; None: harness.environment.default_memory()
-    found_dir: Path | None = FOUND_DIR
+    found_dir: Path | None = None  # where fuzz finds are written (`live_config`: <report>/found or --found-dir)
+    found_corpora: tuple[Path, ...] = ()  # folders of earlier finds read with the default corpora
     hypothesis_db: Path | None = None  # None: the project's (harness.inputs.fuzz.database_dir)
     quiet: bool = False
     known_crashes: KnownCrashes = NONE
@@ -64,6 +69,12 @@ class RunConfig:
     calls: int = 0  # --calls: tokenize calls of one engine object in a row (harness.runs.calls); `run`: 12,000
     # --baseline REPORT: an earlier run whose differences are carried in and compared (harness.runs.baseline)
     baseline: Baseline | None = field(default=None, compare=False)
+    # Selection and stopping, as pytest has them (harness.runs.selection), and an engine's known differences
+    keyword: str | None = None  # -k EXPRESSION on case ids (and model names)
+    last_failed: LastRun | None = field(default=None, compare=False)  # --lf/--ff: the --report folder's last failures
+    failed_first: bool = False  # --ff: those first, then the rest (else --lf: only those)
+    tally: Tally | None = field(default=None, compare=False)  # what the selection left out; -x/--maxfail N
+    expected: ExpectedDifferences | None = field(default=None, compare=False)  # --expected-differences FILE
 
 
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
@@ -101,8 +112,8 @@ LONG_DEFAULTS = {"default": (1, 132_000, 12_000), "nightly": (2, 1_100_000, 40_0
 def long_fields(args: argparse.Namespace) -> dict:
     """RunConfig fields for --long-docs, --long-bytes and --calls (`SetupError` on a bad one)."""
     docs, size, calls = LONG_DEFAULTS["nightly" if os.environ.get(PROFILE_ENV) == "nightly" else "default"]
-    if getattr(args, "case", None):  # a reproduce command (--case ID) checks its cases, not new documents
-        docs, calls = 0, 0
+    if getattr(args, "case", None) or getattr(args, "keyword", None) or getattr(args, "last_failed", False):
+        docs, calls = 0, 0  # a reproduce command (--case ID), -k or --lf checks its cases, not new documents
     given = {"long_docs": getattr(args, "long_docs", None), "long_bytes": getattr(args, "long_bytes", None),
              "calls": getattr(args, "calls", None)}
     for key, value in given.items():
@@ -122,7 +133,7 @@ def live_config(args: argparse.Namespace) -> RunConfig:
         seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
         memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
         expect_refusal=args.expect_refusal, shard=sharding.from_text(args.shard),
-        **engine_fields(args), **kwargs,
+        **engine_fields(args), **kwargs, **selection_fields(args),
     )
 
 
@@ -130,7 +141,27 @@ def replay_config(args: argparse.Namespace) -> RunConfig:
     """`compare`'s config from its parsed arguments."""
     return RunConfig(models=selected_models(args, required=False), report_dir=args.report.absolute(), quiet=args.quiet,
                      known_crashes=known_crashes.from_args(args), expect_refusal=args.expect_refusal,
-                     shard=sharding.from_text(args.shard), **engine_fields(args), **reference_fields(args))
+                     shard=sharding.from_text(args.shard), **engine_fields(args), **reference_fields(args),
+                     **selection_fields(args))
+
+
+def selection_fields(args: argparse.Namespace) -> dict:
+    """RunConfig fields for -k, --lf, --ff, -x/--maxfail and --expected-differences (`SetupError` on a bad one,
+    before any work): the -k expression parsed, the last report and the expected-differences file read."""
+    from ..compare import expected
+    from . import selection
+    fields: dict = {}
+    if getattr(args, "keyword", None):
+        selection.keyword_matcher(args.keyword)  # a bad expression: exit 2 now, not at the first model
+        fields["keyword"] = args.keyword
+    last = None
+    if getattr(args, "last_failed", False) or getattr(args, "failed_first", False):
+        fields["last_failed"] = last = selection.read_last_run(args.report.absolute())
+        fields["failed_first"] = not getattr(args, "last_failed", False)  # --lf with --ff: only the failures
+    if getattr(args, "expected_differences", None) is not None:
+        fields["expected"] = expected.load(args.expected_differences)
+    fields["tally"] = selection.tally_from(args, last, fields.get("expected"))
+    return fields
 
 
 def engine_fields(args: argparse.Namespace) -> dict:
@@ -146,16 +177,18 @@ def engine_fields(args: argparse.Namespace) -> dict:
 
 
 def found_fields(args: argparse.Namespace) -> dict:
-    """Where fuzz finds and the Hypothesis example database go (RunConfig fields).
+    """Where fuzz finds go, which earlier finds are read, and the Hypothesis example database (RunConfig fields).
 
-    Our own engine keeps the package's harness/data/corpora/found/ and .hypothesis/ (later
-    runs replay them); anyone else's finds, and any run with `--reference`, are theirs: `<report>/found/` unless
-    `--found-dir`, with the example database in `.hypothesis/` inside it
+    A run's finds are written under its report folder, `<report>/found/` (or `--found-dir DIR`: to add them
+    to the package's committed corpus, give `--found-dir harness/data/corpora/found`), never into the
+    checkout unasked; later runs with the same report folder read them back. Our own engine also reads the
+    committed finds (`FOUND_DIR`) and keeps the project's .hypothesis/; anyone else's run, and any run with
+    `--reference`, has its example database in `.hypothesis/` inside the finds' folder
     (`$GGUF_PARITY_HYPOTHESIS_DB` still wins).
     """
-    if is_ours(args.engine) and not getattr(args, "reference", None):  # a reference's finds are the user's too
-        return {"found_dir": args.found_dir.absolute() if args.found_dir else FOUND_DIR}
     found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
+    if is_ours(args.engine) and not getattr(args, "reference", None):  # a reference's finds are the user's too
+        return {"found_dir": found, "found_corpora": (FOUND_DIR,)}
     from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
 
     return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..compare import verdict
+from ..compare import expected, verdict
 from ..compare.result import ModelResult
 from ..errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, SetupError
 from ..report import baseline, differences
@@ -73,7 +73,7 @@ def run_and_report(work: Callable[[list[ModelResult]], object], config: RunConfi
             raise SetupError(f"cannot write the report in {folder.path}: {exc.strerror or exc} "
                              "(the previous report, if any, is left as it was)") from None
     print(reporting.one_line(report))
-    for line in differences.terminal_lines(report):
+    for line in differences.terminal_lines(report) + expected.terminal_lines(report):  # + fixed known differences
         print(line)
     for line in baseline.lines(report["baseline"]) if config.baseline is not None else ():
         print(line)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -44,7 +44,7 @@ from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
 from ..report import fuzz_summary
 from ..subjects import capabilities as capmod
 from ..subjects.spec import describe
-from . import calls, check, documents
+from . import calls, check, documents, selection
 from .config import RunConfig
 from .engine import load_engine
 from .outcomes import (
@@ -63,7 +63,8 @@ from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials
 
 
 def gather_cases(model: Model, config: RunConfig) -> list[dict]:
-    """Default corpora, --corpus files and this model's found corpus, ids made unique."""
+    """Default corpora, --corpus files and this model's earlier finds, ids made unique; then the run's
+    selection (`--case`, `--lf`, `-k`, `--ff`: `harness.runs.selection.choose`), which may leave none."""
     name = model.name
     cases: list[dict] = []
     try:
@@ -71,27 +72,24 @@ def gather_cases(model: Model, config: RunConfig) -> list[dict]:
             cases += default_corpora(model) + boundary_cases(config, model)
         for corpus in config.corpora:
             cases += _tagged(load_corpus(corpus), corpus)
-        found = config.found_dir / f"{name}.jsonl" if config.found_dir else None
-        if config.default_corpora and found and found.is_file():
-            cases += _tagged(load_corpus(found), found)
+        for folder in _found_folders(config) if config.default_corpora else ():
+            found = folder / f"{name}.jsonl"
+            if found.is_file():
+                cases += _tagged(load_corpus(found), found)
     except CorpusError as exc:
         raise SetupError(str(exc)) from None
     cases = _unique(cases)
-    if config.case_ids:
-        cases = _only(cases, config.case_ids, name)
+    if not cases and not config.fuzz and not config.case_ids:
+        raise SetupError(f"{name}: no cases to check (the corpora are empty and --fuzz is 0)")
+    cases = selection.choose(cases, name, config)
     if config.baseline is not None:  # --baseline: its differences' inputs, checked again
         cases = config.baseline.carry(name, cases)
-    if not cases and not config.fuzz:
-        raise SetupError(f"{name}: no cases to check (the corpora are empty and --fuzz is 0)")
     return cases
 
 
-def _only(cases: list[dict], ids: tuple[str, ...], name: str) -> list[dict]:
-    """The cases named by --case; `SetupError` naming any id that is in none of the corpora."""
-    missing = set(ids) - {c["id"] for c in cases}
-    if missing:
-        raise SetupError(f"{name}: no case with id {', '.join(sorted(map(repr, missing)))} in the corpora")
-    return [c for c in cases if c["id"] in ids]
+def _found_folders(config: RunConfig) -> list[Path]:
+    """Where earlier fuzz finds are read from: the committed ones (ours), then this report's (`found_dir`)."""
+    return list(dict.fromkeys([*config.found_corpora, *([config.found_dir] if config.found_dir else [])]))
 
 
 def _tagged(cases: list[dict], path: Path) -> list[dict]:
@@ -166,6 +164,7 @@ def check_model(model: Model, config: RunConfig, factory, part: Partition | None
         loaded = _load_both(pool, factory, path, result, cases, known=config.known_crashes,
                             expect_refusal=config.expect_refusal, before=before)
         if loaded is None:
+            check.settle(result, cases, config)  # an engine that cannot load: a known difference, or failing
             finish(result)
             return result
         if config.expect_refusal:
@@ -176,11 +175,13 @@ def check_model(model: Model, config: RunConfig, factory, part: Partition | None
             with third_side(config, path, prepared, result) as (subject, third), \
                     Progress(total=len(cases) + fuzz, label=name, quiet=config.quiet) as bar:
                 recorder = calls.Recorder(LiveExpected(pool))  # llama.cpp's records, for the calls phase
-                check.judge_cases(subject, cases, recorder, result, bar, reference=third)
-                if fuzz:
-                    _fuzz(subject, pool.sessions[0], config, result, bar, third)
-                if part is None or part.owns(name):  # the shard holding the model's own unit
-                    _long_phases(subject, pool.sessions[0], config, result, third, texts, recorder)
+                check.judge_cases(subject, cases, recorder, result, bar, reference=third, tally=config.tally)
+                later = (("fuzz", fuzz), ("long documents", config.long_docs), ("calls", config.calls))
+                if not check.stopped(config, result, [phase for phase, asked in later if asked]):  # --maxfail
+                    if fuzz:
+                        _fuzz(subject, pool.sessions[0], config, result, bar, third)
+                    if part is None or part.owns(name):  # the shard holding the model's own unit
+                        _long_phases(subject, pool.sessions[0], config, result, third, texts, recorder)
         finally:
             _close(loaded[0], result)
     finally:
@@ -422,6 +423,37 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
 Gathered = dict[str, tuple[Model, list[dict]]]  # a --model argument -> its model and its cases
 
 
+def _chosen(models: Mapping[str, tuple[Model, list[dict] | None]], config: RunConfig) -> Mapping:
+    """The models a selection keeps (`-k`, `--lf`, `--ff`), each with its cases gathered; all of them otherwise.
+
+    A model `--lf` leaves out (it did not fail last time), or of which `-k` keeps no case, is named on
+    stderr and in `config.tally`; `--ff` puts the models that failed last time first. None left is a
+    `SetupError` (exit 2) before any work.
+    """
+    everything = selection.everything_line(config)
+    if everything and not config.quiet:
+        print(everything, file=sys.stderr)
+    if config.tally is None or not (config.keyword or (config.last_failed and config.last_failed.models)):
+        return models
+    kept = {}
+    for arg, (model, cases) in models.items():
+        why = selection.wanted(model.name, config)
+        if why is None:
+            cases = gather_cases(model, config) if cases is None else cases
+            model.forget_metadata()  # read again by its check
+            why = None if cases or config.fuzz else f"-k {config.keyword!r} keeps none of its cases"
+        if why is None:
+            kept[arg] = (model, cases)
+            continue
+        config.tally.left_out[model.name] = why
+        if not config.quiet:
+            print(f"{model.name}: left out ({why})", file=sys.stderr)
+    if not kept:
+        raise SetupError(f"the selection leaves no case to check in {len(models)} model(s): "
+                         + "; ".join(f"{m}: {why}" for m, why in list(config.tally.left_out.items())[:3]))
+    return dict(selection.first_failed(kept.items(), lambda item: item[1][0].name, config))
+
+
 def plan(config: RunConfig) -> tuple[Partition, Gathered]:
     """Shard `config.shard` of the run's units (`harness.runs.shard`), and every model with its gathered cases.
 
@@ -460,8 +492,11 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
         if not Path(corpus).is_file():
             raise SetupError(f"no such corpus file: {corpus}")
     results = [] if results is None else results
-    for arg, (model, cases) in models.items():
+    for arg, (model, cases) in _chosen(models, config).items():
         if part is not None and not part.items(model.name):
+            continue
+        if config.tally is not None and config.tally.reached:  # --maxfail: the run stopped
+            config.tally.not_started.append(model.name)
             continue
         if not config.quiet:
             print(f"checking {arg} with {describe(config.engine)}", file=sys.stderr)

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..compare.result import ModelResult
 from ..files import jsonl
 from ..golden.records import vocab_record
+from ..inputs.corpus import load_corpus
 from ..subjects.records import EngineError
 from .config import RunConfig
 
@@ -91,11 +92,16 @@ def engine_vocab(engine) -> dict | EngineError:
 
 
 def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> None:
-    """The failing (and known-crash) cases as a corpus file, so each reproduce command finds its input."""
-    shown = result.failing | result.known_crash_ids
+    """The failing, known-crash and known-difference cases as a corpus file, so each reproduce command finds its
+    input.
+
+    A cases file this run read (`--corpus`, a reproduce command's own input) is never rewritten: its records
+    stay, and a case it lacks is added at its end, so the next reproduce line still finds its case.
+    """
+    shown = result.failing | result.known_crash_ids | result.known_difference_ids
     failing = [c for c in cases if c["id"] in shown]
     extra = {e["case_id"]: e for e in result.mismatches + result.engine_errors + result.oracle_crashes
-             + result.reference_findings if e.get("fuzz")}
+             + result.reference_findings + result.known_differences if e.get("fuzz")}
     # a generated case from its whole input (`result.inputs`): a long window's findings show only part of it
     failing += [result.inputs.get(i) or {"id": i, **({"bytes": e["bytes"]} if e.get("bytes") else {"text": e["text"]})}
                 for i, e in extra.items()]
@@ -103,4 +109,23 @@ def save_failing(result: ModelResult, cases: list[dict], config: RunConfig) -> N
         return
     path = config.report_dir / "cases" / f"{result.model}.jsonl"
     records = {c["id"]: {k: c[k] for k in ("id", "text", "bytes") if k in c} for c in failing}
+    if _read_by_this_run(path, config):
+        held = {c["id"] for c in load_corpus(path)}
+        for case_id, record in records.items():
+            if case_id not in held:
+                jsonl.append(path, record)
+        return
     jsonl.write(path, records.values())  # escaped line breaks: the reproduce command reads it back
+
+
+def _read_by_this_run(path: Path, config: RunConfig) -> bool:
+    """True when `path` is one of the corpora the run read (the same file, however named)."""
+    if not path.exists():
+        return False
+    for corpus in config.corpora:
+        try:
+            if Path(corpus).exists() and path.samefile(corpus):
+                return True
+        except OSError:
+            continue
+    return False

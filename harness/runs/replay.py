@@ -28,7 +28,7 @@ from ..models.families import family_of
 from ..models.model import Model
 from ..models.paths import attach_source, resolve
 from ..models.shipped import models_dir, short_name
-from . import check
+from . import check, selection
 from .config import RunConfig
 from .engine import load_engine
 from .outcomes import (
@@ -163,20 +163,37 @@ def compare_golden(golden_file: Path, config: RunConfig, factory, given: Path | 
         golden["cases"] = documents.attach_inputs(golden["cases"], model)
     except documents.DocumentError as exc:
         raise SetupError(str(exc)) from None
+    golden["cases"] = _selected(golden["cases"], name, config)  # -k, --lf, --ff (harness.runs.selection)
     if config.baseline is not None:  # --baseline: which of its differences' inputs the goldens hold
         config.baseline.note(name, golden["cases"])
     engine = load_engine_for(factory, path, result)
     if engine is None:
-        return check.engine_unloaded(result, golden["cases"])
+        check.engine_unloaded(result, golden["cases"])
+        check.settle(result, golden["cases"], config)
+        return result
     try:
         prepared = check.subject(model=model, engine=engine, vocab=golden["vocab"], pieces=None,
                                  got_vocab=lambda: engine_vocab(engine), config=config, result=result)
         with third_side(config, path, prepared, result) as (subject, third), \
                 Progress(total=len(golden["cases"]), label=name, quiet=config.quiet) as bar:
-            check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third)
+            check.judge_cases(subject, golden["cases"], GoldenExpected(), result, bar, reference=third,
+                              tally=config.tally)
     finally:
         close_engine(engine, result)
     return check.conclude(result, golden["cases"], config)
+
+
+class LeftOut(Exception):
+    """A golden the run's selection keeps no case of (`-k`): not replayed, named in the selection's tally."""
+
+
+def _selected(cases: list[dict], name: str, config: RunConfig) -> list[dict]:
+    """The recorded cases the selection keeps (never one the golden does not hold); `LeftOut` for none."""
+    chosen = selection.choose(cases, name, config, extra=False)
+    if not chosen and cases and (config.keyword or config.last_failed):
+        raise LeftOut(f"-k {config.keyword!r} keeps none of its cases" if config.keyword
+                      else "--lf: none of its failed cases is in the golden")
+    return chosen
 
 
 class GoldenExpected:
@@ -252,18 +269,51 @@ def compare(golden_dir: Path, config: RunConfig, results: list[ModelResult] | No
     factory = load_engine(config.engine, args=dict(config.engine_args), timeout=config.engine_timeout)
     results = [] if results is None else results
     part, read = sharded if sharded is not None else (None, {})
-    for golden_file, given in chosen_goldens(golden_dir, config):
+    everything = selection.everything_line(config)
+    if everything and not config.quiet:
+        print(everything, file=sys.stderr)
+    goldens = selection.first_failed(chosen_goldens(golden_dir, config), lambda g: short_name(_stem(g[0])), config)
+    for golden_file, given in goldens:
         key = short_name(_stem(golden_file))
         if part is not None and not part.items(key):
             continue
-        result = compare_golden(golden_file, config, factory, given, part=part, read=read.pop(golden_file, None))
+        if _left_out(key, config):
+            continue
+        try:
+            result = compare_golden(golden_file, config, factory, given, part=part,
+                                    read=read.pop(golden_file, None))
+        except LeftOut as exc:
+            _leave_out(key, str(exc), config)
+            continue
         if part is not None and not part.owns(key):
             case_part(result)
         results.append(result)
+    if config.tally is not None and config.tally.left_out and not results:
+        raise SetupError("the selection leaves no case to check: " + "; ".join(
+            f"{m}: {why}" for m, why in list(config.tally.left_out.items())[:3]))
     if results and all(r.not_checked and r.not_checked.startswith(MISSING) for r in results):
         raise SetupError(f"none of the goldens in {golden_dir} has its GGUF here (see above); give --model PATH "
                          "or run: python -m harness fetch")
     return results
+
+
+def _left_out(key: str, config: RunConfig) -> bool:
+    """True for a golden not to replay: `--lf` leaves its model out, or `--maxfail` stopped the run."""
+    tally = config.tally
+    if tally is not None and tally.reached:
+        tally.not_started.append(key)
+        return True
+    why = selection.wanted(key, config)
+    if why is not None:
+        _leave_out(key, why, config)
+    return why is not None
+
+
+def _leave_out(key: str, why: str, config: RunConfig) -> None:
+    if config.tally is not None:
+        config.tally.left_out[key] = why
+    if not config.quiet:
+        print(f"{key}: left out ({why})", file=sys.stderr)
 
 
 def _is_path(model: str) -> bool:

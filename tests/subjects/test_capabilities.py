@@ -75,7 +75,7 @@ def test_merged_reports_add_their_figures():
 
 
 @pytest.mark.parametrize(("engine", "found", "db"), [
-    pytest.param(None, "harness/data/corpora/found", None, id="ours"),
+    pytest.param(None, "REPORT/found", None, id="ours"),  # never the checkout's harness/data/corpora/found
     pytest.param("mypkg:load", "REPORT/found", "REPORT/found/.hypothesis", id="theirs"),
     pytest.param("cmd:node x.mjs", "REPORT/found", "REPORT/found/.hypothesis", id="child"),
 ])
