@@ -65,9 +65,10 @@ def test_an_optional_module_that_is_installed_but_breaks_stays_a_bug(capsys, mon
     assert "internal error" in capsys.readouterr().err
 
 
-def test_a_missing_module_of_our_own_stays_a_bug(capsys, monkeypatch):
+def test_a_missing_module_of_no_extra_stays_a_bug(capsys, monkeypatch):
+    """A module no extra installs (one of ours gone missing, a typo) is our bug: exit 3 with its traceback."""
     def broken(args):
-        raise ModuleNotFoundError("No module named 'harness.nowhere'", name="harness.nowhere")
+        raise ModuleNotFoundError("No module named 'nowhere_to_be_found'", name="nowhere_to_be_found")
     monkeypatch.setattr(cli, "build_parser", lambda only=None: _parser_running(broken))
     assert cli.main(["fetch"]) == 3
     assert "internal error" in capsys.readouterr().err
