@@ -59,7 +59,7 @@ class Baseline:
     chat_records: list[dict[str, Any]]         # chat signatures (harness.chat.signature.group)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # signature -> representative case
     planned: dict[str, Planned] = field(default_factory=dict)         # signature -> its case in this run
-    carried: int = 0
+    added: set[tuple[str, str]] = field(default_factory=set)  # (model, case id) of each input carried in
     own: dict[str, Any] = field(default_factory=dict)  # the report's own `baseline` block, when it has one
     models: set[str] = field(default_factory=set)      # the models the report checked
     has_chat: bool = False                             # it holds a chat check (messages.json, or `messages`)
@@ -156,11 +156,13 @@ class Baseline:
             if digest is None:
                 continue
             if digest not in by_input and add:
-                case_id = str(case["id"]) if str(case["id"]) not in ids else f"baseline:{case['id']}"
+                case_id = str(case["id"])
+                while case_id in ids:  # an id the run's cases use for another input
+                    case_id = f"baseline:{case_id}"
                 out.append({"id": case_id, **{k: case[k] for k in ("text", "bytes") if k in case}})
                 by_input[digest] = case_id
                 ids.add(case_id)
-                self.carried += 1
+                self.added.add((model, case_id))
             if digest in by_input:
                 self.planned[record["id"]] = Planned(by_input[digest], digest)
         return out
@@ -186,7 +188,7 @@ class Baseline:
         block = sorting.sort(before, list(report.get("differences") or []) + _chat_records(messages), rechecked,
                              reasons, known)
         return {"report": str(self.path), "sha256": self.sha256, "meta": sorting.identity(self.meta),
-                "carried": self.carried, **block, **_blocking(messages)}
+                "carried": len(self.added), **block, **_blocking(messages)}
 
     def _evidence(self, results: dict[str, ModelResult], owns: Callable[[str, str], bool] | None,
                   left: dict[str, list[str]]) -> tuple[dict[str, dict], dict[str, str]]:

@@ -253,3 +253,14 @@ def test_compare_adds_no_case_and_rechecks_only_what_the_goldens_hold(tmp_path):
     block = base.compare(build.build([clean], meta={}), [clean])
     assert [(e["title"], e["case_id"]) for e in block["fixed"]] == [(tab["title"], "g-1")]
     assert [e["why"] for e in block["not_rechecked"]] == ["its input was not among this run's cases"]
+
+
+def test_a_taken_id_is_renamed_and_counted_once(tmp_path):
+    write(tmp_path, "a", [result("toy", 2)])
+    base = Baseline.read(tmp_path / "a")
+    taken = [{"id": "case-00001", "text": "other"}, {"id": "baseline:case-00001", "text": "another"}]
+    cases = base.carry("toy", taken)
+    assert [c["id"] for c in cases[2:]] == ["baseline:baseline:case-00001", "case-00000"]
+    assert len({c["id"] for c in cases}) == len(cases)
+    base.carry("toy", taken)  # gathered again (a shard's plan, then its check): the same cases, counted once
+    assert base.compare(build.build([], meta={}), [])["carried"] == 2
