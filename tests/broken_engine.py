@@ -10,7 +10,8 @@ planted faults, so every case is right except exactly these:
 `load_tab` plants a fault the fuzzer finds on its own: any input holding a
 tab loses its last token, so Hypothesis must shrink a failure to exactly "\t".
 `load_clean` plants nothing: llama.cpp itself, in-process, so every case agrees
-(the clean control of a test that plants a fault with `load_tab`).
+(the clean control of a test that plants a fault with `load_tab`). `load_two_bugs` plants two
+independent faults the fuzzer must find, and shrink, each once (tests/runs/test_fuzz_stop.py).
 
     python -m harness run --model llama-spm --engine tests.broken_engine:load ...
 """
@@ -122,3 +123,27 @@ class TabAsNewline:
 def load_tab_as_newline(path) -> TabAsNewline:
     from harness.oracle.llama import LlamaOracle
     return TabAsNewline(LlamaOracle(path))
+
+
+class SwappedPieces:
+    """llama.cpp with planted bugs, one per pair of `swaps`: every token whose piece is the first is given
+    the id of the token whose piece is the second. Each pair is an independent difference of its own."""
+
+    def __init__(self, oracle, swaps: dict[bytes, bytes]) -> None:
+        self._oracle = oracle
+        pieces = {oracle.token_to_piece(t, special=False): t for t in range(oracle.n_tokens)}
+        self._ids = {pieces[a]: pieces[b] for a, b in swaps.items()}
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def tokenize(self, text, *, add_special: bool, parse_special: bool) -> list[int]:
+        ids = self._oracle.tokenize(text, add_special=add_special, parse_special=parse_special)
+        return [self._ids.get(t, t) for t in ids]
+
+
+def load_two_bugs(path) -> SwappedPieces:
+    """Two independent planted bugs the fuzzer finds on its own on llama-bpe: the lone tab given the
+    newline's id (`ids: bytes ⇥ / ↵`), and the lone `|` given the id of `!` (`ids: bytes | / !`)."""
+    from harness.oracle.llama import LlamaOracle
+    return SwappedPieces(LlamaOracle(path), {b"\t": b"\n", b"|": b"!"})

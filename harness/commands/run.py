@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fuzz", type=int, default=None, metavar="N",
                         help=f"fuzzed inputs per model (default 0, or the max_examples of ${PROFILE_ENV})")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
-                        help="make the fuzzing reproducible (the example database is then not used)")
+                        help="make the fuzzing reproducible (the example database is then not used); without "
+                             "one a seed is drawn, printed and recorded in report.json")
     parser.add_argument("--long-docs", type=int, default=None, metavar="N",
                         help="long documents per model, 66,000 bytes and up, a failing one shrunk to its smallest "
                              "failing window (default 1; 2 with the nightly profile)")

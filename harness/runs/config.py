@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ class RunConfig:
     case_ids: tuple[str, ...] = ()
     fuzz: int = 0
     seed: int | None = None
+    seed_drawn: bool = False  # `run` without --seed: `seed` was drawn (printed, recorded); the example database is used
     engine: str | None = None
     engine_args: tuple[tuple[str, str], ...] = ()  # --engine-arg KEY=VALUE, passed to the engine factory
     engine_timeout: float = 30.0  # seconds per request to a contained engine before it counts as hung
@@ -75,6 +77,11 @@ class RunConfig:
     failed_first: bool = False  # --ff: those first, then the rest (else --lf: only those)
     tally: Tally | None = field(default=None, compare=False)  # what the selection left out; -x/--maxfail N
     expected: ExpectedDifferences | None = field(default=None, compare=False)  # --expected-differences FILE
+
+    @property
+    def example_database(self) -> bool:
+        """Whether the fuzzer replays and saves failures in the example database: not with a --seed given."""
+        return self.seed is None or self.seed_drawn
 
 
 def selected_models(args: argparse.Namespace, *, required: bool = True) -> tuple[str, ...]:
@@ -130,11 +137,17 @@ def live_config(args: argparse.Namespace) -> RunConfig:
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),
         default_corpora=args.default_corpora, case_ids=tuple(args.case), fuzz=fuzz_budget(args),
-        seed=args.seed, jobs=limits.jobs, timeout=limits.timeout,
+        seed=args.seed if args.seed is not None else draw_seed(), seed_drawn=args.seed is None,
+        jobs=limits.jobs, timeout=limits.timeout,
         memory_limit=limits.memory, quiet=args.quiet, known_crashes=known_crashes.from_args(args),
         expect_refusal=args.expect_refusal, shard=sharding.from_text(args.shard),
         **engine_fields(args), **kwargs, **selection_fields(args),
     )
+
+
+def draw_seed() -> int:
+    """A seed for a run given none: printed and recorded in report.json's meta, so `--seed N` repeats it."""
+    return secrets.randbits(32)
 
 
 def replay_config(args: argparse.Namespace) -> RunConfig:

@@ -5,7 +5,7 @@ For each model: load the engine (`--engine`, ours by default) and llama.cpp
 vocabularies; compare every corpus case under the four add_special x
 parse_special flags with their detokenizations; then let Hypothesis generate
 `fuzz` inputs (`harness.inputs.strategies.fuzz_inputs`), checking each live and shrinking
-the first failure to a minimal input. Every failing case is written to
+the first input of each new difference to a minimal input (`harness.inputs.fuzz.hunt`). Every failing case is written to
 `<report>/cases/<model>.jsonl` (the reproduce command replays it), and fuzz
 failures also to `harness/data/corpora/found/<model>.jsonl`, which later runs include.
 
@@ -13,7 +13,8 @@ An engine that raises on a case is an engine error for that case; llama.cpp
 dying on a case is an oracle crash for that case; the run goes on. A crash
 that matches the known-crashes list (`RunConfig.known_crashes`, see
 `harness.oracle.known_crashes`) is recorded as a known crash instead, which is not a
-finding; the fuzzer hunts on past it.
+finding; the fuzzer hunts on past it. Unseeded, the run draws a seed (`RunConfig.seed_drawn`),
+prints it and records it in the report: `--seed N` generates the same inputs again.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from pathlib import Path
 from queue import Queue
 
 from ..compare.findings import crash_finding
-from ..compare.result import ModelResult
+from ..compare.result import FINDINGS, ModelResult
 from ..compare.subject import Subject, run_engine
 from ..compare.verdict import finish
 from ..errors import SetupError
 from ..files import jsonl
 from ..inputs import strategies
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus
-from ..inputs.fuzz import DB_ENV, hunt
+from ..inputs.fuzz import DB_ENV, Found, Hunt, hunt
 from ..models.families import family_of
 from ..models.model import Model, open_model
 from ..models.paths import Fingerprint, attach_source, check_same, fingerprint
@@ -60,6 +61,8 @@ from .outcomes import (
 from .progress import Progress
 from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
 from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials, third_side
+
+FOUND_NOTES = 10  # new differences of the fuzz named in the notes (all in the report's differences)
 
 
 def gather_cases(model: Model, config: RunConfig) -> list[dict]:
@@ -261,28 +264,24 @@ def _prepare(model: Model, loaded, config: RunConfig, result: ModelResult) -> Su
                          got_vocab=lambda: got, config=config, result=result)
 
 
-def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, known_seen: dict[str, set],
-           judged: list | None = None, third: ReferenceSide | None = None):
-    """The fuzz verdict for one case: its findings; crashes count as passing when ignored.
+def _judge(subject: Subject, session: OracleSession, *, known_seen: dict[str, set], last: dict | None = None,
+           third: ReferenceSide | None = None):
+    """The verdict of llama.cpp and the engine on one generated case (a fuzz input, a document): its findings.
 
-    A known llama.cpp crash always counts as passing (the hunt goes on for real
-    engine bugs); the input is noted in `known_seen` (entry id -> case ids). Each
-    judged (case, expected, got) goes to `judged`, in order, for the capability tally. With
-    `third` (the original tokenizer) its findings count too, so a conversion finding is shrunk
-    like a parity one (a decode one too); its outcome and decode are kept in `third.seen` for the count.
+    A known llama.cpp crash counts as passing (the hunt goes on for real engine bugs); the input is
+    noted in `known_seen` (entry id -> case ids). Each judgement leaves `(case, expected, got)` in
+    `last["judged"]`, for the capability tally of the generated inputs (`_Tally`). With `third` (the
+    original tokenizer) its findings count too, so a conversion finding is shrunk like a parity one (a
+    decode one too); its outcome and decode are kept in `third.seen` for the count.
     """
     def judge(case: dict) -> list[tuple[str, dict]]:
         try:
             expected, crash = session.evaluate(case), None
         except (OracleCrash, OracleRefusal) as exc:
             expected, crash = None, exc.as_dict()
-        if crash is not None and ignore_crashes:
-            if judged is not None:
-                judged.append((case, None, None))  # compared nothing: keeps judged aligned, not tallied
-            return []
         got = run_engine(subject.engine, case)
-        if judged is not None:
-            judged.append((case, expected, got))
+        if last is not None:
+            last["judged"] = (case, expected, got)
         ours = third.outcome(case) if third is not None else None
         found, decoded = check.judge_case(subject, case, expected, got, crash=crash, reference=third, ours=ours)
         if third is not None:
@@ -294,44 +293,74 @@ def _judge(subject: Subject, session: OracleSession, *, ignore_crashes: bool, kn
     return judge
 
 
+class _Tally:
+    """Each generated input (not a shrink step) counted as a case: the capability tally, the third side's
+    classes and the progress bar; with `record`, a failing one kept for `flush`.
+
+    The failing inputs wait for the next new difference's minimal input (or the hunt's end): recorded
+    after it, so a difference's first input in the report is its minimal one (`harness.compare.item_verdicts`
+    gives each difference one item, of its first input).
+    """
+
+    def __init__(self, subject: Subject, result: ModelResult, third: ReferenceSide | None, *,
+                 bar: Progress | None = None, record: bool = True) -> None:
+        self.subject, self.result, self.third, self.bar, self.record = subject, result, third, bar, record
+        self.last: dict = {}  # `_judge` leaves the last judgement here
+        self.ran = 0
+        self.waiting: list[tuple[dict, list]] = []
+
+    def flush(self) -> None:
+        """Record the failing inputs kept so far (`_record_fuzz_input`)."""
+        for case, findings in self.waiting:
+            _record_fuzz_input(self.result, case, findings)
+        self.waiting.clear()
+
+    def __call__(self, case: dict, findings: list) -> None:
+        _, expected, got = self.last.pop("judged", (case, None, None))
+        self.ran += 1
+        self.result.cases += 1
+        capmod.tally_case(self.result, self.subject.engine.caps, case, expected, got)
+        if self.third is not None and case["id"] in self.third.seen:
+            self.third.count(expected, got, *self.third.seen.pop(case["id"]))
+        if findings and self.record:
+            self.waiting.append((case, findings))
+        if self.bar is not None:
+            self.bar.advance(note=f"{len(self.result.failing)} failing")
+
+
 def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
           bar: Progress, third: ReferenceSide | None = None) -> None:
-    """Hunt for a failure; if the first one is only llama.cpp crashing, hunt on past crashes.
+    """The hunt (`harness.inputs.fuzz.hunt`): `config.fuzz` inputs, the first of each new difference shrunk.
 
-    llama.cpp aborts on some inputs for whole vocabulary families; without the
-    second hunt such a crash would hide every engine bug behind it. How many inputs
-    ran of the budget, and why the hunt stopped short of it, go to `result.fuzz`
+    Every generated input is a case (tallied; a failing one's findings recorded); each new difference's
+    minimal input is recorded too, saved as a found case and, unless quiet, printed as Hypothesis prints
+    a falsifying example. A known llama.cpp crash is passed over. How many inputs ran, how many distinct
+    differences the hunt found, and why it stopped short of the budget, if it did, go to `result.fuzz`
     and the notes (`harness.report.fuzz_summary`).
     """
-    view = _view(subject, config, third)
-    budget, ignore_crashes = config.fuzz, False
     known_seen: dict[str, set[str]] = {}
+    tally = _Tally(subject, result, third, bar=bar)
+    judge = _judge(subject, session, known_seen=known_seen, last=tally.last, third=third)
+    found: list[Found] = []
     stopped: str | None = "when the run itself stopped (an interruption or an error)"
+    if config.seed_drawn and not config.quiet:
+        _say(bar, f"{subject.name}: fuzz seed {config.seed} (drawn; --seed {config.seed} generates the same inputs)")
+
+    def on_found(new: Found) -> None:
+        found.append(new)
+        _record_fuzz_failure(config, result, new, bar=bar)
+        tally.flush()
+
     try:
-        while budget > 0:
-            seed = None if config.seed is None else config.seed + int(ignore_crashes)
-            judged: list = []
-            judge = _judge(subject, session, ignore_crashes=ignore_crashes, known_seen=known_seen, judged=judged,
-                           third=third)
-            with _database(config.hypothesis_db):
-                outcome = hunt(strategies.fuzz_inputs(view), judge, n=budget, seed=seed,
-                               key=f"{subject.name}:{ignore_crashes}",
-                               on_example=lambda: bar.advance(note=f"{len(result.failing)} failing"))
-            result.cases += outcome.generated
-            for case, expected, got in judged[:outcome.generated]:  # the generated ones, not shrink steps
-                capmod.tally_case(result, subject.engine.caps, case, expected, got)
-                if third is not None and case["id"] in third.seen:
-                    third.count(expected, got, *third.seen[case["id"]])
-            budget -= outcome.generated
-            stopped = _stop_reason(outcome, budget)
-            if outcome.case is None:
-                return
-            _record_fuzz_failure(config, result, outcome)
-            if ignore_crashes or any(kind != "oracle_crashes" for kind, _ in outcome.findings):
-                return
-            ignore_crashes = True
+        with _database(config.hypothesis_db):
+            outcome = hunt(strategies.fuzz_inputs(_view(subject, config, third)), judge, n=config.fuzz,
+                           seed=config.seed, database=config.example_database, key=f"{subject.name}:False",
+                           on_example=tally, on_found=on_found)
+        stopped = _stop_reason(outcome, config.fuzz - outcome.generated)
     finally:
-        _record_fuzz_stop(result, asked=config.fuzz, ran=config.fuzz - budget, stopped=stopped if budget > 0 else None)
+        tally.flush()
+        _record_fuzz_stop(result, asked=config.fuzz, ran=tally.ran, found=found, seed=config.seed,
+                          stopped=stopped if tally.ran < config.fuzz else None)
         for entry_id, case_ids in sorted(known_seen.items()):
             result.notes.append(f"fuzz: {len(case_ids)} input(s) hit known llama.cpp crash {entry_id} "
                                 "(passed over, not shrunk)")
@@ -349,23 +378,21 @@ def _view(subject: Subject, config: RunConfig, third: ReferenceSide | None) -> s
 
 def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, result: ModelResult,
                  third: ReferenceSide | None, texts: tuple[str, ...], recorder: calls.Recorder) -> None:
-    """Long documents judged live, then many calls of the one engine object against the records kept.
+    """Long documents judged live whatever the shorter cases did, then many calls of the one engine object
+    against the records kept.
 
-    The documents are composed of the corpus's texts, so they wait until the engine agrees on every
-    case: a short failure is the better reproduction, and a document holding it would only repeat it.
+    A document that only repeats a difference the run has seen already is recorded (shown windowed), not
+    cut: a short case is the better reproduction. One that shows a new difference is cut to its smallest
+    window showing it (`harness.runs.documents`).
     """
-    if config.long_docs > 0 and result.failing:
-        result.notes.append(f"long documents: not checked (the engine differs on {len(result.failing)} shorter "
-                            "case(s) already; they run once those agree)")
-    elif config.long_docs > 0:
-        judged: list = []
-        judge = _judge(subject, session, ignore_crashes=False, known_seen={}, judged=judged, third=third)
+    if config.long_docs > 0:
+        tally = _Tally(subject, result, third, record=False)  # documents records its own, windowed
+        judge = _judge(subject, session, known_seen={}, last=tally.last, third=third)
+        known = {entry["signature"] for kind in FINDINGS for entry in getattr(result, kind) if entry.get("signature")}
         with _database(config.hypothesis_db):
-            generated = documents.check_documents(subject.name, judge, _view(subject, config, third),
-                                                  texts, result, docs=config.long_docs,
-                                                  max_bytes=config.long_bytes, seed=config.seed)
-        for case, expected, got in judged[:generated]:  # the documents, not the windows shrinking one
-            capmod.tally_case(result, subject.engine.caps, case, expected, got)
+            documents.check_documents(subject.name, judge, _view(subject, config, third), texts, result,
+                                      docs=config.long_docs, max_bytes=config.long_bytes, seed=config.seed,
+                                      database=config.example_database, known=known, on_example=tally)
     calls.check_calls(subject, recorder, config.calls, result, seed=config.seed)
 
 
@@ -386,28 +413,66 @@ def _database(path: Path | None) -> Iterator[None]:
             os.environ[DB_ENV] = saved
 
 
-def _stop_reason(outcome, budget: int) -> str | None:
+def _stop_reason(outcome: Hunt, budget: int) -> str | None:
     """Why a hunt ended with `budget` inputs left (None when it ran them all)."""
     if budget <= 0:
         return None
-    if outcome.case is not None:
-        return f"at the first failing input {outcome.case['id']} (shrunk; the fuzzer stops at a failure)"
-    notes = [str(entry) for kind, entry in outcome.findings if kind == "note"]
-    return f"Hypothesis stopped: {notes[0]}" if notes else "Hypothesis generated no further distinct input"
+    if outcome.notes:
+        return f"Hypothesis stopped: {outcome.notes[0]}"
+    return "Hypothesis generated no further distinct input"
 
 
-def _record_fuzz_stop(result: ModelResult, *, asked: int, ran: int, stopped: str | None) -> None:
-    result.fuzz = fuzz_summary.block(asked, ran, stopped)
-    if stopped:
-        result.notes.append(f"fuzz: {ran} of {asked} inputs ran, stopped {stopped}")
+def _record_fuzz_stop(result: ModelResult, *, asked: int, ran: int, stopped: str | None, found: list[Found],
+                      seed: int | None) -> None:
+    differences = len({sig for new in found for sig in new.new})
+    result.fuzz = fuzz_summary.block(asked, ran, stopped, differences=differences, seed=seed)
+    shrunk = sum(len(new.new) for new in found if new.shrunk)
+    result.notes.append(f"fuzz: {ran} of {asked} inputs ran, {differences} distinct difference(s) found"
+                        + (f" ({shrunk} shrunk)" if differences else "") + (f", stopped {stopped}" if stopped else ""))
 
 
-def _record_fuzz_failure(config: RunConfig, result: ModelResult, outcome) -> None:
-    result.inputs[outcome.case["id"]] = outcome.case
-    for kind, entry in outcome.findings:
+def _record_fuzz_input(result: ModelResult, case: dict, findings: list) -> None:
+    """A failing generated input: its findings (each `fuzz`), and the whole input for the cases file."""
+    if case["id"] in result.inputs:
+        return
+    result.inputs[case["id"]] = case
+    for kind, entry in findings:
         result.add(kind, {**entry, "fuzz": True})
-    result.notes.append(f"fuzz: minimal failing input {outcome.case['id']} after {outcome.generated} examples")
-    _append_found(config, result.model, outcome.case)
+
+
+def _record_fuzz_failure(config: RunConfig, result: ModelResult, found: Found, *, bar: Progress | None = None) -> None:
+    """A new difference's input (shrunk, unless the shrink budget was spent): recorded, saved as a found case,
+    noted (the first `FOUND_NOTES`), and printed as Hypothesis prints a falsifying example, unless quiet."""
+    _record_fuzz_input(result, found.case, found.findings)
+    _append_found(config, result.model, found.case)
+    shown = _clip(repr(strategies.case_input(found.case)))
+    how = "shrunk to" if found.shrunk else "as generated (not shrunk):"
+    titles = {str(e.get("signature")): str(e.get("signature_title") or e.get("signature"))
+              for _, e in found.findings if isinstance(e, dict)}
+    named = [f"{titles.get(sig, sig)} [{sig}]" for sig in found.new]
+    if sum(note.startswith("fuzz: new difference") for note in result.notes) < FOUND_NOTES:
+        result.notes.append(f"fuzz: new difference {'; '.join(named)} after {found.after} input(s), {how} {shown}")
+    if config.quiet:
+        return
+    command = next((e.get("command") for _, e in found.findings if isinstance(e, dict) and e.get("command")), None)
+    state = "shrunk" if found.shrunk else "not shrunk"
+    lines = [f"Falsifying example ({result.model}, after {found.after} of {config.fuzz} inputs, {state}): {shown}",
+             *(f"    {name}" for name in named), *([f"    reproduce: {command}"] if command else [])]
+    _say(bar, "\n".join(lines))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _say(bar: Progress | None, text: str) -> None:
+    """A line on stderr above the progress bar (cleared first on a terminal, redrawn after)."""
+    stream = bar.stream if bar is not None else sys.stderr
+    if bar is not None and bar.tty and not bar.quiet:
+        stream.write("\r\x1b[2K")
+    print(text, file=stream, flush=True)
+    if bar is not None:
+        bar.advance(0)
 
 
 def _append_found(config: RunConfig, name: str, case: dict) -> None:

@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from harness.cli import main
+from harness.compare.result import ModelResult
 from harness.inputs import strategies
 from harness.inputs.shrink import smallest_window, spell
+from harness.runs import documents
 from harness.runs.calls import call_order
+from tests import reference_files as rf
 from tests.commands.test_run_cli import harness, report_of
 
 VIEW = strategies.VocabView("toy", pieces=(b"\xe2\x96\x81he", b"llo"), specials=("<s>", "<|im_end|>"),
@@ -112,6 +116,66 @@ def test_a_spelling_without_repeats_is_cut_and_says_so():
     assert not exact and "..." in spelled and len(spelled) < 400
 
 
+# --- the long phase: every document judged, only a new difference cut to a window (harness.runs.documents)
+
+def _documents(known: set[str]) -> ModelResult:
+    """Two documents of "ZQX word" lines judged by a planted judge: every input shows d-old, one holding
+    ZQX d-new as well."""
+    def judge(case: dict) -> list:
+        value = strategies.case_input(case)
+        entry = {"case_id": case["id"], "text": value}
+        return [("mismatches", {**entry, "signature": "d-old"})] + (
+            [("mismatches", {**entry, "signature": "d-new"})] if "ZQX" in value else [])
+    result = ModelResult("toy", "bpe")
+    judged = documents.check_documents("toy", judge, VIEW, ("ZQX word",), result, docs=2, max_bytes=70_000,
+                                       seed=1, database=False, known=known)
+    assert judged == 2
+    return result
+
+
+def _whole(entry: dict) -> bool:
+    return entry["long"]["window_bytes"] == entry["long"]["document_bytes"]
+
+
+def test_every_document_is_judged_and_only_a_new_difference_is_cut_to_a_window():
+    result = _documents({"d-old"})
+    whole = [e for e in result.mismatches if _whole(e)]
+    assert len({e["case_id"] for e in whole}) == 2  # both documents recorded, shown windowed
+    assert {e["signature"] for e in whole} == {"d-old", "d-new"}
+    [window] = {e["case_id"]: e for e in result.mismatches if not _whole(e)}.values()
+    assert window["text"] == "ZQX" and window["long"]["exact"]  # the first document of d-new, cut
+    assert any(n.startswith("long documents: a new difference in document 1 of 2") for n in result.notes)
+
+
+def test_documents_that_repeat_known_differences_are_recorded_not_cut():
+    result = _documents({"d-old", "d-new"})
+    assert all(_whole(e) for e in result.mismatches) and len({e["case_id"] for e in result.mismatches}) == 2
+    assert result.notes == ["long documents: 2 of 2 differ, each only as shorter cases differ already "
+                            "(not cut to a window)"]
+
+
+@pytest.mark.oracle
+def test_long_documents_are_checked_though_a_short_case_differs(tmp_path, capsys):
+    """A short case shows the tab bug; the document (of the corpus's texts) shows it again: it is judged
+    and recorded under the same difference, not left "not checked" as it was."""
+    pytest.importorskip("tokenizers")
+    gguf = rf.bpe_gguf(rf.bpe_json(tmp_path / "o" / "tokenizer.json"), tmp_path / "tiny.gguf")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "tab", "text": "a\tb"}) + "\n", encoding="utf-8")
+    status = main(["run", "--model", str(gguf), "--no-default-corpora", "--corpus", str(corpus), "--seed", "0",
+                   "--engine", "tests.broken_engine:load_tab_as_newline", "--report", str(tmp_path / "r"), "--quiet",
+                   "--no-messages", "--long-docs", "1", "--long-bytes", "66000", "--calls", "0"])
+    capsys.readouterr()
+    report = report_of(tmp_path / "r")
+    assert status == 1
+    short = {m["signature"] for m in report["mismatches"] if m["case_id"] == "tab"}
+    long = [m for m in report["mismatches"] if m.get("long")]
+    assert long and {m["signature"] for m in long} == short
+    notes = report["summary"]["per_model"]["tiny"]["notes"]
+    assert "long documents: 1 of 1 differ, each only as shorter cases differ already (not cut to a window)" in notes
+    assert report["summary"]["cases"] == 2
+
+
 # --- many calls -----------------------------------------------------------------------------------
 
 def test_calls_go_in_order_then_reversed_then_shuffled():
@@ -151,30 +215,36 @@ def _findings_of(tmp_path, require_vocab, engine: str, phase: str) -> tuple[dict
 
 @pytest.mark.oracle
 def test_a_bug_past_64_kib_is_found_by_the_default_corpora_documents(tmp_path, require_vocab):
-    """With the default corpora's long documents the corpus phase finds it first (on a document; the long
-    phase then waits, since a corpus case fails): exit 1, never a pass."""
+    """With the default corpora's long documents the corpus phase finds it first (on a document); the long
+    phase runs all the same, and its document shows the same difference: exit 1, never a pass."""
     require_vocab("llama-spm")
     done, report_dir = _run(tmp_path, "tests.long_engines:load_past_64k")
     assert done.returncode == 1, done.stderr
-    assert {m["case_id"] for m in report_of(report_dir)["mismatches"]} & {"doc-diverse", "doc-mixed"}
+    report = report_of(report_dir)
+    assert {m["case_id"] for m in report["mismatches"]} & {"doc-diverse", "doc-mixed"}
+    notes = report["summary"]["per_model"]["llama-spm"]["notes"]
+    assert not any(n.startswith("long documents: not checked") for n in notes), notes
 
 
 @pytest.mark.oracle
 def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, require_vocab, monkeypatch):
-    """Without documents in the corpora (GGUF_PARITY_DOCUMENTS=off), the long phase finds it and shrinks it."""
+    """Without documents in the corpora (GGUF_PARITY_DOCUMENTS=off), the long phase finds it, records the
+    document and cuts it to its smallest window."""
     monkeypatch.setenv("GGUF_PARITY_DOCUMENTS", "off")
     report, found = _findings_of(tmp_path, require_vocab, "tests.long_engines:load_past_64k", "long")
-    assert {m["case_id"] for m in report["mismatches"]} == {found[0]["case_id"]}  # no short case fails
-    window = found[0]["long"]
+    [cut] = {m["case_id"]: m for m in found if m["long"]["window_bytes"] < m["long"]["document_bytes"]}.values()
+    [document] = {m["case_id"] for m in found} - {cut["case_id"]}
+    assert {m["case_id"] for m in report["mismatches"]} == {cut["case_id"], document}  # no short case fails
+    window = cut["long"]
     assert 65_537 <= window["window_bytes"] <= 65_540  # one character past the buffer
     assert window["exact"] and len(window["spelled"]) < 300
     notes = [n for n in report["summary"]["per_model"]["llama-spm"]["notes"] if n.startswith("long documents:")]
     assert notes and window["spelled"] in notes[0]
-    argv = shlex.split(found[0]["command"])
+    argv = shlex.split(cut["command"])
     saved = [json.loads(line) for line in Path(argv[argv.index("--corpus") + 1]).read_text().splitlines()]
-    case = next(c for c in saved if c["id"] == found[0]["case_id"])
+    case = next(c for c in saved if c["id"] == cut["case_id"])
     assert len(case["text"].encode()) == window["window_bytes"]  # the cases file holds the window whole
-    assert len(found[0]["text"]) < window["window_bytes"]  # while the report shows a part of it
+    assert len(cut["text"]) < window["window_bytes"]  # while the report shows a part of it
     again = harness(*argv[3:], "--report", str(tmp_path / "again"), "--quiet", "--long-docs", "0", "--calls", "0")
     assert again.returncode == 1, again.stderr  # the window alone reproduces it
 

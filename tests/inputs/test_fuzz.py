@@ -13,6 +13,7 @@ import os
 
 import pytest
 from hypothesis import find, given, settings
+from hypothesis import strategies as st
 
 from harness.environment import project_root
 from harness.inputs import fuzz, strategies
@@ -184,27 +185,79 @@ def test_nightly_fuzz_every_shipped_vocabulary(model, require_vocab):
 
 # --- the hunt: search, shrink, database (no llama.cpp: a planted judge) -------------------------
 
-def _tab_judge(case: dict) -> list:
-    """Fails every input that holds a tab, as tests/broken_engine.py:load_tab plants it."""
-    return [("mismatch", case["id"])] if "\t" in str(strategies.case_input(case)) else []
+TOY = st.text(alphabet="ab \t19", max_size=12)
 
 
-def test_hunt_shrinks_the_first_failure_to_a_minimal_input():
-    found = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=200, seed=3, key="toy")
-    assert found.case == strategies.as_case("\t")
-    assert found.findings == _tab_judge(found.case)
-    assert 1 <= found.generated <= 200
+def _two_bugs(case: dict) -> list:
+    """Two planted differences, as tests/broken_engine.py:load_two_bugs plants them: a tab, else a digit."""
+    value = str(strategies.case_input(case))
+    if "\t" in value:
+        return [("mismatches", {"case_id": case["id"], "signature": "d-tab"})]
+    if any(c.isdigit() for c in value):
+        return [("mismatches", {"case_id": case["id"], "signature": "d-digit"})]
+    return []
 
 
-def test_hunt_with_a_seed_is_reproducible_and_reports_a_pass():
-    runs = [fuzz.hunt(strategies.whitespace_runs(), lambda case: [], n=30, seed=5, key="toy") for _ in range(2)]
-    assert runs[0] == runs[1] == fuzz.Hunt(30, None, [])
+def _hunt(judge=_two_bugs, **kwargs):
+    """A hunt with every generated input logged: (the Hunt, [(case id, its signatures)] in order)."""
+    seen: list = []
+    kwargs = {"n": 200, "seed": 3, "key": "toy", **kwargs}
+    found = fuzz.hunt(kwargs.pop("strategy", TOY), judge,
+                      on_example=lambda case, findings: seen.append((case["id"], sorted(e["signature"]
+                                                                                       for _, e in findings))),
+                      **kwargs)
+    return found, seen
 
 
-def test_hunt_without_a_seed_saves_its_failure_under_the_model_key(tmp_path, monkeypatch):
+def test_hunt_spends_its_whole_budget_and_shrinks_each_difference_once():
+    found, seen = _hunt()
+    assert found.generated == len(seen) == 200 and len({case_id for case_id, _ in seen}) == 200
+    assert sorted((f.new, strategies.case_input(f.case), f.shrunk) for f in found.found) == [
+        (("d-digit",), "1", True), (("d-tab",), "\t", True)]
+    counted = sum(1 for _, sigs in seen if sigs)
+    assert found.failing == counted > 20  # the rest of the failing inputs are counted, not shrunk
+
+
+def test_hunt_counts_a_repeated_difference_without_shrinking_it_again():
+    judged: list = []
+    found, _ = _hunt(judge=lambda case: judged.append(case["id"]) or _two_bugs(case))
+    assert len(judged) - found.generated < 2 * fuzz.SHRINK_BUDGET  # two shrinks' steps, not one per failure
+    assert len(judged) == len(set(judged))  # every input judged once
+
+
+def test_hunt_with_a_seed_is_reproducible():
+    first, second = _hunt(seed=5), _hunt(seed=5)
+    assert first == second and first[0].generated == 200
+    assert _hunt(seed=6)[1] != first[1]
+    passing = fuzz.hunt(TOY, lambda case: [], n=30, seed=5, key="toy")
+    assert passing == fuzz.Hunt(30, 0, (), ())
+
+
+def test_hunt_shrink_budget_bounds_its_cost():
+    """Every input its own difference: the first `shrink_total` shrink steps are spent, the rest kept as found."""
+    judged: list = []
+
+    def each_its_own(case: dict) -> list:
+        judged.append(case["id"])
+        return [("mismatches", {"signature": case["id"]})] if strategies.case_input(case) else []
+
+    found = fuzz.hunt(TOY, each_its_own, n=60, seed=1, key="toy", shrink_budget=10, shrink_total=30)
+    assert found.generated == 60 and len(judged) <= 60 + 30 + 10
+    assert any(f.shrunk for f in found.found) and any(not f.shrunk for f in found.found)
+
+
+def test_a_drawn_seed_with_an_empty_database_generates_what_the_seed_does(tmp_path, monkeypatch):
+    """An unseeded run draws a seed and uses the example database: with nothing saved yet, `--seed N` runs
+    the same inputs."""
     monkeypatch.setenv(fuzz.DB_ENV, str(tmp_path))
-    found = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=200, seed=None, key="toy")
-    assert found.case == strategies.as_case("\t")
-    assert [p.name for p in tmp_path.iterdir()]  # the example database holds the minimal failure
-    again = fuzz.hunt(strategies.whitespace_runs(), _tab_judge, n=1, seed=None, key="toy")
-    assert again.case == found.case and again.generated == 1  # replayed from the database first
+    assert _hunt(seed=9, database=True) == _hunt(seed=9, database=False)
+
+
+def test_hunt_without_a_seed_saves_each_difference_and_replays_them_first(tmp_path, monkeypatch):
+    monkeypatch.setenv(fuzz.DB_ENV, str(tmp_path))
+    found, _ = _hunt(seed=None)
+    assert sorted(f.new for f in found.found) == [("d-digit",), ("d-tab",)]
+    assert len(list(tmp_path.iterdir())) >= 2  # one folder per round key: each difference saved
+    again, seen = _hunt(seed=None, n=2)  # round 0 replays the first difference, round 1 the second
+    assert again.generated == 2 and {f.new for f in again.found} == {("d-digit",), ("d-tab",)}
+    assert {case_id for case_id, _ in seen} == {f.case["id"] for f in found.found}

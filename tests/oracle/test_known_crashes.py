@@ -273,6 +273,6 @@ def test_run_fuzz_passes_over_a_known_crash(tmp_path):
     assert unlisted.returncode == 1 and report_of(tmp_path / "r2")["oracle_crashes"]
     assert listed.returncode == 0, listed.stdout + listed.stderr
     got = report_of(tmp_path / "r1")
-    assert got["oracle_crashes"] == [] and 0 < got["summary"]["cases"] <= 15
+    assert got["oracle_crashes"] == [] and 0 < got["summary"]["cases"] <= 15 + 1  # the fuzz's and one document
     assert any("known llama.cpp crash whitespace-pre-bpe-rank-space" in n
                for n in got["summary"]["per_model"]["pre-whitespace"]["notes"])
