@@ -48,6 +48,11 @@ FIELDS = ("id", "signature", "case", "model", "add_special", "parse_special", "r
 SIGNATURE = re.compile(r"d-[0-9a-f]{12}\Z")
 STATUSES = ("known", "fixed", "not checked")
 SHOWN = 10  # entries named per status in the terminal
+# The fields of a known finding kept in report.json's `known_differences`: what names it and how to reproduce it;
+# not its rows of tokens and detokenizations (a finding's display is up to ~40 KB; the reproduce line shows it)
+KEPT = ("model", "family", "case_id", "text", "bytes", "text_window", "add_special", "parse_special", "first_diff",
+        "category", "class", "compared", "capability", "error", "field", "token", "fuzz", "long", "command",
+        "signature_title")
 _EMPTY = TokenTable()
 
 
@@ -180,7 +185,8 @@ def _move(expected: ExpectedDifferences, result: ModelResult) -> dict[str, list[
                 keep.append(entry)
                 continue
             hits.setdefault(hit.key, []).append(entry)
-            result.known_differences.append({**entry, "signature": signature_id(result.model, kind, entry),
+            kept = {k: v for k, v in entry.items() if k in KEPT}  # what names it; its diff is the same every time
+            result.known_differences.append({**kept, "signature": signature_id(result.model, kind, entry),
                                              "list": kind, "expected_difference": hit.key})
         entries[:] = keep
     if not hits:

@@ -52,6 +52,7 @@ def test_a_named_difference_is_known_not_failing_and_its_entry_says_so():
     assert r.failing == {"case-00002", "case-00004"} and r.known_difference_ids == {"case-00001", "case-00003"}
     assert len(r.known_differences) == 8 + 2 and len(r.mismatches) == 6
     assert {e["expected_difference"] for e in r.known_differences} == {"tab", "case case-00002"}
+    assert all("got" not in e and e["command"] and e["signature"] for e in r.known_differences)  # no token rows
     assert r.expected == {"tab": {"status": "known", "findings": 8, "cases": 2},
                           "case case-00002": {"status": "known", "findings": 2, "cases": 1},
                           "case case-00006": {"status": "fixed", "findings": 0, "cases": 0},
