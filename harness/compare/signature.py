@@ -271,7 +271,8 @@ def entry_signature(model: str, kind: str, entry: dict, table: TokenTable) -> Si
                                masked(str(entry.get("error") or "")))
     if kind == "vocab_mismatches":
         return _vocab_signature(model, entry)
-    sides = "~".join(entry.get("compared") or ("engine", "llama.cpp")) if kind != "mismatches" else PARITY
+    compared = entry.get("compared")
+    sides = PARITY if kind == "mismatches" or not isinstance(compared, list) else "~".join(map(str, compared))
     if entry.get("class") == "reference_error":
         return other_signature(model, sides, "reference error", str(entry.get("capability") or "tokenize"),
                                masked(str(entry.get("error") or "")))
@@ -285,7 +286,8 @@ def _ids_or_detok(model: str, sides: str, entry: dict, table: TokenTable) -> Sig
     expected, got = entry.get("expected"), entry.get("got")
     if expected is None and entry.get("digest_diff") is not None:  # a golden document: a digest per block
         return other_signature(model, sides, "ids", "document", str(entry.get("case_id")))
-    names = ("llama.cpp", "engine") if sides == PARITY else tuple(str(n) for n in entry["compared"][:2])
+    named = [str(n) for n in entry.get("compared") or []][:2]
+    names = ("llama.cpp", "engine") if sides == PARITY or len(named) < 2 else (named[0], named[1])
     found = ids_signature(model, sides, expected or [], got or [], table, names=(names[0], names[1]))
     if found is not None:
         return found

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..compare.diff import TokenTable
 from ..compare.result import FINDINGS
-from ..compare.signature import entry_signature
+from ..compare.signature import entry_signature, other_signature
 
 LIST_CAP = 40          # entries per model and finding list in report.json (all in findings/<model>.jsonl)
 DIFFERENCES_CAP = 50   # difference records per model in report.json (the rest counted)
@@ -35,7 +35,10 @@ def signature_of(kind: str, entry: dict) -> tuple[str, str]:
     """(id, title) of an entry's signature; one the judge did not sign (a load crash) is signed here."""
     if entry.get("signature"):
         return str(entry["signature"]), str(entry.get("signature_title") or entry["signature"])
-    found = entry_signature(str(entry.get("model", "")), kind, entry, _EMPTY)
+    try:
+        found = entry_signature(str(entry.get("model", "")), kind, entry, _EMPTY)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):  # a part from elsewhere: data, not ours
+        found = other_signature(str(entry.get("model", "")), "?", "unsigned", kind)
     return found.id, found.title
 
 
