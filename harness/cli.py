@@ -34,6 +34,7 @@ COMMANDS = {
     "diff": "diff",
     "record": "record",
     "drift": "drift",
+    "builds": "builds",
     "ledger": "ledger",
     "synth": "synth",
     "peers": "peers",

@@ -12,57 +12,31 @@ A record made by another release, or of another file, fails the test until it is
     python -m tests.tokenizer.code_points [NAME ...]      # all of PROBE_VOCABS by default
 
 (the vocabularies fetched and built first: `python -m harness fetch`, `python -m harness synth`).
+The probes, the batching and the digest are `harness.golden.every_code_point`'s, which `python -m harness
+builds` uses to hold another llama.cpp build to these records.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
+from harness.golden.every_code_point import BATCH, FLAGS, MAX_CODEPOINTS, PROBE_VOCABS, batches, digest, probe
 from harness.models.fetch import sha256_file
 from tokenizer.attrs import Attr
 
-BATCH = 2048
-MAX_CODEPOINTS = 0x110000
+__all__ = ["BATCH", "FLAGS", "MAX_CODEPOINTS", "PROBE_VOCABS", "RECORDS", "batches", "differing", "digest", "probe",
+           "record", "record_path", "separator", "stale"]
 RECORDS = Path(__file__).resolve().parents[2] / "golden" / "code-points"
-FLAGS = {"add_special": False, "parse_special": True}
-PROBE_VOCABS = {  # name -> what its pre-tokenizer separates
-    "gpt-2": "letters-digits-space",
-    "qwen35": "marks",
-    "aquila": "punctuation",
-    "synthetic:pre-deepseek-v3": "symbols",
-    "synthetic:pre-kimi-k2": "han",
-}
-
-
-def probe(cpt: int) -> bytes:
-    """One code point in the positions a pre-tokenizer tells apart: after a letter, before a digit,
-    doubled, before a full stop and a letter, next to a Han character and a contraction."""
-    c = chr(cpt)
-    return ("x" + c + "1 " + c + c + ". " + c + "a\u4e00" + c + "'s").encode("utf-8", "surrogatepass")
 
 
 def separator(tok) -> bytes | None:
     """The longest CONTROL token's text (probes joined by it are tokenized apart), or None."""
     control = [t for t in range(tok.n_tokens) if tok.token_attr(t) & Attr.CONTROL]
     return max((tok.token_text(t) for t in control), key=len) if control else None
-
-
-def batches(sep: bytes) -> Iterator[tuple[int, bytes]]:
-    """(first code point, the joined probes) for every BATCH code points."""
-    for start in range(0, MAX_CODEPOINTS, BATCH):
-        yield start, sep.join(probe(c) for c in range(start, min(start + BATCH, MAX_CODEPOINTS)))
-
-
-def digest(ids: list[int]) -> str:
-    """The first 64 bits of a sha256 over the ids (int32 little-endian), and their count."""
-    return f"{len(ids)}:{hashlib.sha256(np.asarray(ids, dtype='<i4').tobytes()).hexdigest()[:16]}"
 
 
 def record_path(name: str) -> Path:
