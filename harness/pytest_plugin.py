@@ -24,6 +24,10 @@ looks its outcome up in that `ModelResult` (`harness.compare.item_verdicts`). Th
 options are translated to `python -m harness run`'s own (each value joined to its option, so no
 value is read as an option), so both build the same `RunConfig`; a bad one is a usage error (exit 4),
 one line. report.json and report.html are written to --parity-report, checked before collection.
+A failing item's text names each difference it shows (its signature, docs/differences.md) with the
+per-token diff of one finding and its reproduce line, bounded whatever the findings (at most 40 lines
+of 200 characters; 12 under --tb=short: `harness.compare.item_verdicts`); the terminal summary lists
+the run's differences once, each with its reproduce line.
 Item ids escape `:` in a model's name (`node_name`): `::` separates pytest's node names.
 
 A fuzz input exists only once the hunt has found it, and pytest runs only items it
@@ -50,6 +54,7 @@ from typing import Any, NoReturn
 import pytest
 
 XDIST_GROUP = "xdist_group"
+TB_LINES = {"short": 12, "line": 1}  # lines of a failure text under --tb=short / --tb=line (else item_verdicts')
 
 
 class ParityFailure(Exception):
@@ -445,8 +450,14 @@ class ParityItem(pytest.Item):
             pytest.skip(verdict.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """A finding's text alone: already bounded (`harness.compare.item_verdicts.bounded`), and cut further
+        under `--tb=short` or `--tb=line`, as pytest cuts a traceback."""
         if isinstance(excinfo.value, ParityFailure):
-            return str(excinfo.value)
+            lines = TB_LINES.get(str(self.config.getoption("tbstyle", "auto")))
+            if lines is None:
+                return str(excinfo.value)
+            from .compare.item_verdicts import bounded
+            return bounded(str(excinfo.value), lines)
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, None, str]:
@@ -462,6 +473,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     from .compare import expected
     from .report import build as reporting
+    from .report import differences
     meta = {"command": "pytest (gguf-parity plugin)", "engine": run.config.engine or "tokenizer:Tokenizer.from_gguf",
             "engine_args": dict(run.config.engine_args), "fuzz": run.config.fuzz, "seed": run.config.seed,
             "known_crashes": run.config.known_crashes.source, "allow_flakes": run.config.allow_flakes,
@@ -470,7 +482,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report = reporting.build(run.results.values(), meta=meta, known_crashes=run.known)
     run.config.report_dir.mkdir(parents=True, exist_ok=True)
     _, html = reporting.write(report, run.config.report_dir)
-    listed = expected.terminal_lines(report)  # --parity-expected-differences: the entries that no longer show
+    listed = differences.terminal_lines(report)  # each difference once, with its reproduce line
+    listed += expected.terminal_lines(report)  # --parity-expected-differences: the entries that no longer show
     run.summary = "\n".join([f"gguf-parity: {reporting.one_line(report)}", *listed, f"gguf-parity report: {html}"])
 
 

@@ -8,11 +8,18 @@ plain data (outcome, message, warnings), so this module needs no pytest:
 
     pass     the case agrees (with `warnings` when a harness fault was absorbed); the `<fuzz>`
              item's `message` says how many inputs ran
-    fail     a finding; `message` is the per-token diff in text, with the reproduce line
+    fail     a finding; `message` names each difference (its signature, `harness.compare.signature`)
+             with its flag pairs, the per-token diff of its first finding and the reproduce line
     xfail    only a known llama.cpp crash (`harness.oracle.known_crashes`): its id and description; or
              only known differences of the engine (`--parity-expected-differences`, `harness.compare.expected`)
     skip     not checked: the capability is not offered, or the case not applicable to the engine
     flake    an engine flake (`harness.subjects.client`): fails unless flakes are allowed
+
+A failure text is bounded as pytest's `--tb` bounds a traceback, whatever the findings: an item's
+findings are grouped by difference, the first `DIFFERENCES_SHOWN` drawn, each with at most
+`DIFF_ROWS` token rows around its first difference; `bounded` then cuts the whole text to
+`FAILURE_LINES` lines of at most `LINE_CHARS` characters (about 8 KiB; a reproduce line is never cut),
+keeping each difference's signature line and reproduce line. report.html and report.json hold the rest.
 """
 
 from __future__ import annotations
@@ -25,6 +32,11 @@ from .result import FINDINGS, ModelResult
 
 TRACEBACK_LINES = 12  # of an engine error's traceback shown in the item's message (report.json has it all)
 CELL = 30  # width of one side's "id 'text'" column in the token table
+DIFFERENCES_SHOWN = 2  # differences drawn in one item's failure text (the rest counted)
+DIFF_ROWS = 10  # token rows of a difference's diff: a few before its first differing row, the rest after
+FAILURE_LINES = 40  # lines of one item's failure text, at most
+LINE_CHARS = 200  # characters of one line of it, at most (a reproduce line is kept whole, up to COMMAND_CHARS)
+COMMAND_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -43,9 +55,9 @@ def case_verdict(result: ModelResult, case_id: str, *, known: dict | None = None
     if case_id in result.failing:
         found = [e for kind in FINDINGS for e in getattr(result, kind) if e.get("case_id") == case_id]
         found = found or _model_entries(result)  # the engine did not load: every case fails with that
-        return Verdict("fail", _joined([*flakes, *(entry_text(e) for e in found)]) or "failing", faults)
+        return Verdict("fail", bounded(_joined([*flakes, findings_text(found)])) or "failing", faults)
     if flakes:
-        return Verdict("flake", _joined(flakes), faults)
+        return Verdict("flake", bounded(_joined(flakes)), faults)
     if case_id in result.known_crash_ids:
         entries = [e for e in result.known_oracle_crashes if e.get("case_id") == case_id]
         return Verdict("xfail", _joined(_known_text(e, known or {}) for e in entries), faults)
@@ -72,11 +84,13 @@ def vocab_verdict(result: ModelResult, check: str) -> Verdict:
         return Verdict("skip", f"capability {capability} not offered by the engine (vocabulary check {check})")
     if row["errors"]:
         errors = [e for e in result.engine_errors if e.get("case_id") == "<vocab>"]
-        return Verdict("fail", _joined(entry_text(e) for e in errors) or f"vocabulary {check}: engine error")
+        return Verdict("fail", bounded(findings_text(errors)) or f"vocabulary {check}: engine error")
     if row["differ"]:
         rows = [e for e in result.vocab_mismatches if FIELD_CHECK.get(e.get("field", "")) == check
                 or e.get("field") == "n_tokens"]
-        return Verdict("fail", _joined(_vocab_text(e) for e in rows) or f"vocabulary {check} differs")
+        shown = [_vocab_text(e) for e in rows[:DIFF_ROWS]] + ([f"... and {len(rows) - DIFF_ROWS} more tokens "
+                                                               "(report.json)"] if len(rows) > DIFF_ROWS else [])
+        return Verdict("fail", bounded("\n".join(shown)) or f"vocabulary {check} differs")
     return Verdict("pass")
 
 
@@ -88,11 +102,11 @@ def model_verdict(result: ModelResult, *, known: dict | None = None) -> Verdict:
               if all(str(c).startswith("<") for c in f.get("case_ids", ()))]
     entries = _model_entries(result)
     if result.not_checked and not any(e.get("known_crash") for e in entries):
-        return Verdict("fail", f"{result.model} not checked: {result.not_checked}", faults)
+        return Verdict("fail", bounded(f"{result.model} not checked: {result.not_checked}"), faults)
     if entries:
-        return Verdict("fail", _joined([*flakes, *(entry_text(e) for e in entries)]), faults)
+        return Verdict("fail", bounded(_joined([*flakes, findings_text(entries)])), faults)
     if flakes:
-        return Verdict("flake", _joined(flakes), faults)
+        return Verdict("flake", bounded(_joined(flakes)), faults)
     loads = [e for e in result.known_oracle_crashes if e.get("case_id") == "<load>"]
     if loads:
         return Verdict("xfail", _joined(_known_text(e, known or {}) for e in loads), faults)
@@ -100,12 +114,13 @@ def model_verdict(result: ModelResult, *, known: dict | None = None) -> Verdict:
 
 
 def fuzz_inputs(result: ModelResult) -> list[str]:
-    """The case ids of the failing inputs the fuzz hunt found (each shrunk), in the order found.
-
-    The hunt stops at its first failure, so there is one, or two when the first was only a new
-    llama.cpp crash and the hunt went on past crashes (`harness.runs.live`).
-    """
-    return list(dict.fromkeys(str(e["case_id"]) for e in _hunted(result)))
+    """The case ids of the failing inputs the fuzz hunt found, one per difference (the first input
+    that showed it, the one the hunt shrinks), in the order found: however many inputs the hunt
+    counted under a difference, it is one item."""
+    firsts: dict[str, str] = {}
+    for entry in _hunted(result):
+        firsts.setdefault(str(entry.get("signature") or entry["case_id"]), str(entry["case_id"]))
+    return list(dict.fromkeys(firsts.values()))
 
 
 def fuzz_input_verdict(result: ModelResult, case_id: str) -> Verdict:
@@ -116,7 +131,7 @@ def fuzz_input_verdict(result: ModelResult, case_id: str) -> Verdict:
     first = found[0]
     shown = repr(bytes.fromhex(first["bytes"])) if first.get("bytes") else repr(first.get("text", ""))
     head = f"fuzzing found a failing input, shrunk to {shown} (case {case_id})"
-    return Verdict("fail", _joined([head, *(entry_text(e) for e in found)]))
+    return Verdict("fail", bounded(_joined([head, findings_text(found)])))
 
 
 def fuzz_verdict(result: ModelResult, *, itemized: frozenset[str] = frozenset()) -> Verdict:
@@ -135,7 +150,10 @@ def fuzz_verdict(result: ModelResult, *, itemized: frozenset[str] = frozenset())
     stopped = f" (stopped: {result.fuzz['stopped']})" if result.fuzz.get("stopped") else ""
     unlisted = [case_id for case_id in failing if case_id not in itemized]
     if unlisted:
-        return Verdict("fail", _joined([f"{ran}{stopped}", *(fuzz_input_verdict(result, c).message for c in unlisted)]))
+        shown = [fuzz_input_verdict(result, c).message for c in unlisted[:DIFFERENCES_SHOWN]]
+        more = len(unlisted) - len(shown)
+        tail = [f"... and {more} more failing inputs: {', '.join(unlisted[len(shown):][:20])}"] if more else []
+        return Verdict("fail", bounded(_joined([f"{ran}{stopped}", *shown, *tail]), FAILURE_LINES * 2))
     if failing:
         return Verdict("pass", f"{ran}{stopped}; failing: {', '.join(failing)}, each an item of its own")
     return Verdict("pass", f"{ran}{stopped}; none failed")
@@ -152,9 +170,9 @@ def phase_verdict(result: ModelResult, phase: str) -> Verdict:
     prefix = {"long": "long documents:", "calls": "calls:"}[phase]
     notes = [n for n in result.notes if n.startswith(prefix)]
     if found:
-        return Verdict("fail", _joined([*notes, *(entry_text(e) for e in found)]))
+        return Verdict("fail", bounded(_joined([*notes, findings_text(found)])))
     if any("not checked" in n for n in notes):
-        return Verdict("skip", _joined(notes))
+        return Verdict("skip", bounded(_joined(notes)))
     return Verdict("pass")
 
 
@@ -162,6 +180,38 @@ def _model_entries(result: ModelResult) -> list[dict]:
     """Findings about the model rather than a case (`<load>`: the engine or llama.cpp failed to load it)."""
     return [e for kind in FINDINGS for e in getattr(result, kind)
             if e.get("case_id") == "<load>" or (kind == "vocab_mismatches" and e.get("field") == "load")]
+
+
+def findings_text(entries: list[dict]) -> str:
+    """Findings as text, one block per difference (signature): its first `DIFFERENCES_SHOWN`, each with its
+    flag pairs, the diff of its first finding and the reproduce line; how many more differences there are."""
+    groups: dict[str, list[dict]] = {}
+    for entry in entries:
+        groups.setdefault(str(entry.get("signature") or id(entry)), []).append(entry)
+    blocks = [difference_text(mine) for mine in list(groups.values())[:DIFFERENCES_SHOWN]]
+    if len(groups) > DIFFERENCES_SHOWN:
+        blocks.append(f"... and {len(groups) - DIFFERENCES_SHOWN} more differences here (report.html, report.json)")
+    return _joined(blocks)
+
+
+def difference_text(entries: list[dict]) -> str:
+    """One difference shown by `entries` (findings of one signature): a line naming it and its flag pairs,
+    then its first finding's text and reproduce line."""
+    first = entries[0]
+    pairs = list(dict.fromkeys(_short_pair(e) for e in entries if e.get("add_special") is not None))
+    under = f" under {len(pairs)} flag pair{'s' if len(pairs) > 1 else ''} (add_special,parse_special " \
+            f"{' '.join(pairs)})" if pairs else ""
+    name = " ".join(str(first[k]) for k in ("signature", "signature_title") if first.get(k))
+    head = f"difference {name}{under}" if name else ""
+    return _joined(["\n".join(filter(None, [head, entry_text(first)]))])
+
+
+def _short_pair(entry: dict) -> str:
+    return f"{str(entry['add_special'])[0]},{str(entry['parse_special'])[0]}"
+
+
+def _pairs(entry: dict) -> str:
+    return f"add_special={entry['add_special']} parse_special={entry['parse_special']}"
 
 
 def entry_text(entry: dict) -> str:
@@ -179,23 +229,50 @@ def entry_text(entry: dict) -> str:
 
 
 def mismatch_text(entry: dict) -> str:
-    """One mismatch (`harness.compare.diff.diff_encoding` output) as the rows the HTML report draws."""
-    flags = f"add_special={entry['add_special']} parse_special={entry['parse_special']}"
-    lines = [f"input {_shown(entry)}", f"{flags}: differs from llama.cpp ({entry.get('category', '?')})"]
+    """One mismatch (`harness.compare.diff.diff_encoding` output) as rows of tokens, both sides aligned by
+    bytes (`by_bytes`; by index for a finding written before it), around the first difference."""
+    lines = [f"input {_shown(entry)}", f"{_pairs(entry)}: differs from llama.cpp"]
     if entry.get("first_diff") is None:
         lines.append("token ids agree")
     else:
         lines.append(f"first differing position: {entry['first_diff']}")
-        lines.append(f"  {'pos':>5}  {'llama.cpp':<{CELL}}  engine")
-        for row in entry.get("aligned", []):
-            mark = ">" if row["differs"] else " "
-            lines.append(f"{mark} {row['index']:>5}  {_cell(row['expected'], row['expected_text']):<{CELL}}  "
-                         f"{_cell(row['got'], row['got_text'])}")
-        lines.append(f"differing piece: llama.cpp {entry.get('expected_piece')!r}, engine {entry.get('got_piece')!r}")
-    for d in entry.get("detokenize", []):
+        lines.append(f"  {'llama.cpp':<{CELL}}  engine")
+        lines += [f"{'>' if differs else ' '} {left:<{CELL}}  {right}" for left, right, differs in _rows(entry)]
+        lines.append(_differing_pieces(entry))
+    for d in entry.get("detokenize", [])[:4]:
         lines.append(f"detokenize remove_special={d['remove_special']} unparse_special={d['unparse_special']}: "
                      f"llama.cpp {d['expected']!r}, engine {d['got']!r}")
     return "\n".join(lines)
+
+
+def _rows(entry: dict) -> list[tuple[str, str, bool]]:
+    """(llama.cpp's tokens, the engine's, differs) for at most `DIFF_ROWS` rows around the first differing one."""
+    found = entry.get("by_bytes")
+    if isinstance(found, dict) and isinstance(found.get("segments"), list):
+        rows = [(_tokens(s.get("expected") or []), _tokens(s.get("got") or []), bool(s.get("differs")))
+                for s in found["segments"]]
+    else:  # a finding written before the sides were aligned by bytes: its rows by index
+        rows = [(_cell(r.get("expected"), r.get("expected_text")), _cell(r.get("got"), r.get("got_text")),
+                 bool(r.get("differs"))) for r in entry.get("aligned") or []]
+    first = next((k for k, row in enumerate(rows) if row[2]), 0)
+    start = max(first - 2, 0)
+    return rows[start:start + DIFF_ROWS]
+
+
+def _differing_pieces(entry: dict) -> str:
+    """Each side's own pieces where they first differ (`048` against `04` `8`); for a finding written before
+    the sides were aligned by bytes, the differing span spelled."""
+    segments = (entry.get("by_bytes") or {}).get("segments") or []
+    first = next((s for s in segments if s.get("differs")), None)
+    if first is None:
+        return f"differing piece: llama.cpp {entry.get('expected_piece')!r}, engine {entry.get('got_piece')!r}"
+    sides = [" ".join(repr(str(t.get("piece", t.get("text", "")))) for t in first.get(k) or []) or "nothing"
+             for k in ("expected", "got")]
+    return f"differing pieces: llama.cpp {sides[0]}, engine {sides[1]}"
+
+
+def _tokens(tokens: list[dict]) -> str:
+    return " ".join(f"{t.get('id')} {str(t.get('piece', t.get('text', '')))!r}" for t in tokens) or "-"
 
 
 def _cell(token: int | None, text: str | None) -> str:
@@ -232,3 +309,16 @@ def _flake_text(flake: dict) -> str:
 
 def _joined(parts) -> str:
     return "\n\n".join(p for p in parts if p)
+
+
+def bounded(text: str, lines: int = FAILURE_LINES) -> str:
+    """`text` cut to `lines` lines of at most `LINE_CHARS` characters each. Past the cut, the lines that name
+    a difference and its reproduce line are kept (as many as fit), then a line saying how many were left out."""
+    rows = [row if len(row) <= LINE_CHARS or (row.startswith("reproduce: ") and len(row) <= COMMAND_CHARS)
+            else row[:LINE_CHARS - 1] + "…" for row in text.splitlines()]
+    if len(rows) <= lines:
+        return "\n".join(rows)
+    head, rest = rows[:lines // 2], rows[lines // 2:]
+    keep = [row for row in rest if row.startswith(("difference ", "reproduce: ", "... and "))][:lines // 2 - 1]
+    left = len(rest) - len(keep)
+    return "\n".join([*head, *keep, f"... ({left} more lines: report.html and report.json have them)"])

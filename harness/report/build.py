@@ -358,6 +358,7 @@ def render_html(report: dict, *, every: dict | None = None) -> str:
     lines, lines_left = page.lines(report)
     drawn, cards_left = page.difference_cards(report, every)
     fixed, fixed_left = page.fixed(report)
+    unsure, unsure_left = page.fixed(report, "not re-checked")
     flakes, flakes_left = page.side_rows(report, "engine_flakes")
     faults, faults_left = page.side_rows(report, "harness_faults")
     causes, causes_left = cards.causes(e for e in (every or report).get("reference_findings") or [])
@@ -366,6 +367,7 @@ def render_html(report: dict, *, every: dict | None = None) -> str:
         report=report, summary=report["summary"], families=families, models=models,
         lines=lines, lines_left=lines_left, difference_cards=drawn, cards_left=cards_left,
         card_ids={c["id"] for c in drawn}, statuses=page.statuses(report), fixed=fixed, fixed_left=fixed_left,
+        not_rechecked=unsure, not_rechecked_left=unsure_left,
         causes=causes, causes_left=causes_left, meta_rows=page.meta_rows(report),
         model_names=sorted(report["summary"]["per_model"]), categories=sorted({line["category"] for line in lines}),
         verdict=one_line(report), known_groups=page.known_groups(report),

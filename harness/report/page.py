@@ -9,7 +9,7 @@ reviewer acts on, the differences, before the counts:
 - `difference_cards(report, every)`: one card per difference, drawn from its representative case
   (`harness.report.cards.difference_card`), the first `CARDS_PER_MODEL` of each model; `every` is the
   report whose lists hold every finding, so that a card groups all the flag pairs of its case;
-- `fixed(report)`: the baseline's differences this run no longer shows.
+- `fixed(report)`: the baseline's differences this run no longer shows (or did not check again).
 
 A difference's category is its signature's kind in words (`differences.KINDS`, a rule pinned by
 tests/compare/test_signature.py), or the layer for what is a fact of the run (an engine error, a
@@ -85,16 +85,24 @@ def statuses(report: dict) -> dict[str, str]:
     return out
 
 
-def fixed(report: dict) -> tuple[list[dict], int]:
-    """The baseline's differences this run shows no more (the first `FIXED_SHOWN`), and how many more."""
+def fixed(report: dict, status: str = "fixed") -> tuple[list[dict], int]:
+    """The baseline's differences this run shows no more (`status` "fixed": checked again; "not re-checked":
+    not), the first `FIXED_SHOWN`, and how many more."""
     block = report.get("baseline")
-    items = _baseline_list(block, "fixed") if isinstance(block, dict) else []
-    return items[:FIXED_SHOWN], max(len(items) - FIXED_SHOWN, 0)
+    if not isinstance(block, dict):
+        return [], 0
+    items = _baseline_list(block, status)
+    counted = (block.get("counts") or {}).get(BASELINE_KEYS[status])  # the block lists `baseline.LIST_CAP`
+    total = max(counted if isinstance(counted, int) else 0, len(items))
+    return items[:FIXED_SHOWN], total - min(len(items), FIXED_SHOWN)
+
+
+BASELINE_KEYS = {"new": "new", "unchanged": "unchanged", "fixed": "fixed", "not re-checked": "not_rechecked"}
 
 
 def _baseline_list(block: dict, status: str) -> list[dict]:
-    """One of the block's lists (`new`, `fixed`, ...; a space may be `_`), each item as a dict with an `id`."""
-    items = block.get(status, block.get(status.replace(" ", "_"), block.get(status.replace(" ", "-"))))
+    """One of the block's lists (`harness.report.baseline.LISTS`), each item as a dict with an `id`."""
+    items = block.get(BASELINE_KEYS[status])
     out = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, str):

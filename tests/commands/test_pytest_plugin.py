@@ -87,7 +87,10 @@ def test_junit_failures_are_the_failing_cases_of_harness_run(serial, tmp_path):
                           "--quiet"], capture_output=True, text=True, timeout=900, env={**os.environ, **NO_DOCUMENTS})
     assert run.returncode == 1, run.stdout + run.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))
-    failing = {e["case_id"] for kind in ("mismatches", "engine_errors", "oracle_crashes") for e in report[kind]}
+    lines = (tmp_path / "run" / "findings" / "llama-spm.jsonl").read_text(encoding="utf-8").splitlines()
+    # every finding is in findings/<model>.jsonl (report.json's lists are cut to 40 per model)
+    failing = {f["case_id"] for f in map(json.loads, lines) if f["list"] in ("mismatches", "engine_errors",
+                                                                             "oracle_crashes")}
     assert failed(results) == {("llama-spm", case_id) for case_id in failing}
     assert len(failed(results)) == report["summary"]["failing_cases"] > 0
     passed_cases = {k for k, (o, _) in results.items() if o == "passed" and k[0] == "llama-spm"} - {
@@ -108,6 +111,25 @@ def test_a_failing_item_shows_the_per_token_diff_and_the_reproduce_line(serial):
     assert "> " in message  # the differing token rows are marked
     assert "reproduce: python -m harness run --model llama-spm" in message and "--case inp-000" in message
     assert "Traceback" not in message
+
+
+@needs_node
+@pytest.mark.oracle
+def test_failure_texts_are_bounded_and_the_terminal_lists_each_difference_once(serial):
+    """A failing item's text names its difference and the reproduce line within `FAILURE_LINES` lines of
+    `LINE_CHARS` characters (a planted bug once printed 123,327 lines, a 6.2 MB <failure>); the terminal
+    summary lists the run's differences, each once."""
+    folder, done, _ = serial
+    report = json.loads((folder / "parity-report" / "report.json").read_text(encoding="utf-8"))
+    texts = [f.text or "" for f in ET.parse(folder / "junit.xml").getroot().iter("failure")]
+    assert texts and all(len(t.splitlines()) <= item_verdicts.FAILURE_LINES for t in texts)
+    assert all(len(line) <= item_verdicts.LINE_CHARS for t in texts for line in t.splitlines()
+               if not line.startswith("reproduce: "))
+    assert all(t.startswith("difference d-") and "\nreproduce: python -m harness run" in t for t in texts)
+    assert (folder / "junit.xml").stat().st_size < 20_000 * len(texts)  # the text, and again as the message
+    ids = [r["id"] for r in report["differences"]]
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("  d-")]
+    assert done.stdout.count("distinct difference(s):") == 1 and listed == ids[:10] and len(set(listed)) == len(listed)
 
 
 @needs_node
@@ -433,3 +455,36 @@ def test_an_engine_that_cannot_load_fails_every_item_with_the_reason():
     for verdict in (item_verdicts.case_verdict(result, "a"), item_verdicts.model_verdict(result),
                     item_verdicts.vocab_verdict(result, "text")):
         assert verdict.outcome == "fail" and "UnsupportedVocab: no such pre-tokenizer 'x'" in verdict.message, verdict
+
+
+def test_a_failure_text_is_bounded_whatever_the_findings():
+    """Five differences on one long case under four flag pairs: the text names the first two, each with its
+    flag pairs, diff and reproduce line, and counts the rest, within `FAILURE_LINES` lines."""
+    from tests import synthetic_reports as sr
+    result = ModelResult("toy", "bpe", cases=1)
+    found = [sr.digit_split("toy", 0, before=5000), sr.tab_bug("toy", 0, (False, False), words=5000)]
+    found += [sr.finding("toy", "c", "a", [sr.A], [len(sr.PIECES) + i], tokens=sr.BIG_TABLE) for i in range(3)]
+    for entry in found:
+        for add_special, parse_special in sr.FLAG_PAIRS:
+            result.add("mismatches", {**entry, "case_id": "c", "add_special": add_special,
+                                      "parse_special": parse_special})
+    verdict = item_verdicts.case_verdict(result, "c")
+    lines = verdict.message.splitlines()
+    assert verdict.outcome == "fail" and len(lines) <= item_verdicts.FAILURE_LINES, len(lines)
+    assert max(len(line) for line in lines) <= item_verdicts.LINE_CHARS
+    assert lines[0] == (f"difference {found[0]['signature']} {found[0]['signature_title']} under 4 flag pairs "
+                        "(add_special,parse_special F,F F,T T,F T,T)")
+    assert sum(line.startswith("reproduce: ") for line in lines) == 2 and "... and 3 more differences" in lines[-1]
+    assert "differing pieces: llama.cpp '048', engine '04' '8'" in lines  # each side's own pieces
+    assert item_verdicts.bounded("\n".join(["x"] * 500 + ["reproduce: r"]), 12).splitlines()[-2:] == [
+        "reproduce: r", "... (494 more lines: report.html and report.json have them)"]
+
+
+def test_a_fuzz_difference_is_one_item_however_many_inputs_showed_it():
+    result = ModelResult("m", "spm", cases=3)
+    for n in range(3):
+        result.add("mismatches", {"case_id": f"fuzz-{n}", "text": "a\tb", "fuzz": True, "add_special": False,
+                                  "parse_special": False, "first_diff": 1, "signature": "d-1"})
+    result.add("mismatches", {"case_id": "fuzz-x", "text": "x", "fuzz": True, "first_diff": 0, "signature": "d-2",
+                              "add_special": False, "parse_special": False})
+    assert item_verdicts.fuzz_inputs(result) == ["fuzz-0", "fuzz-x"]

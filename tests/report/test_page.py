@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from harness.report import build, page
+from harness.report import baseline, build, page
 from tests import synthetic_reports as sr
 
 
@@ -67,16 +67,19 @@ def test_with_a_baseline_new_differences_come_first_and_fixed_ones_are_listed():
     report = build.build([sr.failing_result("toy", 40)], meta={})
     first, second = report["differences"]
     assert lines_of(html_of(report)) == [first["id"], second["id"]] and "data-status" not in html_of(report)
-    report["baseline"] = {"counts": {"new": 1, "unchanged": 1, "fixed": 1, "not_rechecked": 0},
-                          "new": [{"id": second["id"], "title": second["title"]}],
-                          "unchanged": [{"id": first["id"], "title": first["title"]}],
-                          "fixed": [{"id": "d-000000000001", "title": "ids: bytes ␣ / ⇥", "model": "toy"}],
-                          "not_rechecked": []}
+    gone = {**first, "id": "d-000000000001", "title": "ids: bytes ␣ / ⇥"}
+    elsewhere = {**first, "id": "d-000000000002", "title": "ids: bytes ␣ / ↵", "model": "other"}
+    report["baseline"] = baseline.sort([first, gone, elsewhere], report["differences"],
+                                       {gone["id"]: {"case_id": "c"}}, {elsewhere["id"]: "its model not in the run"})
+    assert report["baseline"]["counts"] == {"new": 1, "fixed": 1, "unchanged": 1, "not_rechecked": 1}
     html = html_of(report)
-    assert lines_of(html) == [second["id"], first["id"]]
+    assert lines_of(html) == [second["id"], first["id"]]  # the new one first
     assert f'data-difference="{second["id"]}" data-status="new"' in html
+    assert f'data-difference="{first["id"]}" data-status="unchanged"' in html
     assert '<span class="status new">new</span>' in html and 'id="fixed-list"' in html
-    assert "ids: bytes ␣ / ⇥" in html
+    assert re.search(r'<ul id="fixed-list"><li data-difference="d-000000000001">ids: bytes ␣ / ⇥', html)
+    assert re.search(r'<ul id="not-rechecked-list"><li data-difference="d-000000000002">ids: bytes ␣ / ↵ '
+                     r'<small>d-000000000002 · other: its model not in the run', html)
 
 
 def test_ten_thousand_distinct_differences_on_long_inputs_keep_the_page_small():
