@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -488,37 +488,6 @@ def _append_found(config: RunConfig, name: str, case: dict) -> None:
 Gathered = dict[str, tuple[Model, list[dict]]]  # a --model argument -> its model and its cases
 
 
-def _chosen(models: Mapping[str, tuple[Model, list[dict] | None]], config: RunConfig) -> Mapping:
-    """The models a selection keeps (`-k`, `--lf`, `--ff`), each with its cases gathered; all of them otherwise.
-
-    A model `--lf` leaves out (it did not fail last time), or of which `-k` keeps no case, is named on
-    stderr and in `config.tally`; `--ff` puts the models that failed last time first. None left is a
-    `SetupError` (exit 2) before any work.
-    """
-    everything = selection.everything_line(config)
-    if everything and not config.quiet:
-        print(everything, file=sys.stderr)
-    if config.tally is None or not (config.keyword or (config.last_failed and config.last_failed.models)):
-        return models
-    kept = {}
-    for arg, (model, cases) in models.items():
-        why = selection.wanted(model.name, config)
-        if why is None:
-            cases = gather_cases(model, config) if cases is None else cases
-            model.forget_metadata()  # read again by its check
-            why = None if cases or config.fuzz else f"-k {config.keyword!r} keeps none of its cases"
-        if why is None:
-            kept[arg] = (model, cases)
-            continue
-        config.tally.left_out[model.name] = why
-        if not config.quiet:
-            print(f"{model.name}: left out ({why})", file=sys.stderr)
-    if not kept:
-        raise SetupError(f"the selection leaves no case to check in {len(models)} model(s): "
-                         + "; ".join(f"{m}: {why}" for m, why in list(config.tally.left_out.items())[:3]))
-    return dict(selection.first_failed(kept.items(), lambda item: item[1][0].name, config))
-
-
 def plan(config: RunConfig) -> tuple[Partition, Gathered]:
     """Shard `config.shard` of the run's units (`harness.runs.shard`), and every model with its gathered cases.
 
@@ -557,7 +526,7 @@ def run(config: RunConfig, results: list[ModelResult] | None = None,
         if not Path(corpus).is_file():
             raise SetupError(f"no such corpus file: {corpus}")
     results = [] if results is None else results
-    for arg, (model, cases) in _chosen(models, config).items():
+    for arg, (model, cases) in selection.chosen(models, config, gather_cases).items():
         if part is not None and not part.items(model.name):
             continue
         if config.tally is not None and config.tally.reached:  # --maxfail: the run stopped

@@ -13,20 +13,25 @@
   `--expected-differences` entry names are not failures). What it did not check is listed
   (report.json's `meta.selection`) and named in the verdict, never counted as passing.
 
-`choose(cases, model, config)` applies `--case`, `--lf`, `-k` and `--ff` to a model's gathered cases.
+`choose(cases, model, config)` applies `--case`, `--lf`, `-k` and `--ff` to a model's gathered cases;
+`chosen(models, config, gather)` the same to a run's models (those left with nothing are left out).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import SetupError
 from ..files import input_limits, jsonl
 from ..inputs.corpus import CorpusError, load_corpus
+
+if TYPE_CHECKING:
+    from ..models.model import Model
 
 MAX_EXPRESSION = 4096   # characters of a -k expression
 MAX_DEPTH = 64          # nesting of `not` and parentheses in one
@@ -266,6 +271,39 @@ def everything_line(config) -> str | None:
     if not last.models:
         return f"--lf: nothing failed in the last run ({last.source}): checking everything"
     return None
+
+
+def chosen(models: Mapping[str, tuple[Model, list[dict] | None]], config,
+           gather: Callable[[Model, Any], list[dict]]) -> dict:
+    """The models a selection keeps (`-k`, `--lf`, `--ff`), each with its cases (`gather`ed unless given); all
+    of them, as they are, without one.
+
+    A model `--lf` leaves out (it did not fail last time), or of which `-k` keeps no case, is named on
+    stderr and in `config.tally`; `--ff` puts the models that failed last time first. None left is a
+    `SetupError` (exit 2) before any work.
+    """
+    everything = everything_line(config)
+    if everything and not config.quiet:
+        print(everything, file=sys.stderr)
+    if config.tally is None or not (config.keyword or (config.last_failed and config.last_failed.models)):
+        return dict(models)
+    kept = {}
+    for arg, (model, cases) in models.items():
+        why = wanted(model.name, config)
+        if why is None:
+            cases = gather(model, config) if cases is None else cases
+            model.forget_metadata()  # read again by its check
+            why = None if cases or config.fuzz else f"-k {config.keyword!r} keeps none of its cases"
+        if why is None:
+            kept[arg] = (model, cases)
+            continue
+        config.tally.left_out[model.name] = why
+        if not config.quiet:
+            print(f"{model.name}: left out ({why})", file=sys.stderr)
+    if not kept:
+        raise SetupError(f"the selection leaves no case to check in {len(models)} model(s): "
+                         + "; ".join(f"{m}: {why}" for m, why in list(config.tally.left_out.items())[:3]))
+    return dict(first_failed(kept.items(), lambda item: item[1][0].name, config))
 
 
 def first_failed(models: Iterable[T], name: Callable[[T], str], config) -> list[T]:
