@@ -3,13 +3,14 @@
 `hunt(strategy, judge, n=..., seed=..., key=...)` generates `n` distinct inputs of `strategy`, each
 judged once by `judge(case)` (its findings, `(kind, entry)`; empty when it passes). Each finding shows
 a difference signature (`harness.compare.signature`: the entry's `signature`). The hunt runs in rounds,
-each one Hypothesis `find` whose predicate is "this input shows a signature not seen yet": the first
-input of a new signature ends the round's generation, Hypothesis shrinks it to a minimal input showing a
-signature not seen yet, and that input is a `Found` (its signatures are seen from then on); the next
-round goes on generating. An input whose findings only repeat signatures already seen passes the
-predicate: it is judged, counted and handed to `on_example` with its findings (the caller records
-them), never shrunk. So the hunt spends its whole budget whatever it finds, and `Hunt` carries how many
-inputs were generated, how many failed, and each difference found with its minimal input.
+each one Hypothesis search (as `hypothesis.find`, `_find`) whose predicate is "this input shows a
+signature not seen yet": the first input of a new signature ends the round's generation, Hypothesis
+shrinks it to a minimal input still showing each of its new signatures, and that input is a `Found`
+(its signatures are seen from then on); the next round goes on generating. An input whose findings
+only repeat signatures already seen passes the predicate: it is judged, counted and handed to
+`on_example` with its findings (the caller records them), never shrunk. So the hunt spends its whole
+budget whatever it finds, and `Hunt` carries how many inputs were generated, how many failed, and each
+difference found with its minimal input.
 
 A seeded hunt is reproducible: round 0 runs with `seed` itself (as `hypothesis.seed(N)`), round k with
 a seed derived from it (`round_seed`). With `database` (default: when unseeded) each round first
@@ -148,7 +149,7 @@ def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int
     `on_example(case, findings)` is called for each generated input once judged, `on_found(found)` for each
     new difference once shrunk (`shrink` false: as generated; a long document is shrunk by
     `harness.inputs.shrink` instead). `known` signatures count as seen already. `database` (default: when
-    unseeded) replays and saves failures in the example database; `database_key` names this model's entries.
+    unseeded) replays and saves failures in the example database, under `key` (one key per round: `_key`).
     """
     search = _Search(judge, n, known=known, shrink_budget=shrink_budget, prefix=prefix, on_example=on_example)
     found: list[Found] = []
