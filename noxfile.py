@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 PIN_FILE = Path(__file__).resolve().parent / "harness" / "data" / "pin.txt"
 
@@ -450,7 +451,8 @@ def nightly(session: nox.Session) -> None:
     inputs per converted GGUF), the mutation self-test and the other nightly tests -> reports/nightly/.
     In two lanes at once (`in_lanes`): the real set, the golden replay, the shipped vocabularies, then the
     nightly tests (some read the real set's GGUFs); beside them RWKV and PLaMo-2, the sweeps, the self-test,
-    drift, chat, then the every-code-point probes of the nightly tests.
+    drift, chat, then the every-code-point probes of the nightly tests, then the build comparison against
+    node-llama-cpp (`nightly_builds`, unsharded nights only, folded into a ledger of its own).
 
     With GGUF_PARITY_SHARD=K/N each step runs only its shard K (`--shard K/N`; pytest's own
     `--shard`, tests/shard_split.py) into reports/nightly/shard-K-of-N/; `merge-reports` folds
@@ -551,6 +553,9 @@ def nightly(session: nox.Session) -> None:
         if chat is None or "0 differ, 0 llama.cpp crash" not in str(chat):
             failed.append(f"chat templates ({out / 'chat' / 'messages.html'})")
         session.run(*pytest, code_points, success_codes=[0, 5])
+        problem = nightly_builds(session, out)
+        if problem:
+            failed.append(problem)
 
     try:
         in_lanes(first_lane, second_lane)
@@ -560,13 +565,32 @@ def nightly(session: nox.Session) -> None:
             failed.insert(0, "parity (reports/nightly/report.html)")
         if not nightly_ledger(session, out, [out, real], since=started):
             failed.append(f"the ledger ({out / 'ledger.txt'})")
+        if not nightly_ledger(session, out, [out / "builds"], since=started, name="builds-ledger"):
+            failed.append(f"the builds ledger ({out / 'builds-ledger.txt'})")
         if failed:
             session.warn("nightly found problems: " + "; ".join(failed))
     if failed:
         session.error("nightly found problems: " + "; ".join(failed))
 
 
-def nightly_ledger(session: nox.Session, out: Path, reports: list[Path], *, since: float) -> bool:
+def nightly_builds(session: nox.Session, out: Path) -> str | None:
+    """The build comparison (`python -m harness builds`, docs/golden.md "Two llama.cpp builds"): the pinned
+    llama.cpp against node-llama-cpp's prebuilt one (the release harness/models/pin.py pins) on every golden,
+    the main job's live corpora and the code points -> reports/nightly/builds/ (builds.html; its report.json
+    goes into a ledger of its own, `builds-ledger`, so the night a change first appeared is kept). Exit 1 is
+    its measurement (the builds differ), not a problem; anything else is the night's problem line returned. Not
+    run on a shard: the comparison is one step, not cut into shards."""
+    if SHARD:
+        return None
+    try:
+        session.run(*HARNESS, "builds", "--jobs", JOBS, "--report", str(out / "builds"), success_codes=[0, 1])
+    except CommandFailed:
+        return f"the build comparison ({out / 'builds' / 'builds.html'})"
+    return None
+
+
+def nightly_ledger(session: nox.Session, out: Path, reports: list[Path], *, since: float,
+                   name: str = "ledger") -> bool:
     """The night's differences folded into the ledger (`python -m harness ledger`, docs/sharding.md "The
     ledger"): reports/nightly/ledger.jsonl (or $GGUF_PARITY_LEDGER), its page ledger.html and index.html
     linking every page of the night. Only the merged reports this night wrote (modified since `since`: a
@@ -576,14 +600,16 @@ def nightly_ledger(session: nox.Session, out: Path, reports: list[Path], *, sinc
     written = [r for r in reports if (r / "report.json").is_file() and (r / "report.json").stat().st_mtime >= since]
     if SHARD or not written:
         return True
-    ledger = os.environ.get("GGUF_PARITY_LEDGER") or str(out / "ledger.jsonl")
+    # `name`: another ledger beside it (the build comparison's, `builds-ledger`: its differences are a build's,
+    # not our engine's, and a ledger keys what it checked by model)
+    ledger = (os.environ.get("GGUF_PARITY_LEDGER") if name == "ledger" else None) or str(out / f"{name}.jsonl")
     night = os.environ.get("GGUF_PARITY_NIGHT") or time.strftime("%Y-%m-%d", time.gmtime())
     command = shlex.join([*HARNESS, "ledger", *map(str, written), "--ledger", ledger, "--night", night,
-                          "--page", str(out / "ledger.html"), "--index"])
-    log, rc = shlex.quote(str(out / "ledger.txt")), shlex.quote(str(out / "ledger.rc"))
+                          "--page", str(out / f"{name}.html"), "--index"])
+    log, rc = shlex.quote(str(out / f"{name}.txt")), shlex.quote(str(out / f"{name}.rc"))
     session.run("sh", "-c", f"{command} > {log} 2>&1; echo $? > {rc}", external=True)
-    session.log((out / "ledger.txt").read_text(encoding="utf-8", errors="replace")[-4000:])
-    return (out / "ledger.rc").read_text().strip() == "0"
+    session.log((out / f"{name}.txt").read_text(encoding="utf-8", errors="replace")[-4000:])
+    return (out / f"{name}.rc").read_text().strip() == "0"
 
 
 # --- the peer matrix (docs/peers.md) ------------------------------------------------------------

@@ -35,6 +35,8 @@ COMMANDS = {
     "record": "record",
     "drift": "drift",
     "builds": "builds",
+    "rerecord": "rerecord",
+    "bump-pin": "bump_pin",
     "ledger": "ledger",
     "synth": "synth",
     "peers": "peers",
