@@ -180,15 +180,24 @@ def _safe_file(folder: Path, sub: str, model: str) -> Path | None:
 
 
 def _failed_ids(folder: Path, report: dict, model: str) -> tuple[set[str], bool]:
-    """(failing case ids, whether a finding was about the model itself) of one model of the last report."""
+    """(failing case ids, whether a finding was about the model itself) of one model of the last report.
+
+    The findings file counts only when it holds as many lines as the report counts findings of the model: a
+    file an earlier run left in the folder (this one found nothing there) is not this report's.
+    """
+    from ..compare.result import FINDINGS
+    counts = report["summary"]["per_model"][model]
+    counted = sum(n for n in (counts.get(kind, 0) for kind in FINDINGS) if isinstance(n, int))
+    if not counted:
+        return set(), False
     path = _safe_file(folder, "findings", model)
+    lines: list = []
     if path is not None and path.exists():
         try:
             lines = [value for _, value in jsonl.read(path, max_bytes=MAX_FINDING_LINES)]
         except jsonl.JSONLError as exc:
             raise SetupError(f"--lf/--ff: {exc}") from None
-    else:  # a report written before findings/ existed: its lists, as far as they go
-        from ..compare.result import FINDINGS
+    if len(lines) != counted:  # none, or not this report's: its lists, as far as they go
         lines = [e for kind in FINDINGS for e in report.get(kind) or [] if isinstance(e, dict)
                  and e.get("model") == model]
     ids: set[str] = set()

@@ -62,10 +62,12 @@ def test_a_bad_k_expression_is_one_line(expression, says):
     assert says in str(caught.value) and "\n" not in str(caught.value)
 
 
-def last_report(folder: Path, per_model: dict, findings: dict[str, list[dict]], cases: dict[str, list[dict]]) -> Path:
+def last_report(folder: Path, per_model: dict, findings: dict[str, list[dict]], cases: dict[str, list[dict]],
+                **lists: list[dict]) -> Path:
     """A report folder as `run` writes it: report.json, findings/<model>.jsonl, cases/<model>.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "report.json").write_text(json.dumps({"version": 1, "meta": {}, "summary": {"per_model": per_model}}))
+    (folder / "report.json").write_text(json.dumps({"version": 1, "meta": {}, "summary": {"per_model": per_model},
+                                                    **lists}))
     for model, lines in findings.items():
         jsonl.write(folder / "findings" / f"{model}.jsonl", lines)
     for model, records in cases.items():
@@ -74,8 +76,9 @@ def last_report(folder: Path, per_model: dict, findings: dict[str, list[dict]], 
 
 
 def test_the_last_report_gives_every_failing_case_and_the_models_that_failed_whole(tmp_path):
-    folder = last_report(tmp_path / "r", {"a": {"cases": 9}, "b": {"cases": 3}, "c": {"cases": 0, "not_checked": "x"},
-                                          "d": {"cases": 4}, "../../etc": {"cases": 1}},
+    folder = last_report(tmp_path / "r", {"a": {"cases": 9, "mismatches": 3}, "b": {"cases": 3, "vocab_mismatches": 1},
+                                          "c": {"cases": 0, "not_checked": "x"}, "d": {"cases": 4, "engine_errors": 1},
+                                          "../../etc": {"cases": 1, "mismatches": 1}},
                          {"a": [{"case_id": "edge-1", "list": "mismatches"},
                                 {"case_id": "fuzz-9", "list": "mismatches"},
                                 {"case_id": "edge-1", "list": "mismatches"}],
@@ -103,8 +106,19 @@ def test_no_report_is_no_last_run_and_a_broken_one_is_one_line(tmp_path):
         read_last_run(tmp_path)
 
 
+def test_a_findings_file_an_earlier_run_left_is_not_read_as_the_last_run(tmp_path):
+    """The report folder of a run that found nothing on `a` still holds the findings file of an earlier run."""
+    stale = [{"case_id": "edge-1", "list": "mismatches"}]
+    folder = last_report(tmp_path / "r", {"a": {"cases": 9, "mismatches": 0}, "b": {"cases": 9, "mismatches": 2}},
+                         {"a": stale, "b": stale}, {},
+                         mismatches=[{"model": "b", "case_id": "edge-2"}, {"model": "b", "case_id": "edge-3"}])
+    last = read_last_run(folder)
+    assert last is not None and last.models == {"b"}  # b: the file is not its two findings, the lists are used
+    assert last.failed == {"a": frozenset(), "b": frozenset({"edge-2", "edge-3"})}
+
+
 def test_a_findings_file_that_is_not_json_lines_is_one_line(tmp_path):
-    folder = last_report(tmp_path / "r", {"a": {"cases": 1}}, {}, {})
+    folder = last_report(tmp_path / "r", {"a": {"cases": 1, "mismatches": 1}}, {}, {})
     (folder / "findings").mkdir()
     (folder / "findings" / "a.jsonl").write_text("{\n")
     with pytest.raises(SetupError, match=r"--lf/--ff: .*a.jsonl:1"):
