@@ -154,7 +154,7 @@ def test_a_fuzzed_conversion_finding_is_shrunk_and_saved_under_the_reports_found
     assert fuzzed, report["summary"]
     [name] = report["summary"]["per_model"]
     saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
-    [text] = [c.get("text") for c in saved]
+    text = saved[0].get("text")  # the first difference found (one saved per difference: the hunt goes on)
     assert len(text) <= 1, text  # minimised: the BOS alone decides it
     assert {e["add_special"] for e in fuzzed} == {True}
     shrunk = next(e for e in fuzzed if e["text"] == text)
