@@ -217,8 +217,8 @@ def side_rows(report: dict, kind: str) -> tuple[list[dict], int]:
     rows = []
     for entry in entries[:SIDE_ROWS]:
         if kind == "engine_flakes":
-            ids = entry.get("case_ids") or []
-            rows.append({"model": entry.get("model", ""), "case_ids": cards.clip(", ".join(map(str, ids)), SHORT_CELL),
+            ids = ", ".join(map(str, entry.get("case_ids") or []))  # a request's cases: 64 at most
+            rows.append({"model": entry.get("model", ""), "case_ids": cards.clip(ids, 4 * SHORT_CELL),
                          "op": entry.get("op", ""), "first": cards.clip(str(entry.get("first", "")), SHORT_CELL),
                          "recheck": cards.clip(str(entry.get("recheck", "")), SHORT_CELL)})
         else:

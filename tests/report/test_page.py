@@ -101,6 +101,7 @@ def test_the_side_lists_are_cut_and_say_how_many_more():
                           "reason": "a fresh worker answered"})
         result.add("known_oracle_crashes", {"case_id": f"k{i}", "text": "x" * 5000, "known_crash": "abort",
                                             "crash": {"reason": "killed by SIGABRT"}})
+    result.notes = [f"long documents: a new difference in document {i} " + "x" * 1000 for i in range(500)]
     report = build.build([result], meta={"command": "x" * 100_000})
     message = {"target": "t", "model": "m", "case": "c", "verdict": "text differs", "expected_status": "ok",
                "actual_status": "ok", "expected_error": "", "actual_error": "", "reproduce": "r",
@@ -113,3 +114,4 @@ def test_the_side_lists_are_cut_and_say_how_many_more():
     assert "and 4950 more (report.json's <code>harness_faults</code>)" in html
     assert "abort · 5000 crashes on 1 model" in html and html.count('<td class="name">k') == page.SIDE_ROWS
     assert html.count('class="msg-entry"') == page.MESSAGES_SHOWN and "(470 more in messages.json)" in html
+    assert "(and 490 more notes in report.json)" in html and "document 1 " in html and "document 10 " not in html
