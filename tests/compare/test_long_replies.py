@@ -2,7 +2,7 @@
 
 An engine may answer with millions of ids: a flood of BOS ids, or a document's ids that part from
 llama.cpp's only near the end. Each is judged as a case is (`diff_encoding`, then `trimmed` for
-report.json) within seconds, and what is kept for display is bounded. Before, the edge stripping
+report.json) within seconds of CPU, and what is kept for display is bounded. Before, the edge stripping
 popped from the front of a list: 100k BOS ids took 4.9 s, 400k 45 s, 2 million were unfinished at 120 s.
 """
 
@@ -25,7 +25,10 @@ PIECES = [b"<s>", b"</s>"] + [t.removeprefix("\u2581".encode()) for t in TEXTS[2
 TABLE = diff.TokenTable(texts=TEXTS, attrs=[int(Attr.CONTROL)] * 2 + [int(Attr.NORMAL)] * (N_VOCAB - 2),
                         pieces=PIECES, edge_ids=frozenset({BOS, EOS}))
 MILLIONS = 2_000_000
-BUDGET = 10.0  # seconds for one judgement of 2 million ids (about 0.5 s here); quadratic takes minutes
+# A complexity guard, not a speed measurement (bench/ measures speed): CPU seconds of this process for one
+# judgement of 2 million ids (about 0.5 s here, whatever else the machine runs); a quadratic path takes hours.
+BUDGET = 20.0
+HANG = 300.0  # wall seconds before a runaway judgement ends the test
 
 
 class TooSlow(Exception):
@@ -64,10 +67,10 @@ def ordinary(n: int) -> list[int]:
     pytest.param([AB] * (MILLIONS // 2), [A, B] * (MILLIONS // 2), "merge order", id="2M-ids-split-otherwise"),
 ])
 def test_millions_of_ids_are_judged_within_seconds(expected, got, category):
-    start = time.perf_counter()
-    with within(BUDGET):
+    start = time.process_time()
+    with within(HANG):
         entry = judged(expected, got)
-    assert time.perf_counter() - start < BUDGET
+    assert time.process_time() - start < BUDGET
     assert entry["category"] == category
     assert len(entry["aligned"]) <= diff.ALIGNED_ROWS + diff.CONTEXT  # display is bounded too
     assert len(entry["got"]) <= 2 * long_inputs.ID_WINDOW and entry["got_n"] == len(got)
