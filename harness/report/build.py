@@ -301,11 +301,22 @@ def write(report: dict, out_dir: Path) -> tuple[Path, Path]:
     kept = differences.bounded(report)
     text = escape_unsafe(json.dumps(kept, indent=1, ensure_ascii=False, default=_jsonable)) + "\n"
     html = render_html(kept, every=report)
+    written = set()
     for model, lines in differences.finding_lines(report).items():  # every finding, one line each
-        jsonl.write(out_dir / "findings" / f"{model}.jsonl", lines)
+        written.add(jsonl.write(out_dir / "findings" / f"{model}.jsonl", lines).name)
+    _drop_stale_findings(out_dir / "findings", written)
     write_text_atomic(json_path, text)
     write_text_atomic(html_path, html)
     return json_path, html_path
+
+
+def _drop_stale_findings(folder: Path, written: set[str]) -> None:
+    """Remove the findings files an earlier report in this folder left (a model that has none now)."""
+    if not folder.is_dir():
+        return
+    for path in folder.glob("*.jsonl"):
+        if path.name not in written and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
 
 
 def _jsonable(value):

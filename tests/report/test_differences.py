@@ -79,3 +79,9 @@ def test_the_terminal_lists_each_difference_with_its_reproduce_line():
     lines = differences.terminal_lines(build.build([result("toy", 6)], meta={}))
     assert lines[0] == "2 distinct difference(s):"
     assert sum("python -m harness run --model toy --case" in line for line in lines) == 2
+
+
+def test_a_second_report_in_the_folder_leaves_no_stale_findings_file(tmp_path):
+    build.write(build.build([result("toy", 4), result("toy2", 4)], meta={}), tmp_path)
+    build.write(build.build([result("toy", 4), ModelResult("toy2", "bpe", cases=3)], meta={}), tmp_path)
+    assert sorted(p.name for p in (tmp_path / "findings").iterdir()) == ["toy.jsonl"]
