@@ -185,3 +185,56 @@ def spm_style_gguf(tokenizer_json: Path, path: Path) -> Path:
         "tokenizer.ggml.add_bos_token": False,
     })
     return path
+
+
+# --- a Gemma-style tokenizer.json (issue 42): whitespace runs as added tokens, typed NORMAL by the converter ----
+
+WHITESPACE_RUNS = ("\u2581\u2581", "\u2581\u2581\u2581")  # added tokens, not special, as Gemma's 30 runs of U+2581
+
+
+def gemma_style_json(path: Path) -> Path:
+    """A Gemma-style tokenizer.json: spaces replaced by U+2581 and none prepended, BPE, the specials <pad> <eos>
+    <bos> <unk>, a BOS from the post-processor, and WHITESPACE_RUNS as non-special added tokens that are also
+    reached by merges (as Gemma's are); a tokenizer_config.json beside it naming the specials."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors, trainers
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.Fuse()])
+    text = TEXT + ["a  b  c   d", "the  cat   sat", "x   y  z"] * 20
+    tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=200, special_tokens=["<pad>", "<eos>", "<bos>",
+                                                                                       "<unk>"]))
+    tok.add_tokens([AddedToken(run, normalized=False) for run in WHITESPACE_RUNS])
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A",
+                                                       special_tokens=[("<bos>", tok.token_to_id("<bos>"))])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path))
+    config = {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>",
+              "add_bos_token": True, "clean_up_tokenization_spaces": False}
+    (path.parent / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def gemma_style_gguf(tokenizer_json: Path, path: Path, *, add_space_prefix: bool | None = None) -> Path:
+    """The GGUF the converter's tokenizer.json path writes for it (model llama), with each token scored by the
+    rank of the merge that makes it (so llama.cpp merges as the original does), every added token that is not
+    special typed NORMAL, and `tokenizer.ggml.add_space_prefix` absent (llama.cpp reads it as on) unless given."""
+    from tokenizer.gguf import writer as gguf_writer
+    data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    vocab = {**data["model"]["vocab"], **{t["content"]: t["id"] for t in data["added_tokens"]}}
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    rank: dict[str, int] = {}
+    for i, merge in enumerate(data["model"]["merges"]):
+        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        rank.setdefault(left + right, i)
+    special = {t["content"]: t["id"] for t in data["added_tokens"] if t["special"]}
+    extra = {} if add_space_prefix is None else {"tokenizer.ggml.add_space_prefix": add_space_prefix}
+    gguf_writer.write(path, {
+        "general.architecture": "llama", "general.name": "tiny-gemma-style",
+        "tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default", "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.scores": [float(-rank.get(t, len(rank))) for t in tokens],
+        "tokenizer.ggml.token_type": [2 if t == "<unk>" else 3 if t in special else 1 for t in tokens],
+        "tokenizer.ggml.unknown_token_id": special["<unk>"], "tokenizer.ggml.bos_token_id": special["<bos>"],
+        "tokenizer.ggml.eos_token_id": special["<eos>"], "tokenizer.ggml.padding_token_id": special["<pad>"],
+        "tokenizer.ggml.add_bos_token": True, **extra,
+    })
+    return path

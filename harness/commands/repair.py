@@ -1,18 +1,23 @@
-"""Repair a GGUF's tokenizer keys from its original: each cause a key fixes, written; the check run again.
+"""Repair a GGUF's tokenizer keys from its original: each cause a key fixes, written, no layer made worse.
 
     python -m harness repair X.gguf --reference hf:DIR --out X.fixed.gguf [--vocab-words] [--json FILE]
     python -m harness repair X.gguf --reference hf:DIR --out X.fixed.gguf --corpus my.jsonl --no-default-corpora
+    python -m harness repair X.gguf --reference tekken:DIR --out X.fixed.gguf [--reference-arg add_bos=true]
 
 The three-way check (llama.cpp on X.gguf against the original, on the default
 cases of `run`) finds the cases that differ; each is explained by experiment
-(the smallest change that makes it agree: docs/repair.md). Every cause that a
-GGUF key fixes exactly (tokenizer.ggml.pre, add_space_prefix, token types,
-add_bos_token / add_eos_token and the special ids) is written into
-X.fixed.gguf: every other key unchanged, the tensor data copied byte for
-byte, the alignment kept. A cause no key carries, or a value the original does
-not hold, is named and not applied. The repaired file is loaded by llama.cpp
-and by our engine and checked again, three ways; the before/after counts per
-cause are printed.
+(the smallest change that makes it agree: docs/repair.md). Every layer is
+measured (ids, detokenize, pieces, specials, end-of-generation, and the
+messages when the original has a chat template), and for each cause the
+fixes a GGUF key makes exactly (tokenizer.ggml.pre, add_space_prefix, token
+types, add_bos_token / add_eos_token and the special ids) are tried in turn:
+the first that makes the ids better and no layer worse is written into
+X.fixed.gguf (every other key unchanged, the tensor data copied byte for
+byte, the alignment kept). A fix that makes a layer worse is named with the
+layer and the counts and not written (`--allow-regression` writes it). A
+cause no key carries, or a value the original does not hold, is named and not
+applied. The repaired file is loaded by llama.cpp and by our engine and
+measured again; the before/after counts per layer and per cause are printed.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import SetupError
 
 # What `repair` means by the codes of the README's table (harness.cli.exit_help prints them under it).
 EXIT_STATUS = {
     0: "the repaired file agrees three ways on every case checked (or the input already did: nothing is written)",
-    1: "differences remain (before/after shows which causes), or no key fix applies (nothing is written), or the "
+    1: "differences remain (before/after shows which causes and layers), or no key fix applies or every one makes "
+       "a layer worse (nothing is written), or a fix written with --allow-regression made a layer worse, or the "
        "file that stands at the end holds a NaN or an infinite value (named by key and index: a finding about "
        "the file)",
     2: "bad input (a file that is not a GGUF, a bad --reference, --out the same file as the input)",
@@ -36,8 +43,12 @@ EXIT_STATUS = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("gguf", type=Path, metavar="X.gguf")
-    parser.add_argument("--reference", required=True, metavar="hf:PATH|spm:PATH",
+    parser.add_argument("--reference", required=True, metavar="hf:PATH|spm:PATH|tekken:PATH",
                         help="the original tokenizer the GGUF was converted from")
+    parser.add_argument("--reference-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="what the original's file cannot say itself, as for run (add_bos=true ...; repeatable)")
+    parser.add_argument("--allow-regression", action="store_true",
+                        help="write a fix that makes the ids better though it makes another layer worse (said so)")
     parser.add_argument("--out", required=True, type=Path, metavar="X.fixed.gguf", help="the repaired file")
     parser.add_argument("--corpus", action="append", default=[], type=Path, metavar="FILE",
                         help="a JSONL or .inp corpus, in addition to the default cases (repeatable)")
@@ -56,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from ..files.atomic import check_output_path, write_text_atomic
     from ..models.gguf_rewrite import check_rewritable
     from ..references.specs import parse
-    from ..runs.repair import repair
+    from ..runs.repair import Settings, repair
+    from ..runs.repair_layers import worse
 
     if not args.gguf.is_file():
         raise SetupError(f"{args.gguf}: no such file")
@@ -70,17 +82,73 @@ def run(args: argparse.Namespace) -> int:
     check_rewritable(read(args.gguf), args.gguf)  # not a GGUF, or padded past its size: exit 2, before any work
     _loads_in_ours(args.gguf)
     ref = parse(args.reference)
-    if ref.kind not in ("hf", "spm"):
-        raise SetupError(f"--reference {args.reference}: repair reads hf: or spm: originals, not {ref.kind}:")
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr)
+    settings = Settings(jobs=args.jobs, timeout=args.timeout, args=_reference_args(args.reference_arg),
+                        allow_regression=args.allow_regression, messages=_messages(args.reference, ref.kind, log),
+                        log=log)
     done = repair(args.gguf, args.reference, args.out, vocab_words=args.vocab_words, corpora=args.corpus,
-                  default=args.default_corpora, jobs=args.jobs, timeout=args.timeout,
-                  log=lambda line: print(line, file=sys.stderr))
+                  default=args.default_corpora, settings=settings)
     print(render(done.as_dict(), args.gguf, args.out))
     if args.json:
         write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n", "--json")
     final = done.after or done.before
     clean = not final.conversion and not final.parity and not final.new_failures(done.before)
-    return 0 if clean and not done.left_non_finite else 1
+    return 0 if clean and not done.left_non_finite and not worse(done.before, final) else 1
+
+
+def _reference_args(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SetupError(f"--reference-arg {pair!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _messages(reference: str, kind: str, log: Any) -> Any:
+    """The messages layer's check for `repair` (`harness.chat.three_way`, bounded like `run`'s): the
+    conversations the original's chat template renders otherwise than llama.cpp's chat path on the file; a
+    layer not measured, saying why, where the original has no template or the check cannot run here."""
+    from ..runs.repair_layers import Layer
+
+    if kind != "hf":
+        return lambda gguf: Layer(not_measured=f"a {kind}: original has no chat template")
+    from ..chat import helper_build
+    from ..chat.original import folder_of, original_templates
+    from ..chat.transformers_side import missing
+
+    folder = folder_of(reference)
+    if not original_templates(folder):
+        return lambda gguf: Layer(not_measured="the original has no chat template")
+    why = missing() or ("" if helper_build.helper_path().is_file() else
+                        "the chat helper is not built: python -m harness chat --build-helper")
+    if why:
+        return lambda gguf: Layer(not_measured=why)
+    return lambda gguf: _message_layer(gguf, folder, log)
+
+
+def _message_layer(gguf: Path, folder: Path, log: Any) -> Any:
+    from collections import Counter
+
+    from ..chat import message_classes as mc
+    from ..chat import three_way
+    from ..chat.oracle import ChatOracle
+    from ..runs.repair_layers import Layer
+
+    log(f"  messages: the original's chat template against llama.cpp's chat path ({gguf.name})")
+    with ChatOracle() as oracle:
+        block = three_way.check(gguf, folder, oracle=oracle, log=lambda s: None)
+    if not block.checked:
+        return Layer(not_measured="no template both the GGUF and the original have"
+                     + (f" ({len(block.templates)} template finding(s))" if block.templates else ""))
+    differ: Counter[str] = Counter({k: n for k, n in block.classes.items() if k not in (mc.AGREE, mc.NOT_APPLICABLE)})
+    items = {f"template {t['name'] or 'default'}: {t['class']}" for t in block.templates}
+    items |= {f"{cls} #{i}" for cls, n in differ.items() for i in range(n)}
+    checked = block.cases - block.classes.get(mc.NOT_APPLICABLE, 0) + len(block.templates)
+    return Layer(checked, frozenset(items), tuple(f"{cls}: {n}" for cls, n in differ.most_common()))
 
 
 def _loads_in_ours(gguf: Path) -> None:
@@ -100,17 +168,21 @@ def _loads_in_ours(gguf: Path) -> None:
 
 
 def render(done: dict, gguf: Path, out: Path) -> str:
-    """The before/after table per cause, the fixes applied and not, and the loads."""
+    """The before/after tables per layer and per cause, the fixes tried, applied and not, and the loads."""
     from ..models.summary import non_finite_line
 
     before, after = done["before"], done["after"]
     lines = [f"finding about the file: {gguf}: {non_finite_line(e)}" for e in done["non_finite"]["before"]]
     lines += [f"before: {before['conversion_differ']} of {before['compared']} cases differ (llama.cpp vs original)"]
+    lines += ["", *layer_table(done["layers"])]
     lines += ["", f"{'cause':40} {'before':>7} {'after':>7}"]
     for row in done["per_cause"]:
         shown = "-" if row["after"] is None else str(row["after"])
         lines.append(f"{row['cause'][:40]:40} {row['before']:>7} {shown:>7}")
     lines.append("")
+    for trial in done["trials"]:
+        lines.append(f"tried: {'+'.join(trial['set'])} for cause {trial['cause']} ({trial['cases']} case(s), "
+                     f"{trial['cases_left']} left): {trial['verdict']}")
     for fix in done["applied"]:
         lines.append(f"applied: {fix['name']}: {fix['what']} ({', '.join(fix['keys'])})")
     for fix in done["not_applied"]:
@@ -121,7 +193,9 @@ def render(done: dict, gguf: Path, out: Path) -> str:
                      + (f" (the file's {len(left)} key(s) with NaN or infinite values stay: above)" if left else ""))
         return "\n".join(lines)
     if after is None:
-        lines.append(f"no key fix applies: nothing written ({gguf} unchanged)"
+        refused = any("makes a layer worse" in fix["why"] for fix in done["not_applied"])
+        lines.append(("no key fix applies without making a layer worse" if refused else "no key fix applies")
+                     + f": nothing written ({gguf} unchanged)"
                      + (f"; it holds NaN or infinite values in {', '.join(e['key'] for e in left)} (above)"
                         if left else ""))
         return "\n".join(lines)
@@ -133,3 +207,16 @@ def render(done: dict, gguf: Path, out: Path) -> str:
                  f"ours vs llama.cpp: {after['parity_differ']} differ")
     lines += [f"finding about the file: {out}: {non_finite_line(e)}" for e in left]
     return "\n".join(lines)
+
+
+def layer_table(rows: list[dict]) -> list[str]:
+    """`layer  before  after  compared`, one line per layer; a layer not measured says why."""
+    out = [f"{'layer (items that differ)':26} {'before':>9} {'after':>9} {'compared':>10}"]
+    for row in rows:
+        if row["before"] is None and row["after"] is None:
+            out.append(f"{row['label']:26} not measured: {row['not_measured']}")
+            continue
+        cells = ["-" if row[k] is None else f"{row[k]:,}" for k in ("before", "after")]
+        checked = "" if row["checked"] is None else f"{row['checked']:,}"
+        out.append(f"{row['label']:26} {cells[0]:>9} {cells[1]:>9} {checked:>10}")
+    return out

@@ -333,20 +333,31 @@ def _token_count(vocab: Any, model: dict, added: list[dict]) -> list[Discrepancy
 
 # --- SentencePiece .model ---------------------------------------------------------------------------
 
+TRAINER_IDS = {"unk": (40, 0), "bos": (41, 1), "eos": (42, 2), "pad": (43, -1)}  # TrainerSpec field, default
+
+
 def read_spm(buf: bytes) -> dict:
-    """The fields of a SentencePiece ModelProto the checks need: pieces, types, scores, normalizer flags."""
+    """The fields of a SentencePiece ModelProto the checks need: pieces, types, scores, normalizer flags, and
+    the trainer's special ids (`ids`: unk, bos, eos, pad; -1 for none)."""
     pieces, types, scores = [], [], []
     normalizer: dict[str, bool] = {"add_dummy_prefix": True, "remove_extra_whitespaces": True}
+    ids = {role: default for role, (_, default) in TRAINER_IDS.items()}
     for number, _, value in protobuf.fields(buf):
         if number == 1:  # SentencePiece { piece = 1; score = 2; type = 3 (NORMAL 1 default) }
             inner = {n: v for n, _, v in protobuf.fields(value)}
             pieces.append(inner.get(1, b"").decode("utf-8", "replace"))
             types.append(inner.get(3, 1))
             scores.append(inner[2] if isinstance(inner.get(2), float) else 0.0)
+        elif number == 2:  # TrainerSpec { unk_id = 40; bos_id = 41; eos_id = 42; pad_id = 43 }
+            inner = {n: v for n, _, v in protobuf.fields(value)}
+            for role, (field, _) in TRAINER_IDS.items():
+                if isinstance(inner.get(field), int):
+                    raw = inner[field] & 0xFFFFFFFF  # an int32 (-1 is written as ten bytes)
+                    ids[role] = raw - (1 << 32) if raw >= 1 << 31 else raw
         elif number == 3:  # NormalizerSpec { add_dummy_prefix = 3; remove_extra_whitespaces = 4 }
             inner = {n: v for n, _, v in protobuf.fields(value)}
             normalizer = {"add_dummy_prefix": bool(inner.get(3, 1)), "remove_extra_whitespaces": bool(inner.get(4, 1))}
-    return {"pieces": pieces, "types": types, "scores": scores, **normalizer}
+    return {"pieces": pieces, "types": types, "scores": scores, "ids": ids, **normalizer}
 
 
 TOKEN_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}

@@ -49,8 +49,9 @@ def test_the_key_causes_are_repaired_and_the_file_then_agrees_three_ways(tmp_pat
     assert report["before"]["conversion_differ"] == 3  # " zebra" twice (ignore_merges), "x <tool> y" (CONTROL)
     assert {r["cause"]: (r["before"], r["after"]) for r in report["per_cause"]} == {
         "pre-name": (2, 0), "token-types": (1, 0)}
-    assert report["after"] == {"compared": 5, "conversion_differ": 0, "parity_differ": 0, "parity_cases": [],
-                               "llama_failed": []}
+    assert {k: v for k, v in report["after"].items() if k != "layers"} == {
+        "compared": 5, "conversion_differ": 0, "parity_differ": 0, "parity_cases": [], "llama_failed": []}
+    assert all(row["after"] is None or row["after"] <= row["before"] for row in report["layers"]), report["layers"]
     assert [a["name"] for a in report["applied"]] == ["pre-name", "token-types"]
     assert "pre-name" in done.stdout and "wrote" in done.stdout
     before, after = read(gguf), read(tmp_path / "x.fixed.gguf")
@@ -84,6 +85,91 @@ def test_a_difference_no_key_fixes_writes_nothing_and_exits_1(tmp_path):
     done = repair(tmp_path, original, tmp_path / "fewer.gguf", corpus)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no key fix applies" in done.stdout and "unexplained" in done.stdout
+    assert not (tmp_path / "x.fixed.gguf").exists()
+
+
+# --- every layer measured; a fix that makes one worse is not written (issue 42, section 3) ---------------------
+
+RUNS_ALONE = ["\u2581\u2581", "\u2581\u2581\u2581", "a  b", "x   y"]
+
+
+def gemma_twin(tmp: Path, texts: list[str], *, add_space_prefix: bool | None = None) -> tuple[Path, Path, Path]:
+    """tests/reference_files.py's Gemma-style original and its GGUF as the converter's tokenizer.json path writes
+    it: the whitespace-run added tokens typed NORMAL, add_space_prefix absent (so on) unless given."""
+    original = rf.gemma_style_json(tmp / "o" / "tokenizer.json")
+    gguf = rf.gemma_style_gguf(original, tmp / "g.gguf", add_space_prefix=add_space_prefix)
+    corpus = tmp / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    return original, gguf, corpus
+
+
+def test_a_fix_that_makes_a_layer_worse_is_not_written_and_the_cause_s_other_fix_is(tmp_path):
+    """The issue's Gemma file in small: the runs of U+2581 alone differ, and both `added-token-types` (first in the
+    candidates' order) and `add-space-prefix` make them agree. Retyped USER_DEFINED, a run is detokenized
+    literally by llama.cpp (`'▁▁'` for `'  '`): repair wrote that fix before; now it measures every layer, names
+    the regression with its counts and keeps `add_space_prefix = false`, which breaks nothing."""
+    original, gguf, corpus = gemma_twin(tmp_path, RUNS_ALONE)
+    done = repair(tmp_path, original, gguf, corpus)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    first, kept = report["trials"]
+    assert first["set"] == ["added-token-types"] and first["verdict"].startswith("not kept: makes a layer worse")
+    pieces = first["worse"]["pieces"]
+    assert (pieces["before"], pieces["after"], pieces["new"]) == (0, 4, 4)  # each run, unparse_special off and on
+    run = json.loads(original.read_text())["model"]["vocab"][rf.WHITESPACE_RUNS[0]]
+    assert f"token {run} (unparse_special off): llama.cpp '▁▁', original '  '" in pieces["examples"]
+    assert first["worse"]["detokenize"]["new"] > 0  # a run detokenized literally: '▁▁' where the original has '  '
+    assert "c0: llama.cpp '▁▁', original '  '" in first["worse"]["detokenize"]["examples"]
+    assert kept["set"] == ["add-space-prefix"] and kept["verdict"] == "kept" and not kept["worse"]
+    assert [a["name"] for a in report["applied"]] == ["add-space-prefix"]
+    assert report["changed_keys"] == ["tokenizer.ggml.add_space_prefix"]
+    layers = {row["layer"]: (row["before"], row["after"]) for row in report["layers"]}
+    assert layers["ids"] == (16, 0) and layers["detokenize"][1] == 0 and layers["pieces"] == (0, 0)
+    assert layers["specials"] == (0, 0) and layers["eog"] == (0, 0) and layers["messages"] == (None, None)
+    fixed = read(tmp_path / "x.fixed.gguf").metadata
+    assert fixed["tokenizer.ggml.add_space_prefix"] is False
+    runs = [fixed["tokenizer.ggml.tokens"].index(r) for r in rf.WHITESPACE_RUNS]
+    assert [int(fixed["tokenizer.ggml.token_type"][i]) for i in runs] == [1, 1]  # left NORMAL
+    assert "tried: added-token-types for cause added-token-types" in done.stdout
+    assert "makes a layer worse: detokenize " in done.stdout and "pieces 0 -> 4 (4 new)" in done.stdout
+    assert "end-of-generation" in done.stdout and "not measured: the original has no chat template" in done.stdout
+
+
+def test_a_fix_only_a_regression_makes_is_refused_unless_allowed(tmp_path):
+    """With add_space_prefix already false, the literal runs inside words need the retyping alone: not written
+    (exit 1, the layer and the counts named); `--allow-regression` writes it and says so (exit 1 still)."""
+    texts = ["a\u2581\u2581b", "x\u2581\u2581\u2581y", "the cat"]
+    original, gguf, corpus = gemma_twin(tmp_path, texts, add_space_prefix=False)
+    done = repair(tmp_path, original, gguf, corpus)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert not (tmp_path / "x.fixed.gguf").exists()
+    assert "no key fix applies without making a layer worse" in done.stdout
+    assert "not applied: added-token-types: makes a layer worse: detokenize 0 -> " in done.stdout
+    assert "pieces 0 -> 4 (4 new) (--allow-regression writes it anyway)" in done.stdout
+    allowed = repair(tmp_path, original, gguf, corpus, "--allow-regression")
+    assert allowed.returncode == 1, allowed.stdout + allowed.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    assert report["trials"][0]["verdict"].startswith("kept with --allow-regression, though it makes a layer worse")
+    assert report["after"]["conversion_differ"] == 0 and report["after"]["layers"]["pieces"]["differ"] == 4
+
+
+def test_a_tekken_original_is_repaired_as_the_others_are(tmp_path):
+    """`repair --reference tekken:` was refused ("reads hf: or spm:"). The tekken twin's one cause is llama.cpp's
+    own rewrite of the pattern (the combining marks left out): measured, named, not written, exit 1."""
+    original = rf.tekken_json(tmp_path / "o" / "tekken.json")
+    gguf = rf.tekken_gguf(original, tmp_path / "t.gguf")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate([rf.KI, "the cat", "hello world"])))
+    done = subprocess.run([sys.executable, "-m", "harness", "repair", str(gguf), "--reference", f"tekken:{original}",
+                           "--out", str(tmp_path / "x.fixed.gguf"), "--corpus", str(corpus), "--no-default-corpora",
+                           "--reference-arg", "add_bos=true", "--json", str(tmp_path / "repair.json")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "repair.json").read_text())
+    assert report["per_cause"] == [{"cause": "original-pattern", "before": 1, "after": None}]
+    assert report["before"]["layers"]["ids"]["differ"] == 4 and report["before"]["layers"]["pieces"]["checked"] > 0
+    assert "not applied: original-pattern: a llama.cpp behaviour no GGUF key carries" in done.stdout
     assert not (tmp_path / "x.fixed.gguf").exists()
 
 
