@@ -1,7 +1,7 @@
 """`python -m harness bump-pin VERSION`: bad input is one line and exit 2 before anything is built.
 
 The procedure itself (hours of building and recording) is run for real once and measured
-(docs/golden.md, "Bumping the pin"); its parts are tested in tests/runs/test_bump.py and
+(docs/golden.md, "Bumping the pin"); its parts are tested in tests/runs/test_bump_steps.py and
 tests/report/test_bump.py.
 """
 
