@@ -48,7 +48,7 @@ def three_way(tmp_path: Path, *, pre: str = "llama-bpe", add_bos: bool = True, t
     corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     report = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
-                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus),
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--long-docs", "0",
                            "--jobs", "1", "--report", str(report), "--quiet", *(extra or ("--fuzz", "0"))],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     return done, original, gguf, report
@@ -170,7 +170,7 @@ def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_pa
     corpus.write_text("".join(json.dumps({"id": f"b{i}", "bytes": b}) + "\n" for i, b in enumerate(("ff20", "c328"))))
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
-                           "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
+                           "--long-docs", "0", "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 2, done.stdout + done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
@@ -249,7 +249,7 @@ def run_three_way(tmp_path: Path, original: Path, gguf: Path, texts: list[str], 
     report = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
-                           "--jobs", "1", "--report", str(report), "--quiet", *extra],
+                           "--long-docs", "0", "--jobs", "1", "--report", str(report), "--quiet", *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     return done, report
 
@@ -367,9 +367,12 @@ def test_a_fuzzed_decode_finding_is_shrunk_and_saved(tmp_path):
     report = json.loads((report_dir / "report.json").read_text())
     fuzzed = [e for e in report["reference_findings"] if e.get("fuzz")]
     assert fuzzed and {e["class"] for e in fuzzed} == {"decode"}, report["summary"]
-    [text] = {e["text"] for e in fuzzed}
-    assert text == " ", text  # minimised: one space is the least that decodes differently
-    shown = fuzzed[0]["decode"][0]
+    # the hunt spends its budget: other inputs differ too, but the one difference's first input is shrunk to
+    # one space, the least that decodes differently, and only that one is saved as a find
+    assert len({e["signature"] for e in fuzzed}) == 1
+    shrunk = [e for e in fuzzed if e["text"] == " "]
+    assert shrunk, {e["text"] for e in fuzzed}
+    shown = shrunk[0]["decode"][0]
     assert bytes.fromhex(shown["llama_hex"]) == b" " and shown["original_text"] == "_"
     [name] = report["summary"]["per_model"]
     saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
@@ -395,7 +398,7 @@ def test_tekken_three_ways_finds_llama_cpps_tekken_regex_dropping_marks(tmp_path
     report_dir = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"tekken:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz",
-                           "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
+                           "0", "--long-docs", "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((report_dir / "report.json").read_text())
