@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     merge_parts.check_distinct(parts)
     if kind != "report.json":
         return _merge_step(kind, parts, args)
-    from ..compare import verdict
+    from ..compare import expected, verdict
     from ..report import build as reporting
 
     merge_parts.check_builds(parts)
@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
     merge_parts.check_overlap(parts)
     known = known_crashes.from_args(args)
     paths = [p.name for p in parts]
+    try:  # one --expected-differences list judged over the parts, or none
+        expected.merged_description([p.data.get("meta") or {} for p in parts])
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
     reports = [reporting.reclassify(p.data, known) for p in parts]
     stopped = [p for p, r in zip(paths, reports, strict=True) if r.get("meta", {}).get("interrupted")]
     flaky = [r for r in reports if r.get("summary", {}).get("engine_flakes")]

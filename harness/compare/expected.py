@@ -282,6 +282,39 @@ def _models(value: Any, where: str) -> tuple[str, ...]:
 
 # --- report.json ------------------------------------------------------------------------------------------
 
+def fold(into: dict, counts: dict) -> None:
+    """A part's per-model statuses (`counts["expected_differences"]`) folded into `into` (merge-reports): an
+    entry is known if any part saw it, else fixed if a part checked it whole, else not checked; counts add."""
+    theirs = counts.get("expected_differences")
+    if not isinstance(theirs, dict) or not theirs:
+        return
+    ours = into.setdefault("expected_differences", {})
+    for key, state in theirs.items():
+        if not isinstance(state, dict) or state.get("status") not in STATUSES:
+            continue
+        held = ours.get(key)
+        if held is None:
+            ours[key] = {"status": state["status"], "findings": int(state.get("findings") or 0),
+                         "cases": int(state.get("cases") or 0)}
+            continue
+        held["status"] = next(s for s in STATUSES if s in (held["status"], state["status"]))
+        held["findings"] += int(state.get("findings") or 0)
+        held["cases"] += int(state.get("cases") or 0)
+
+
+def merged_description(metas: list[dict]) -> dict | None:
+    """The parts' one `meta.expected_differences` (None when no part had a list); parts that were given
+    different lists cannot be judged as one: `ValueError` naming the sources."""
+    described = [m.get("expected_differences") for m in metas if isinstance(m, dict)]
+    given = [d for d in described if isinstance(d, dict)]
+    if not given:
+        return None
+    if len(given) != len(described) or any(d != given[0] for d in given[1:]):
+        sources = sorted({str(d.get("source")) if isinstance(d, dict) else "none" for d in described})
+        raise ValueError(f"the parts were given different --expected-differences lists ({', '.join(sources)})")
+    return given[0]
+
+
 def report_block(report: dict) -> dict | None:
     """report.json's `expected_differences`: each entry of `meta.expected_differences` with its status over
     the models (known if it showed anywhere, else fixed if checked anywhere, else not checked), per model too."""

@@ -202,6 +202,8 @@ def merge(reports: Sequence[dict], *, meta: dict) -> dict:
         for kind in LISTS + SIDE_LISTS:
             merged[kind].extend(report.get(kind, []))
         known.update(report.get("known_crash_list", {}))
+    described = expected.merged_description(sources)  # --expected-differences: one list judged over the parts
+    meta = {**meta, **({"expected_differences": described} if described else {})}
     out = {"version": REPORT_VERSION, "meta": {**meta, "sources": sources},
            "summary": summarize(per_model), **merged, "known_crash_list": known}
     reference_summary.attach(out, per_model)
@@ -285,6 +287,7 @@ def _add_counts(per_model: dict, model: str, counts: dict) -> None:
         into["source"] = counts["source"]
     reference_summary.fold(into, counts)
     fuzz_summary.fold(into, counts)
+    expected.fold(into, counts)
 
 
 # --- writing --------------------------------------------------------------------------------

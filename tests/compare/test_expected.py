@@ -157,3 +157,31 @@ def test_the_cli_refuses_a_malformed_file_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 2 and "entry 1: unknown field 'upstrem'" in err and "Traceback" not in err
     assert not Path(tmp_path / "r").exists()
+
+
+def test_shards_merge_their_statuses_known_anywhere_then_fixed_then_not_checked():
+    """merge-reports of two parts judged with one list: a signature one part saw is known, an entry one part
+    checked whole and did not see is fixed, and the block is there (it was dropped: issue 41's gap)."""
+    seen, clean = two_bugs(), ModelResult("other", "bpe", cases=1)
+    listed = entries({"signature": signature_of(seen, "case-00001"), "reason": "tab"},
+                     {"signature": "d-000000000000", "reason": "gone"})
+    listed.sort_out(seen, judged=None, whole=True)
+    listed.sort_out(clean, judged={"x"}, whole=False)  # this part checked only some of its model's cases
+    meta = {"expected_differences": listed.describe()}
+    parts = [build.build([r], meta=meta) for r in (seen, clean)]
+    merged = build.merge(parts, meta={"command": "merge-reports"})
+    block = merged["expected_differences"]
+    assert [row["status"] for row in block["entries"]] == ["known", "fixed"]
+    assert block["entries"][0]["per_model"] == {"toy": "known", "other": "not checked"}
+    assert block["entries"][0]["findings"] == 8
+
+
+def test_parts_given_different_lists_are_refused():
+    reports = []
+    for name, reason in (("a", "tab"), ("b", "another")):
+        r = two_bugs()
+        listed = entries({"signature": signature_of(r, "case-00001"), "reason": reason})
+        listed.sort_out(r, judged=None, whole=True)
+        reports.append((name, build.build([r], meta={"expected_differences": listed.describe()})))
+    with pytest.raises(ValueError, match="different --expected-differences lists"):
+        build.merge([r for _, r in reports], meta={})
