@@ -164,7 +164,8 @@ def test_a_tokenizer_json_sentencepiece_folder_is_blamed_on_its_space_prefix_and
     gguf = rf.spm_style_gguf(original, tmp_path / "x.gguf")
     (tmp_path / "work").mkdir()
     with finder(tmp_path, gguf, original) as f:
-        assert [c.name for c in f.candidates] == ["add-space-prefix", "scores", "original-normalizer", "unicode-version"]
+        assert [c.name for c in f.candidates] == ["add-space-prefix", "scores", "original-normalizer",
+                                                  "unicode-version"]
         assert f.explain({"id": "h", "text": "Hello world"}, [(False, False)]).cause == "add-space-prefix"
         merged = f.explain({"id": "m", "text": "mathematics"}, [(False, False)])
     assert merged.cause == "add-space-prefix+scores" and merged.sides == {"add-space-prefix": "gguf", "scores": "gguf"}
