@@ -127,7 +127,7 @@ BOUNDED_EXEC = "import sys; from harness.environment import exec_bounded; exec_b
 
 def bounded_argv(argv: list[str], memory: int, *, limit: str = "DATA") -> list[str]:
     """`argv` run under `exec_bounded`: its `RLIMIT_<limit>` at `memory` bytes, tied to this process."""
-    return [sys.executable, "-c", BOUNDED_EXEC, limit, str(memory), str(os.getpid()), *argv]
+    return [sys.executable, "-P", "-c", BOUNDED_EXEC, limit, str(memory), str(os.getpid()), *argv]
 
 
 def exec_bounded(argv: list[str]) -> None:

@@ -84,7 +84,7 @@ class BuildProbe:
         if "build" in _CACHE:
             return
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT], stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen([sys.executable, "-P", "-c", _BUILD_SCRIPT], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(),
                                          start_new_session=True)
         except OSError as exc:

@@ -81,7 +81,7 @@ def orphan_run(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess, 
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "llama-spm",
-                               "--no-default-corpora", "--corpus", str(corpus),
+                               "--no-default-corpora", "--corpus", str(corpus), "--long-docs", "0",
                                "--engine", f"cmd:{sys.executable} {ORPHANING} {mode} {pidfile}",
                                "--engine-timeout", str(ENGINE_TIMEOUT), "--report", str(tmp_path / "r"), "--quiet"],
                               capture_output=True, text=True, cwd=ROOT, timeout=BOUND)

@@ -22,10 +22,6 @@ from harness.oracle.session import OracleSession
 from tests import reference_files as rf
 
 ROOT = Path(__file__).resolve().parents[2]
-# the long-document and many-calls phases add a case of their own (a document composed from the corpus) to the
-# reference's counts since the long documents are checked whatever the shorter cases did: these tests count the
-# corpus's cases, so the two phases are off (tests/compare/test_long_inputs.py tests them)
-LONG_OFF = ("--long-docs", "0", "--calls", "0")
 TEXTS = ["the cat sat", " zebra", "hello <|bos|> world <tool>", "Hello, World! It's", ""]
 
 pytestmark = pytest.mark.oracle
@@ -52,8 +48,8 @@ def three_way(tmp_path: Path, *, pre: str = "llama-bpe", add_bos: bool = True, t
     corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     report = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
-                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus),
-                           "--jobs", "1", "--report", str(report), "--quiet", *LONG_OFF, *(extra or ("--fuzz", "0"))],
+                           f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--long-docs", "0",
+                           "--jobs", "1", "--report", str(report), "--quiet", *(extra or ("--fuzz", "0"))],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     return done, original, gguf, report
 
@@ -174,7 +170,7 @@ def test_a_reference_that_could_compare_nothing_is_not_checked_not_a_pass(tmp_pa
     corpus.write_text("".join(json.dumps({"id": f"b{i}", "bytes": b}) + "\n" for i, b in enumerate(("ff20", "c328"))))
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
-                           "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet", *LONG_OFF],
+                           "--long-docs", "0", "--jobs", "1", "--report", str(tmp_path / "r"), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 2, done.stdout + done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
@@ -253,7 +249,7 @@ def run_three_way(tmp_path: Path, original: Path, gguf: Path, texts: list[str], 
     report = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"hf:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz", "0",
-                           "--jobs", "1", "--report", str(report), "--quiet", *LONG_OFF, *extra],
+                           "--long-docs", "0", "--jobs", "1", "--report", str(report), "--quiet", *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     return done, report
 
@@ -382,13 +378,16 @@ def test_a_fuzzed_decode_finding_is_shrunk_and_saved(tmp_path):
     report = json.loads((report_dir / "report.json").read_text())
     fuzzed = [e for e in report["reference_findings"] if e.get("fuzz")]
     assert fuzzed and {e["class"] for e in fuzzed} == {"decode"}, report["summary"]
-    assert len({e["signature"] for e in fuzzed}) == 1  # one difference: the hunt shrinks its first input and
-    # counts the rest (each a finding of its own, not shrunk)
+    # the hunt spends its budget: other inputs differ too, but the one difference's first input is shrunk to
+    # one space, the least that decodes differently, and only that one is saved as a find
+    assert len({e["signature"] for e in fuzzed}) == 1
+    shrunk = [e for e in fuzzed if e["text"] == " "]
+    assert shrunk, {e["text"] for e in fuzzed}
+    shown = shrunk[0]["decode"][0]
+    assert bytes.fromhex(shown["llama_hex"]) == b" " and shown["original_text"] == "_"
     [name] = report["summary"]["per_model"]
     saved = [json.loads(line) for line in (report_dir / "found" / f"{name}.jsonl").read_text().splitlines()]
-    assert [c.get("text") for c in saved] == [" "]  # minimised: one space is the least that decodes differently
-    shown = next(e for e in fuzzed if e["text"] == " ")["decode"][0]
-    assert bytes.fromhex(shown["llama_hex"]) == b" " and shown["original_text"] == "_"
+    assert [c.get("text") for c in saved] == [" "]
 
 
 # --- tekken: a Mistral tekken.json through mistral-common -------------------------------------------
@@ -410,7 +409,7 @@ def test_tekken_three_ways_finds_llama_cpps_tekken_regex_dropping_marks(tmp_path
     report_dir = tmp_path / "r"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--model", str(gguf), "--reference",
                            f"tekken:{original.parent}", "--no-default-corpora", "--corpus", str(corpus), "--fuzz",
-                           "0", "--jobs", "1", "--report", str(report_dir), "--quiet", *LONG_OFF],
+                           "0", "--long-docs", "0", "--jobs", "1", "--report", str(report_dir), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((report_dir / "report.json").read_text())
