@@ -187,6 +187,48 @@ def spm_style_gguf(tokenizer_json: Path, path: Path) -> Path:
     return path
 
 
+# --- twins for the classes of difference found by experiment (harness.references.class_experiments) -------
+
+def with_added(tokenizer_json: Path, texts: tuple[str, ...]) -> Path:
+    """`tokenizer_json` with non-special added tokens `texts` (a Gemma-style `</s>`, spelled like a control token)."""
+    from tokenizers import AddedToken, Tokenizer
+    tok = Tokenizer.from_file(str(tokenizer_json))
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in texts])
+    tok.save(str(tokenizer_json))
+    return tokenizer_json
+
+
+def unigram_model(path: Path, *, config: dict | None = None) -> Path:
+    """A SentencePiece Unigram model (nmt_nfkc, byte fallback) trained on TEXT, with `config` as its
+    tokenizer_config.json (add_bos_token/add_eos_token false by default)."""
+    import sentencepiece
+    out = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=out, vocab_size=300,
+                                             hard_vocab_limit=False, byte_fallback=True, minloglevel=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(out.getvalue())
+    settings = {"add_bos_token": False, "add_eos_token": False} if config is None else config
+    (path.parent / "tokenizer_config.json").write_text(json.dumps(settings), encoding="utf-8")
+    return path
+
+
+def spm_gguf(model: Path, path: Path, *, tokenizer_model: str = "llama") -> Path:
+    """What the converter's `_set_vocab_sentencepiece` writes for `model`: tokenizer.ggml.model `llama` whatever
+    the model's type (a Unigram model too), the pieces, scores and types (user-defined as NORMAL), no BOS/EOS."""
+    from harness.references.gguf_keys import read_spm
+    from tokenizer.gguf import writer as gguf_writer
+    spm = read_spm(model.read_bytes())
+    gguf_writer.write(path, {
+        "general.architecture": "llama", "general.name": "tiny-unigram",
+        "tokenizer.ggml.model": tokenizer_model, "tokenizer.ggml.pre": "default",
+        "tokenizer.ggml.tokens": spm["pieces"], "tokenizer.ggml.scores": spm["scores"],
+        "tokenizer.ggml.token_type": [1 if t == 4 else t for t in spm["types"]],
+        "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+        "tokenizer.ggml.add_bos_token": False, "tokenizer.ggml.add_eos_token": False,
+    })
+    return path
+
+
 # --- a Gemma-style tokenizer.json (issue 42): whitespace runs as added tokens, typed NORMAL by the converter ----
 
 WHITESPACE_RUNS = ("\u2581\u2581", "\u2581\u2581\u2581")  # added tokens, not special, as Gemma's 30 runs of U+2581

@@ -3,10 +3,12 @@
 FILE is a path to a .gguf file or a shipped vocabulary's short name (e.g. llama-spm).
 
 With --reference hf:PATH (a tokenizer.json folder or file) it also says whether the
-GGUF's tokenizer.ggml.pre is the name llama.cpp's converter maps the original's
-pre-tokenizer fingerprint (chkhsh) to, computed by the converter itself in its venv
-(harness/models/convert.py); spm:PATH: SentencePiece models have no fingerprint, and the
-converter writes tokenizer.ggml.pre = default for them; tekken:PATH: its --mistral-format
+GGUF's tokenizer.ggml.pre is the name llama.cpp's converter writes for the original's folder:
+the converter itself converts it, vocab-only, in its venv (harness/models/convert.py), and the
+line names the path it took. Only its BPE and WordPiece paths map a fingerprint (chkhsh) to a
+name; `_set_vocab_sentencepiece` and `_set_vocab_llama_hf` write `default` without one, and a
+refusal names the path that refused. spm:PATH: SentencePiece models have no fingerprint, and
+the converter writes tokenizer.ggml.pre = default for them; tekken:PATH: its --mistral-format
 path writes tekken.
 """
 
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE|NAME")
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     parser.add_argument("--reference", metavar="hf:PATH|spm:PATH|tekken:PATH",
-                        help="the original tokenizer: is tokenizer.ggml.pre what its fingerprint maps to?")
+                        help="the original tokenizer: is tokenizer.ggml.pre what the converter writes for it?")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,9 @@ requirements bound them, and the sdist's gguf-py. `HF_HUB_OFFLINE=1` and
 `TRANSFORMERS_OFFLINE=1` are set: nothing is fetched from a hub.
 
 `harness/models/convert_driver.py` runs the converter in that venv and records what it decided
-(the pre-tokenizer fingerprint `chkhsh`, the name it chose) or how it refused. The
+(the vocabulary path it took, the pre-tokenizer fingerprint `chkhsh` where that path computes one,
+the name it chose) or how it refused; `describe` names the path (`converter_path`), so no line says
+"fingerprint" about a path that computes none. The
 converter reads a work folder of copies of the input's data files, never the input folder
 itself and never a file of it that is not data (`harness.models.folder_data`: no `*.py`,
 `auto_map` removed, transformers' loader of a folder's code refusing in the driver), plus
@@ -363,6 +365,9 @@ def convert(source: Path, out: Path, *, architecture: str | None = None, log: Lo
             result = run_driver("convert", [str(work), "--vocab-only", *mistral, "--outfile", str(part.absolute())],
                                 folder_code=folder_data.tokenizer_code(source))
             _refuse_custom_code(source, result)
+        for entry in result.get("paths") or []:  # the converter's copy named as the folder it is a copy of
+            if isinstance(entry, dict) and isinstance(entry.get("raised"), str):
+                entry["raised"] = entry["raised"].replace(str(work), str(source))
     record = _record(source, out, supplied, result)
     write_text_atomic(sidecar_path(out), json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
@@ -385,19 +390,68 @@ def _record(source: Path, out: Path, supplied: list[dict[str, Any]], result: dic
         "pre_chosen": decision.get("pre"),
         "refusal": None if written else (error or {"type": "NoOutput", "message": "no GGUF was written"}),
         "written": gguf_facts(out) if written else None,
+        "paths": list(result.get("paths") or []),
         "output_tail": result["output_tail"],
     }
 
 
+FINGERPRINT_STEP = "get_vocab_base"  # the step of the BPE and WordPiece paths that computes the fingerprint
+
+
+def converter_path(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The vocabulary path the converter took (the driver's `paths`), or None when the record has none:
+    {"name": "LlamaModel._set_vocab_gpt2", "fingerprint": it computes one, "raised": what stopped it (None: it
+    completed), "fell_through": the paths tried before it, each with what it raised}."""
+    entries = [e for e in record.get("paths") or [] if isinstance(e, dict) and isinstance(e.get("path"), str)]
+    if not entries:
+        return None
+    top = min(int(e.get("depth", 0)) for e in entries)
+    outer = [i for i, e in enumerate(entries) if int(e.get("depth", 0)) == top]
+    failed = [i for i in outer if entries[i].get("raised")]
+    chosen = failed[-1] if record.get("refusal") and failed else next(
+        (i for i in reversed(outer) if not entries[i].get("raised")), outer[-1])
+    end = next((i for i in outer if i > chosen), len(entries))
+    steps = [e["path"] for e in entries[chosen:end]]
+    entry = entries[chosen]
+    return {"name": f"{entry.get('model', '?')}.{entry['path']}", "fingerprint": FINGERPRINT_STEP in steps,
+            "raised": entry.get("raised"),
+            "fell_through": [f"{entries[i]['path']}: {entries[i]['raised']}" for i in failed if i < chosen]}
+
+
+def _fingerprint_words(record: dict[str, Any], path: dict[str, Any] | None) -> str:
+    """What the record says of the fingerprint, true for the path that ran."""
+    chkhsh = record.get("chkhsh")
+    if chkhsh:
+        return f"chkhsh {chkhsh}" + ("" if record.get("refusal") else f" -> {record.get('pre_chosen')!r}")
+    if path is None:
+        return "no fingerprint recorded"
+    if path["fingerprint"]:
+        return f"no fingerprint: {path['name']} stopped before computing one"
+    return f"{path['name']} computes no fingerprint"
+
+
 def describe(record: dict[str, Any]) -> str:
-    """One line: what the converter decided."""
-    fp = record["chkhsh"] or "none (this path computes no fingerprint: SentencePiece or --mistral-format)"
+    """One line: what the converter decided, naming the path that converted or refused."""
+    path = converter_path(record)
+    via = f" {'by' if record['refusal'] else 'through'} {path['name']}" if path else ""
+    if path and path["fell_through"]:
+        via += f" (tried first: {'; '.join(path['fell_through'])})"
+    fp = _fingerprint_words(record, path)
     if record["refusal"]:
         r = record["refusal"]
-        return f"refused: {r['type']}: {r['message']} (chkhsh {fp})"
+        return f"refused{via}: {r['type']}: {r['message']} ({fp})"
     written = record["written"]
-    return (f"converted: tokenizer.ggml.model={written['model']!r} tokenizer.ggml.pre={written['pre']!r} "
-            f"({written['vocab_size']} tokens); chkhsh {fp} -> {record['pre_chosen']!r}")
+    return (f"converted{via}: tokenizer.ggml.model={written['model']!r} tokenizer.ggml.pre={written['pre']!r} "
+            f"({written['vocab_size']} tokens); {fp}")
+
+
+def decide(path: Path) -> dict[str, Any]:
+    """What the converter does with the tokenizer folder of `path` (a folder, or a file in it): converted into
+    a private folder and dropped, its record kept (the path it took, the fingerprint if that path computes one,
+    the tokenizer.ggml.pre it wrote, or its refusal). `inspect --reference` reads it."""
+    folder = path if path.is_dir() else path.parent
+    with tempfile.TemporaryDirectory(prefix="gguf-parity-decide-") as tmp:
+        return convert(folder, Path(tmp) / "decide.gguf", log=lambda line: None)
 
 
 def fingerprint(path: Path) -> dict[str, Any]:

@@ -11,7 +11,10 @@ so it imports nothing from gguf-parity. Two modes:
 Either way the converter's `TextModel.get_vocab_base_pre` is wrapped, never changed:
 the wrapper keeps what it decided, the fingerprint it computed (read from its own log
 line `chkhsh: ...`, so the hash is the converter's, not a copy of its recipe) and the
-name it returned, or the exception it raised. RESULT_JSON gets that and, when the
+name it returned, or the exception it raised. Its vocabulary paths (`_set_vocab_sentencepiece`,
+`_set_vocab_llama_hf`, `_set_vocab_gpt2`, `_set_vocab_mistral`, `get_vocab_base`, ...) are
+wrapped the same way (`paths`: which ran, for which model class, and what each raised), so a
+line about a conversion or a refusal names the path that made it. RESULT_JSON gets that and, when the
 converter stopped with an error (a refusal), the error's type and first line.
 
 No code of the model folder runs: before the converter starts, transformers' one loader of
@@ -98,6 +101,36 @@ def _refuse_trusted_tokenizer(result: dict, refuse) -> None:
     auto.from_pretrained = staticmethod(from_pretrained)
 
 
+def _watch_paths(result: dict) -> None:
+    """Wrap the converter's vocabulary paths (`TextModel._set_vocab_*` and `get_vocab_base`, which the BPE and
+    WordPiece paths share) so that `result["paths"]` records each one entered, in order: its name, the model
+    class it ran for, how deep it was called, and the exception it raised (None: it returned). A path that
+    raised and was caught is one the converter fell through (a SentencePiece path without tokenizer.model);
+    the one that stopped the converter names its refusal."""
+    from conversion import base
+
+    names = [n for n in vars(base.TextModel) if n.startswith("_set_vocab_") or n == "get_vocab_base"]
+    depth = [0]
+
+    def wrap(name: str, original):
+        def path(self, *args, **kwargs):
+            entry = {"path": name, "model": type(self).__name__, "depth": depth[0], "raised": None}
+            result["paths"].append(entry)
+            depth[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            except Exception as exc:
+                lines = str(exc).strip().splitlines()
+                entry["raised"] = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+                raise
+            finally:
+                depth[0] -= 1
+        return path
+
+    for name in names:
+        setattr(base.TextModel, name, wrap(name, getattr(base.TextModel, name)))
+
+
 def _watch(result: dict) -> None:
     """Wrap `TextModel.get_vocab_base_pre` so that `result` records each decision."""
     from conversion import base
@@ -168,7 +201,7 @@ class LimitError(RuntimeError):
 
 def main(argv: list[str]) -> int:
     mode, llama_cpp, out, rest = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
-    result: dict = {"mode": mode, "decisions": [], "error": None, "memory_limit": None}
+    result: dict = {"mode": mode, "decisions": [], "paths": [], "error": None, "memory_limit": None}
     try:
         result["memory_limit"] = _limit_memory()
     except LimitError as exc:
@@ -179,6 +212,7 @@ def main(argv: list[str]) -> int:
     try:
         _refuse_custom_code(result)
         _watch(result)
+        _watch_paths(result)
         if mode == "convert":
             _convert(rest, llama_cpp)
         else:

@@ -16,12 +16,16 @@ or SentencePiece model a GGUF was converted from, run by its own library.
     gguf_keys.py  cheap checks of a GGUF's tokenizer keys against the reference
     cause_candidates.py  the changes that might explain a conversion finding, read from the two files
     causes.py     each conversion finding's cause by experiment: the smallest change that makes it agree
+    class_experiments.py  the class of a difference no key explains (Unicode version, model type, normalizer;
+                  segmentation only or normalization), by experiment
+    llama_facts.py  llama.cpp's loader retyping lists and Unicode tables, read from its pinned sources
 
 May import: `tokenizer` (a GGUF's keys and token table, llama.cpp's flags per pre name, GPT-2's
 byte table), `harness.environment` (the child's environment and memory cap), `harness.errors`,
 `harness.files`, `harness.golden.records` (a record's exact bytes), `harness.subjects.client`,
 `harness.subjects.protocol`, `harness.subjects.records` (the engine protocol's client side),
-`harness.models.convert` (the fingerprint, in `pre_check`), `harness.models.folder_data` (a
+`harness.models.convert` (the converter's decision, in `pre_check`), `harness.models.shipped` (the
+pinned llama.cpp sources in the cache, in `llama_facts`), `harness.models.folder_data` (a
 folder's tokenizer files read, bounded), `harness.models.folder_files` (a folder's files read inside
 it, and the private copy the child loads), `harness.models.summary` (a GGUF's NaN and infinite
 values), `harness.oracle.session` and `harness.models.gguf_rewrite`

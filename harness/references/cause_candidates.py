@@ -40,8 +40,8 @@ from tokenizer import Tokenizer
 from tokenizer import unicode as uni
 from tokenizer.pretokenize.behaviours import get as get_pretokenizer
 from tokenizer.pretokenize.names import PRE_NAMES
-from tokenizer.vocab_rules import DETECT_BY_TEXT
 
+from . import llama_facts
 from .gguf_keys import PLACEHOLDER_SCORE, _split_patterns, _template_ends, llama_form, prepends_space
 
 NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
@@ -297,7 +297,7 @@ def _original_switches(tok: Tokenizer, data: dict) -> list[Candidate]:
                                f"for pre {tok.vocab.pre!r}", "original",
                                original=lambda d: d["model"].__setitem__("ignore_merges", False)))
     found += _pattern_switch(tok, data)
-    found += _forced_control(data)
+    found += _loader_retyping(data)
     if model.get("type") == "WordPiece" and model.get("max_input_chars_per_word"):
         found.append(Candidate("word-length", "the original's max_input_chars_per_word raised to 10**9 "
                                "(llama.cpp's WPM has no limit)", "original",
@@ -305,22 +305,26 @@ def _original_switches(tok: Tokenizer, data: dict) -> list[Candidate]:
     return found
 
 
-def _forced_control(data: dict) -> list[Candidate]:
+def _loader_retyping(data: dict) -> list[Candidate]:
     """Added tokens the original marks special=false whose text llama.cpp's loader makes CONTROL whatever
-    the GGUF says (its end-of-turn and fill-in-the-middle texts, `tokenizer.vocab_rules.DETECT_BY_TEXT`):
-    made special in the original, since no token type can undo it."""
-    texts = {t for group in DETECT_BY_TEXT.values() for t in group}
-    forced = [t["content"] for t in data.get("added_tokens") or []
-              if not t.get("special") and t.get("content") in texts]
+    the GGUF says (the by-text lists of its pinned llama-vocab.cpp: end-of-turn, end-of-message,
+    fill-in-the-middle, end-of-generation; `llama_facts.retyping_rules`): made special in the original,
+    since no token type can undo it. Its `what` names each token and the rule."""
+    forced = [(t["content"], rule) for t in data.get("added_tokens") or []
+              if not t.get("special") and isinstance(t.get("content"), str)
+              and (rule := llama_facts.rule_for(t["content"])) is not None]
     if not forced:
         return []
+    texts = {text for text, _ in forced}
 
     def special(d: dict) -> None:
         for token in d.get("added_tokens") or []:
-            if token.get("content") in forced:
+            if token.get("content") in texts:
                 token["special"] = True
-    return [Candidate("original-forced-control", f"{len(forced)} added token(s) llama.cpp makes CONTROL by their "
-                      "text made special in the original", "original", original=special)]
+    named = "; ".join(rule.line(text) for text, rule in forced[:3]) + (
+        f"; and {len(forced) - 3} more" if len(forced) > 3 else "")
+    return [Candidate("loader-retyping", f"{len(forced)} added token(s) the original marks special=false made "
+                      f"special in it: {named}", "original", original=special)]
 
 
 def _pattern_switch(tok: Tokenizer, data: dict) -> list[Candidate]:

@@ -39,7 +39,10 @@ from tokenizer.gguf.reader import read
 
 from ..models.gguf_rewrite import rewrite_metadata
 from ..oracle.session import OracleCrash, OracleRefusal, OracleSession
+from ..subjects.client import ChildFailure
+from ..subjects.protocol import b64, unb64
 from . import cause_candidates as cc
+from . import class_experiments as cx
 from .classify import FLAG_PAIRS, outcome_ids
 from .gguf_keys import read_spm
 from .specs import parse, reference_factory
@@ -61,10 +64,14 @@ class Explanation:
     tried: tuple[str, ...] = ()
     sides: dict[str, str] = field(default_factory=dict)  # candidate -> gguf / original / input
     failed: dict[str, str] = field(default_factory=dict)  # candidate set -> why it could not be tried
+    kind: str = cx.UNEXPLAINED  # the class of difference (`class_experiments.class_of`, `pieces_class`)
+    detail: dict = field(default_factory=dict)  # what the experiment changed (the code points substituted)
 
     def as_dict(self) -> dict:
-        out: dict[str, Any] = {"cause": self.cause, "sets": ["+".join(s) for s in self.sets],
+        out: dict[str, Any] = {"cause": self.cause, "class": self.kind, "sets": ["+".join(s) for s in self.sets],
                                "evidence": list(self.evidence)}
+        if self.detail:
+            out["detail"] = dict(self.detail)
         if self.sides:
             out["sides"] = dict(self.sides)
         if self.cause == UNEXPLAINED:
@@ -84,22 +91,51 @@ class Finder:
         self.args = dict(args or {})
         self.meta = read(self.gguf).metadata
         self.data: dict | None = None
+        self.original_model: str | None = None
+        self.models_differ = False
+        self._normal: dict[str, str] = {}
         self.candidates = self._candidates()
         self._llama: dict[tuple[str, ...], OracleSession] = {}
         self._original: dict[tuple[str, ...], Any] = {}
         self.paths: dict[tuple[str, ...], Path] = {(): self.gguf}
 
     def _candidates(self) -> list[cc.Candidate]:
+        """The key, switch and input candidates of `cause_candidates`, then the class experiments: the model
+        type among the GGUF keys, the Unicode versions and the original's normalized text after the inputs."""
         tok = Tokenizer.from_gguf(self.gguf)
+        found: list[cc.Candidate] = []
+        normalizes, self.original_model = False, None
         if self.ref.kind == "hf":
             self.data = json.loads(self.ref.path.read_text(encoding="utf-8"))
-            return cc.for_hf(tok, self.meta, self.data)
-        if self.ref.kind == "spm":
-            return cc.for_spm(tok, self.meta, read_spm(self.ref.path.read_bytes()))
-        if self.ref.kind == "tekken":
+            found = cc.for_hf(tok, self.meta, self.data)
+            self.original_model = (self.data.get("model") or {}).get("type")
+            normalizes = cx.hf_normalizes(self.data)
+        elif self.ref.kind == "spm":
+            buf = self.ref.path.read_bytes()
+            found = cc.for_spm(tok, self.meta, read_spm(buf))
+            self.original_model, normalizes = cx.spm_model_type(buf), cx.spm_normalizes(buf)
+        elif self.ref.kind == "tekken":
             self.data = json.loads(self.ref.path.read_text(encoding="utf-8"))
-            return cc.for_tekken(tok, self.data)
-        return []
+            found, self.original_model = cc.for_tekken(tok, self.data), "BPE"
+        self.models_differ = cx.models_differ(self.original_model, tok.vocab.vocab_type)
+        keys = [c for c in found if c.side == "gguf"]
+        rest = [c for c in found if c.side != "gguf"]
+        extra = cx.normalized(self._normalized) if normalizes else []
+        return [*keys, *cx.model_type(tok, self.original_model), *rest, *cx.unicode_version(), *extra]
+
+    def _normalized(self, text: str) -> str:
+        """The original's normalized text (its child's `normalize`), asked once per text."""
+        if text not in self._normal:
+            client = self._original_side(())
+            try:
+                reply = client.call({"op": "normalize", "inputs": [b64(text.encode("utf-8", "surrogatepass"))]})
+            except ChildFailure as failure:
+                raise OSError(f"the original's normalize failed: {failure}") from None
+            result = (reply.get("results") or [None])[0] if reply.get("ok") else reply.get("error")
+            if not isinstance(result, str):
+                raise ValueError(f"the original's normalize: {str(result)[:200]}")
+            self._normal[text] = unb64(result).decode("utf-8", "surrogatepass")
+        return self._normal[text]
 
     def __enter__(self) -> Finder:
         return self
@@ -173,34 +209,80 @@ class Finder:
     # --- the search -------------------------------------------------------------------------------------
 
     def explain(self, case: dict, pairs: Sequence[Pair]) -> Explanation:
-        """The smallest candidate sets after which both sides agree on `pairs`, with the evidence."""
-        index = [FLAG_PAIRS.index(p) for p in pairs]
-        found: list[tuple[cc.Candidate, ...]] = []
-        failed: dict[str, str] = {}
-        evidence: tuple[dict, ...] = ()
+        """The smallest candidate sets after which both sides agree on `pairs`, with the evidence and the class
+        of the difference; where none does, the class the two sides' pieces show (`class_experiments`)."""
+        search = _Search([FLAG_PAIRS.index(p) for p in pairs])
         for size in range(min(MAX_SET, len(self.candidates)) + 1):
             for chosen in itertools.combinations(self.candidates, size):
-                names = {c.name for c in chosen}
-                if any({c.name for c in f} <= names for f in found) or _conflict(chosen):
+                if not search.worth(chosen, case.get("text")):
                     continue
                 try:
                     original, llama = self.rows(case, chosen)
                 except (OracleCrash, OracleRefusal, OSError, ValueError) as exc:
-                    failed["+".join(sorted(names)) or "(unchanged)"] = f"{type(exc).__name__}: {exc}"[:300]
+                    names = sorted(c.name for c in chosen)
+                    search.failed["+".join(names) or "(unchanged)"] = f"{type(exc).__name__}: {exc}"[:300]
                     continue
-                if all(original[i] is not None and original[i] == llama[i] for i in index):
-                    if not found:
-                        evidence = tuple(_row(FLAG_PAIRS[i], original[i], llama[i]) for i in index)
-                    found.append(chosen)
-            if found:
+                search.saw(chosen, original, llama)
+            if search.found:
                 break
-        sides = {c.name: c.side for f in found for c in f}
+        return self._conclude(search, str(case.get("text", "")))
+
+    def _conclude(self, search: _Search, text: str) -> Explanation:
+        found, failed = search.found, search.failed
         if found and not found[0]:
-            return Explanation(AGREES, ((),), evidence, failed=failed)
+            return Explanation(AGREES, ((),), search.evidence, failed=failed, kind=AGREES)
         if not found:
-            return Explanation(UNEXPLAINED, tried=tuple(c.name for c in self.candidates), failed=failed)
+            rows = search.rows.get(("original-normalized",)) or search.rows.get(())
+            types = self.meta.get("tokenizer.ggml.token_type")
+            kind = cx.pieces_class(rows or [], self.tokens(), types, self.models_differ)
+            return Explanation(UNEXPLAINED, tried=tuple(c.name for c in self.candidates), failed=failed, kind=kind)
+        sides = {c.name: c.side for f in found for c in f}
         sets = tuple(tuple(c.name for c in f) for f in found)
-        return Explanation("+".join(sets[0]), sets, evidence, sides=sides, failed=failed)
+        return Explanation("+".join(sets[0]), sets, search.evidence, sides=sides, failed=failed,
+                           kind=cx.class_of(sets[0], sides), detail=cx.detail(sets[0], text))
+
+    def tokens(self) -> list[str]:
+        """The GGUF's token texts (the two sides' ids index the same table)."""
+        return [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace")
+                for t in self.meta.get("tokenizer.ggml.tokens") or []]
+
+
+class _Search:
+    """One case's search: the sets found, the evidence of the first, what failed, the rows seen without a
+    change and with the original's normalized text alone (for the class of a case nothing explains)."""
+
+    def __init__(self, index: list[int]) -> None:
+        self.index = index
+        self.found: list[tuple[cc.Candidate, ...]] = []
+        self.failed: dict[str, str] = {}
+        self.evidence: tuple[dict, ...] = ()
+        self.rows: dict[tuple[str, ...], list[tuple[Any, Any]]] = {}
+
+    def worth(self, chosen: Sequence[cc.Candidate], text: Any) -> bool:
+        """Not a superset of a set found, no two of a name, and no input change that leaves its text as it
+        was (that set is the one without it, tried already)."""
+        names = {c.name for c in chosen}
+        if any({c.name for c in f} <= names for f in self.found) or _conflict(chosen):
+            return False
+        for c in chosen:
+            if c.text and isinstance(text, str):
+                try:
+                    changed = c.text(text)
+                except (OSError, ValueError):
+                    return True  # rows() meets the same failure and records it
+                if changed == text:
+                    return False
+                text = changed
+        return True
+
+    def saw(self, chosen: Sequence[cc.Candidate], original: list, llama: list) -> None:
+        key = tuple(c.name for c in chosen)
+        if key in ((), ("original-normalized",)):
+            self.rows[key] = [(original[i], llama[i]) for i in self.index]
+        if all(original[i] is not None and original[i] == llama[i] for i in self.index):
+            if not self.found:
+                self.evidence = tuple(_row(FLAG_PAIRS[i], original[i], llama[i]) for i in self.index)
+            self.found.append(tuple(chosen))
 
 
 def _conflict(chosen: Sequence[cc.Candidate]) -> bool:

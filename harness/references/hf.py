@@ -5,7 +5,8 @@ the `tokenizer.json` exactly as `tokenizers` runs it, offline, with padding
 and truncation switched off (transformers switches them off per call unless
 asked, so a file that ships them on, as all-MiniLM-L6-v2's does, would
 otherwise pad every case to its `max_length`). From `tokenizer_config.json`
-only `clean_up_tokenization_spaces` is read (for `decode`); a transformers
+only `clean_up_tokenization_spaces` is read (for `decode`); `normalize` gives the text after the
+file's normalizer (the cause experiment "normalizer not representable"); a transformers
 class that rewrites the post-processor from its config (LlamaTokenizerFast's
 `add_bos_token`) is not reproduced: `harness.references.gguf_keys` names that
 disagreement instead.
@@ -81,6 +82,11 @@ class HFReference:
         cleaned = clean_up_tokenization(raw)
         return {"raw": raw, "cleaned": cleaned,
                 "applied": cleaned if self.config.get("clean_up_tokenization_spaces") else raw}
+
+    def normalize(self, text: str) -> str:
+        """The text after the original's normalizer (`normalizer.normalize_str`), as its model sees it."""
+        normalizer = self.hf.normalizer
+        return text if normalizer is None else str(normalizer.normalize_str(text))
 
     def close(self) -> None:
         self.hf = None

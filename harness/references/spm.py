@@ -18,8 +18,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .flags import NotExpressible, holds_any, needs_text
+from .flags import NotExpressible, clean_up_tokenization, holds_any, needs_text
 from .hf import config_beside
+
+SPACE = "\u2581"  # sentencepiece's escaped space
 
 
 class SPMReference:
@@ -40,6 +42,8 @@ class SPMReference:
             self.add_eos = False if self.add_eos is None else self.add_eos
         self.special_texts = tuple(self.sp.id_to_piece(i) for i in range(self.n_tokens)
                                    if self.sp.is_control(i) or self.sp.is_unknown(i))
+        self.clean_up = bool(config.get("clean_up_tokenization_spaces"))  # LlamaTokenizer's decode honours it
+        self.dummy_prefix = str(self.sp.normalize("a")).startswith(SPACE)
 
     def tokenize(self, text: str | bytes, *, add_special: bool, parse_special: bool) -> list[int]:
         text = needs_text(text)
@@ -58,11 +62,22 @@ class SPMReference:
         return str(self.sp.id_to_piece(int(token)))
 
     def decode(self, ids: list[int], *, remove_special: bool, unparse_special: bool) -> dict[str, str]:
-        """sentencepiece's decode (control pieces are never shown): {"raw", "cleaned", "applied"}, all one text."""
+        """sentencepiece's decode (control pieces are never shown): {"raw", "cleaned", "applied"}; `applied` is
+        cleaned when the tokenizer_config.json beside the model says `clean_up_tokenization_spaces` (as
+        transformers' LlamaTokenizer does), so llama.cpp's clean-up agrees only where the original asks for it."""
         if unparse_special:
             raise NotExpressible("unparse_special: sentencepiece's decode never shows control pieces")
         text = str(self.sp.decode([int(i) for i in ids]))
-        return {"raw": text, "cleaned": text, "applied": text}
+        cleaned = clean_up_tokenization(text)
+        return {"raw": text, "cleaned": cleaned, "applied": cleaned if self.clean_up else text}
+
+    def normalize(self, text: str) -> str:
+        """The text after the model's normalizer (sentencepiece's `normalize`), spaces as spaces and without
+        the dummy prefix it adds, so that it can be tokenized again by both sides."""
+        normal = str(self.sp.normalize(text))
+        if self.dummy_prefix and normal.startswith(SPACE):
+            normal = normal[1:]
+        return normal.replace(SPACE, " ")
 
     def close(self) -> None:
         self.sp = None

@@ -247,15 +247,26 @@ def window(rows: list[dict]) -> list[dict]:
 
 # --- the three-way findings by cause --------------------------------------------------------------
 
+def difference_class(entry: dict) -> str:
+    """The class of difference a finding's cause names (`cause["class"]`, found by experiment), or ''."""
+    cause = entry.get("cause")
+    return str(cause.get("class") or "") if isinstance(cause, dict) else ""
+
+
 def causes(entries: Iterable[dict]) -> tuple[list[dict], int]:
-    """The causes table of the three-way findings: per (model, cause) the cases and classes, the
-    commonest first (the first `CAUSES` rows), and how many rows were left out."""
+    """The causes table of the three-way findings: per (model, cause) the cases, the finding classes and the
+    classes of difference found by experiment, the commonest first (the first `CAUSES` rows), and how many
+    rows were left out."""
     groups: dict[tuple[str, str], dict[str, set]] = {}
     for entry in entries:
-        group = groups.setdefault((str(entry.get("model", "")), cause_of(entry)), {"cases": set(), "classes": set()})
+        group = groups.setdefault((str(entry.get("model", "")), cause_of(entry)),
+                                  {"cases": set(), "classes": set(), "kinds": set()})
         group["cases"].add(str(entry.get("case_id")))
         group["classes"].add(str(entry.get("category") or entry.get("class")))
-    rows = [{"model": model, "cause": clip(cause, SHORT), "cases": len(g["cases"]), "classes": sorted(g["classes"])}
+        if kind := difference_class(entry):
+            group["kinds"].add(kind)
+    rows = [{"model": model, "cause": clip(cause, SHORT), "cases": len(g["cases"]), "classes": sorted(g["classes"]),
+             "kinds": sorted(g["kinds"])}
             for (model, cause), g in sorted(groups.items(), key=lambda kv: (-len(kv[1]["cases"]), kv[0]))]
     return rows[:CAUSES], max(len(rows) - CAUSES, 0)
 

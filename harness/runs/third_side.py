@@ -45,7 +45,7 @@ from ..compare.subject import Subject
 from ..errors import SetupError
 from ..inputs import boundaries, derived
 from ..models.model import Model
-from ..references import added, causes, classify, decoding, gguf_keys, original, specs
+from ..references import added, causes, classify, decoding, gguf_keys, hf, original, specs
 from ..subjects.guard import EngineLoadError
 from .config import RunConfig
 
@@ -105,7 +105,7 @@ def third_side(config: RunConfig, path: Path, subject: Subject,
 class ReferenceSide:
     """The original tokenizer beside llama.cpp and the engine, for one model."""
 
-    def __init__(self, engine: Any, *, spec: str, keys: list[str]) -> None:
+    def __init__(self, engine: Any, *, spec: str, keys: list[str], config: dict | None = None) -> None:
         self.engine = engine
         self.spec = spec
         self.keys = keys  # gguf_keys discrepancy lines, named by every conversion finding
@@ -113,6 +113,8 @@ class ReferenceSide:
         self.errors = 0
         self.seen: dict[str, Any] = {}  # fuzz: case id -> (reference outcome, its decode of llama.cpp's ids)
         self.causes: Counter[str] = Counter()  # cause -> conversion findings (cases) it explains
+        self.classes: Counter[str] = Counter()  # class of difference -> conversion findings (cases) of that class
+        self.config = config or {}  # the original's tokenizer_config.json (what it asks of its decode)
         self.inputs: dict[str, str] = {}  # case id -> the whole text of a long case (its findings show a window)
 
     @classmethod
@@ -123,7 +125,7 @@ class ReferenceSide:
             engine = factory(config)(path)
         except EngineLoadError as exc:
             raise SetupError(f"reference {spec}: could not load: {exc}") from None
-        return cls(engine, spec=spec, keys=_keys(path, spec))
+        return cls(engine, spec=spec, keys=_keys(path, spec), config=_config(spec))
 
     def outcomes(self, cases: list[dict]) -> list[Any]:
         """The reference's outcome for every case (a record, `NotApplicable`, or an `EngineError`)."""
@@ -209,13 +211,15 @@ class ReferenceSide:
         out = []
         for pair, ((add_special, parse_special), detoks) in enumerate(zip(classify.FLAG_PAIRS, decoded.pairs,
                                                                            strict=True)):
-            differ = [decoding.shown(d) for d in detoks if d.outcome == "differ"]
-            if not differ:
+            parted = [d for d in detoks if classify.decode_differs(d.outcome)]
+            if not parted:
                 continue
+            differ = [{**decoding.shown(d), "outcome": d.outcome} for d in parted]
             entry = {**case_fields(case, subject), "class": "decode", "category": CATEGORIES["decode"],
                      "add_special": add_special, "parse_special": parse_special,
                      "compared": [SIDE_NAMES["llama"], SIDE_NAMES["reference"]],
-                     "ids": sides["llama"][pair], "decode": differ}
+                     "ids": sides["llama"][pair], "decode": differ,
+                     "cause": decode_cause([d.outcome for d in parted], self.config)}
             entry = long_inputs.trimmed_decode(entry, tables["llama"])
             entry = {**entry, "rows": _rows(sides, tables, pair, at=entry.get("decode_at")),
                      "gguf_keys": list(self.keys)}
@@ -247,11 +251,13 @@ class ReferenceSide:
             for entry in entries:
                 entry.setdefault("cause", {"cause": "not traced", "why": why})
             self.causes = Counter({str(e.get("case_id")): e["cause"]["cause"] for e in entries}.values())
+        self.classes = count_classes(result.reference_findings)
 
     def conclude(self, result: ModelResult) -> None:
         """The counts into `result.reference`; not checked when the original was compared on nothing."""
         result.reference = {**self.counts.as_dict(), "spec": self.spec, "errors": self.errors,
-                            "gguf_keys": list(self.keys), "causes": dict(self.causes)}
+                            "gguf_keys": list(self.keys), "causes": dict(self.causes),
+                            "cause_classes": dict(self.classes)}
         compared = self.counts.classes["conversion"]["checked"]
         if result.cases and not compared and not result.not_checked:
             result.not_checked = (f"the reference {self.spec} could be compared on no case "
@@ -259,6 +265,44 @@ class ReferenceSide:
 
     def close(self) -> None:
         self.engine.close()
+
+
+def _config(spec: str) -> dict:
+    """The original's tokenizer_config.json ({} for tekken, or none beside it): what it asks of its decode."""
+    ref = specs.parse(spec)
+    return hf.config_beside(ref.path) if ref.kind in specs.WITH_CONFIG else {}
+
+
+DECODE_CAUSES = {
+    "clean_up_tokenization_spaces": "llama.cpp's detokenize cleans up the spaces before ? ! . , and in "
+                                    "contractions (its clean_spaces, set by the pre-tokenizer name)",
+    "leading_space": "one leading space apart: llama.cpp keeps the first piece's space prefix (after a BOS, or "
+                     "a word-start marker) where the original's decode drops it, or the other way round",
+}
+
+
+def decode_cause(outcomes: list[str], config: dict) -> dict:
+    """A decode finding's cause: the known llama.cpp behaviours its detokenizations part by, and why they
+    stay findings (the original's own configuration does not ask for them); `unexplained` when any part
+    otherwise. A decode difference is set aside only where the original's configuration asks for llama.cpp's
+    behaviour, and then its decode agrees (`hf`, `spm`: `applied` follows `clean_up_tokenization_spaces`)."""
+    if "differ" in outcomes:
+        return {"cause": causes.UNEXPLAINED, "class": "unexplained"}
+    names = sorted({part for o in outcomes for part in o.removeprefix("explained:").split("+")})
+    said = config.get("clean_up_tokenization_spaces", "absent")
+    why = [DECODE_CAUSES.get(n, n) for n in names]
+    if "clean_up_tokenization_spaces" in names:
+        why.append(f"the original's tokenizer_config.json has clean_up_tokenization_spaces: {said!r}, so its own "
+                   "decode keeps them")
+    return {"cause": "+".join(names), "class": "llama.cpp-behaviour", "why": "; ".join(why)}
+
+
+def count_classes(findings: list[dict]) -> Counter[str]:
+    """Conversion cases per class of difference (each case's `cause["class"]`, as `causes` counts its cause;
+    a decode finding names its class on the entry)."""
+    seen = {str(e.get("case_id")): e["cause"].get("class") or causes.UNEXPLAINED
+            for e in findings if e.get("class") == "conversion" and isinstance(e.get("cause"), dict)}
+    return Counter(seen.values())
 
 
 def _keys(path: Path, spec: str) -> list[str]:

@@ -58,7 +58,8 @@ def error_object(exc: BaseException) -> dict:
 
 
 class Server:
-    """One engine, loaded on `hello`, answering `tokenize`, `vocab`, `shutdown` (and a reference's `decode`)."""
+    """One engine, loaded on `hello`, answering `tokenize`, `vocab`, `shutdown` (and a reference's `decode`,
+    `normalize`)."""
 
     def __init__(self, factory: Callable[..., object], source: str) -> None:
         self.factory, self.source = factory, source
@@ -69,10 +70,10 @@ class Server:
     def handle(self, request: dict) -> dict:
         op = request.get("op")
         method = {"hello": self.hello, "tokenize": self.tokenize, "vocab": self.vocab, "decode": self.decode,
-                  "shutdown": self.shutdown}.get(op)  # type: ignore[arg-type]
+                  "normalize": self.normalize, "shutdown": self.shutdown}.get(op)  # type: ignore[arg-type]
         if method is None:
             return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}", "traceback": ""}}
-        if op in ("tokenize", "vocab", "decode") and self.engine is None:
+        if op in ("tokenize", "vocab", "decode", "normalize") and self.engine is None:
             return {"ok": False, "error": {"type": "NotLoaded", "message": "no hello yet", "traceback": ""}}
         try:
             return {"ok": True, **method(request)}
@@ -143,6 +144,20 @@ class Server:
             return {name: b64(output_bytes(texts[name], "decode")) for name in DECODE_TEXTS}
         except BaseException as exc:  # noqa: BLE001
             return {"error": error_object(exc)}
+
+    def normalize(self, request: dict) -> dict:
+        """A reference's own normalizer on given texts (docs/engine-protocol.md, `normalize`): the text it
+        tokenizes, spaces as spaces. Only an engine with a `normalize(text)` method answers it."""
+        normalize = getattr(self.engine, "normalize", None)
+        if not callable(normalize):
+            raise NamedError("NotOffered", "this engine has no normalize (only reference engines answer it)")
+        out: list = []
+        for item in request["inputs"]:
+            try:
+                out.append(b64(output_bytes(normalize(unb64(item).decode("utf-8", "surrogatepass")), "normalize")))
+            except BaseException as exc:  # noqa: BLE001
+                out.append({"error": error_object(exc)})
+        return {"results": out}
 
     def vocab(self, request: dict) -> dict:
         fields = [f for f in request["fields"] if f in offered_fields(self.caps)]

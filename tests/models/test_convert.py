@@ -180,8 +180,9 @@ def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_conver
     fake_converter["answer"] = {"decisions": [{"chkhsh": SMAUG, "pre": "smaug-bpe", "raised": None}], "error": None}
     assert cli.main(["inspect", str(gguf), "--reference", f"hf:{source}"]) == 1
     out = capsys.readouterr().out
-    assert "INCONSISTENT: the converter maps the original's fingerprint" in out and "'smaug-bpe'" in out
-    assert fake_converter["runs"][0][0] == "fingerprint"
+    # the fake converter writes no GGUF: a refusal (tests/models/test_converter_paths.py has the converted lines)
+    assert "INCONSISTENT: the converter refuses this folder" in out and SMAUG in out
+    assert fake_converter["runs"][0][0] == "convert"  # the converter's own decision, run in a private folder
     assert cli.main(["inspect", str(gguf), "--reference", "sp:x"]) == 2
     assert "expected hf:PATH, spm:PATH or tekken:PATH" in capsys.readouterr().err
     (source / "tekken.json").write_text(json.dumps({"config": {"default_vocab_size": 2}, "vocab": []}))

@@ -79,6 +79,8 @@ def test_a_case_no_candidate_fixes_is_unexplained_with_what_was_tried(tmp_path):
         found = f.explain({"id": "c", "text": "the cat sat on the mat"}, [(False, False)])
     assert found.cause == causes.UNEXPLAINED and found.evidence == ()
     assert found.as_dict()["tried"] == [c.name for c in f.candidates]
+    # both sides spell the same text in different pieces: classed by experiment, not left unexplained
+    assert found.as_dict()["class"] == "segmentation-only"
 
 
 def test_a_missing_bos_is_named_by_add_bos(tmp_path):
@@ -162,7 +164,8 @@ def test_a_tokenizer_json_sentencepiece_folder_is_blamed_on_its_space_prefix_and
     gguf = rf.spm_style_gguf(original, tmp_path / "x.gguf")
     (tmp_path / "work").mkdir()
     with finder(tmp_path, gguf, original) as f:
-        assert [c.name for c in f.candidates] == ["add-space-prefix", "scores", "original-normalizer"]
+        assert [c.name for c in f.candidates] == ["add-space-prefix", "scores", "original-normalizer",
+                                                  "unicode-version"]
         assert f.explain({"id": "h", "text": "Hello world"}, [(False, False)]).cause == "add-space-prefix"
         merged = f.explain({"id": "m", "text": "mathematics"}, [(False, False)])
     assert merged.cause == "add-space-prefix+scores" and merged.sides == {"add-space-prefix": "gguf", "scores": "gguf"}
