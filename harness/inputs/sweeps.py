@@ -29,7 +29,8 @@ from typing import Any
 
 NAMES = ("added", "vocab", "unicode", "ascii")
 # What a three-way run sweeps by default: every sweep whole, within a time budget per model (`DEFAULT_SECONDS`,
-# `--sweep-seconds`) that keeps a 262,144-token model within 10 minutes on a 2-core machine (docs/benchmarks.md).
+# `--sweep-seconds`). On a 256,000-token model (gemma-256k) every sweep whole took 290 s of screening on the
+# 2-core machine at load 7.7, 125 s CPU (docs/benchmarks.md, "Sweeps"): within the budget, under 10 minutes.
 DEFAULT_SIZES: dict[str, int | None] = dict.fromkeys(NAMES)
 DEFAULT_SECONDS = 480.0
 AROUND = ("", " ", "  ", "\n", "\r\n", "\n\n", "\t", "\t\t")  # whitespace before and after an added token
