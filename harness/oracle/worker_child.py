@@ -12,7 +12,7 @@ moves its stdout aside so nothing llama.cpp prints corrupts the protocol, then s
 
 A `step` line names the llama.cpp call in flight, so a death mid-call becomes a crash record
 that says which call it was. The requests (`_ops`): evaluate, inspect, vocab, pieces, attrs,
-ping, fingerprint.
+ping, fingerprint, tokenize_many (the sweeps' batches).
 """
 
 from __future__ import annotations
@@ -71,7 +71,24 @@ def _ops() -> dict[str, Callable]:
         "ping": lambda oracle, traced: oracle.n_tokens,
         # the bytes this worker opened, checked against the parent's (harness.models.paths)
         "fingerprint": lambda oracle, traced: fingerprint(oracle.path).as_dict(),
+        "tokenize_many": lambda oracle, traced, texts, flags: _tokenize_many(oracle, texts, flags),
     }
+
+
+def _tokenize_many(oracle, texts: list[str], flags: list[list[bool]]) -> dict:
+    """The sweeps' batch (`harness.runs.sweeps`): ids of every text under every flag pair, and the seconds
+    spent inside llama.cpp's tokenize calls (timed around each call, so the cost per call is llama.cpp's)."""
+    import time
+
+    spent, ids = 0.0, []
+    for text in texts:
+        row = []
+        for add_special, parse_special in flags:
+            start = time.perf_counter()
+            row.append(oracle.tokenize(text, add_special=bool(add_special), parse_special=bool(parse_special)))
+            spent += time.perf_counter() - start
+        ids.append(row)
+    return {"ids": ids, "seconds": spent, "calls": len(texts) * len(flags)}
 
 
 def serve(model: str, *, verbose: bool = False, memory_limit: int | None = None,

@@ -32,10 +32,12 @@ if TYPE_CHECKING:  # loaded when the options are read (`selection_fields`), so t
 
 if TYPE_CHECKING:
     from .baseline import Baseline
+    from .sweeps import SweepPlan
 
 # The committed fuzz finds (package data: they ship in the wheel and every run of ours replays them).
 FOUND_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora" / "found"
 PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
+SWEEPS_ENV = "GGUF_PARITY_SWEEPS"  # the --sweeps a three-way run takes when not given one (default: "default")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class RunConfig:
     failed_first: bool = False  # --ff: those first, then the rest (else --lf: only those)
     tally: Tally | None = field(default=None, compare=False)  # what the selection left out; -x/--maxfail N
     expected: ExpectedDifferences | None = field(default=None, compare=False)  # --expected-differences FILE
+    sweeps: SweepPlan | None = field(default=None, compare=False)  # --sweeps: what to sweep (harness.runs.sweeps)
 
     @property
     def example_database(self) -> bool:
@@ -129,10 +132,39 @@ def long_fields(args: argparse.Namespace) -> dict:
     return {"long_docs": docs, "long_bytes": size, "calls": calls} | {k: v for k, v in given.items() if v is not None}
 
 
+def sweep_fields(args: argparse.Namespace) -> dict:
+    """The `sweeps` field (`SetupError` on a bad `--sweeps` or `--sweep-seconds`). Given, the sweeps run (they need
+    `--reference`); not given, a three-way run over the default corpora sweeps what `$GGUF_PARITY_SWEEPS` says,
+    else `default`, unless it is a reproduce line, -k or --lf. `default` is every sweep within
+    `DEFAULT_SECONDS` per model; `--sweep-seconds` sets that budget for any value."""
+    from ..inputs import sweeps as generators
+    given = getattr(args, "sweeps", None)
+    text = given if given is not None else os.environ.get(SWEEPS_ENV) or "default"
+    try:
+        sizes = generators.parse(text)
+    except ValueError as exc:
+        raise SetupError(f"{'--sweeps' if given is not None else '$' + SWEEPS_ENV} {text!r}: {exc}") from None
+    seconds = getattr(args, "sweep_seconds", None)
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise SetupError(f"--sweep-seconds {seconds:g}: must be more than 0")
+    reference = getattr(args, "reference", None)
+    if given is None:
+        narrowed = getattr(args, "case", None) or getattr(args, "keyword", None) or getattr(args, "last_failed", False)
+        if not reference or not getattr(args, "default_corpora", True) or narrowed:
+            return {}
+    elif sizes and not reference:
+        raise SetupError("--sweeps needs --reference: a sweep screens the engine, llama.cpp and the original")
+    if not sizes:
+        return {}
+    from .sweeps import SweepPlan
+    budget = seconds if seconds is not None else generators.DEFAULT_SECONDS if text.strip() == "default" else None
+    return {"sweeps": SweepPlan(sizes, seconds=budget)}
+
+
 def live_config(args: argparse.Namespace) -> RunConfig:
     """`run`'s config from its parsed arguments."""
     limits = worker_limits.from_args(args)
-    kwargs = found_fields(args) | reference_fields(args) | long_fields(args)
+    kwargs = found_fields(args) | reference_fields(args) | long_fields(args) | sweep_fields(args)
     return RunConfig(  # paths absolute once, here: workers run in another directory
         models=selected_models(args), report_dir=args.report.absolute(),
         corpora=tuple(c.absolute() for c in args.corpus),

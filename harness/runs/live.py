@@ -60,6 +60,7 @@ from .outcomes import (
 )
 from .progress import Progress
 from .shard import FUZZ, MODEL, Partition, Unit, case_part, partition
+from .sweeps import sweep_cases
 from .third_side import ReferenceSide, boundary_cases, check_spec, fuzz_specials, third_side
 
 FOUND_NOTES = 10  # new differences of the fuzz named in the notes (all in the report's differences)
@@ -79,6 +80,7 @@ def gather_cases(model: Model, config: RunConfig) -> list[dict]:
             found = folder / f"{name}.jsonl"
             if found.is_file():
                 cases += _tagged(load_corpus(found), found)
+        cases += sweep_cases(config, model)  # --sweeps: the differing inputs of each screen (harness.runs.sweeps)
     except CorpusError as exc:
         raise SetupError(str(exc)) from None
     cases = _unique(cases)

@@ -47,6 +47,7 @@ from ..inputs import boundaries, derived
 from ..models.model import Model
 from ..references import added, causes, classify, decoding, gguf_keys, hf, original, specs
 from ..subjects.guard import EngineLoadError
+from . import sweeps
 from .config import RunConfig
 
 KIND = "reference_findings"
@@ -100,6 +101,7 @@ def third_side(config: RunConfig, path: Path, subject: Subject,
     finally:
         third.close()
         third.conclude(result)
+        sweeps.attach(config, result)  # what the sweeps' screens found (their differing inputs were cases)
 
 
 class ReferenceSide:

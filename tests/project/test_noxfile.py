@@ -155,13 +155,13 @@ def test_parity_real_fetches_converts_records_then_checks_each_converted_gguf(tm
     runs = [c.replace(f"--jobs {noxfile.JOBS}", "--jobs 2") for c in commands if c.startswith("python -m harness run")]
     assert runs == [
         f"python -m harness run --model {gguf}/llama3-early.gguf --reference hf:/cache/real/llama3-early "
-        "--timeout 180 --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
+        "--sweep-seconds 60 --timeout 180 --fuzz 20 --seed 0 --jobs 2 --report reports/parity-real/live/llama3-early",
         f"python -m harness run --model {gguf}/mistral-spm-v1.gguf --reference spm:/cache/real/mistral-spm-v1 "
-        "--reference-arg add_bos=true --timeout 180 --fuzz 20 --seed 0 --jobs 2 "
+        "--reference-arg add_bos=true --sweep-seconds 60 --timeout 180 --fuzz 20 --seed 0 --jobs 2 "
         "--report reports/parity-real/live/mistral-spm-v1",
         f"python -m harness run --model {gguf}/mistral-tekken-240911.gguf "
-        "--reference tekken:/cache/real/mistral-tekken-240911 --timeout 180 --fuzz 20 --seed 0 --jobs 2 "
-        "--report reports/parity-real/live/mistral-tekken-240911",
+        "--reference tekken:/cache/real/mistral-tekken-240911 --sweep-seconds 60 --timeout 180 --fuzz 20 --seed 0 "
+        "--jobs 2 --report reports/parity-real/live/mistral-tekken-240911",
     ], runs
     merge = commands[at[5]]
     assert all(f"reports/parity-real/live/{name}" in merge for name in ("llama3-early", "mistral-spm-v1"))
@@ -194,8 +194,8 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile = _noxfile()
     calls = []
     monkeypatch.setattr(noxfile, "real_check",
-                        lambda session, out, *, fuzz, seed, shard=None, replay=True, env=None:
-                        calls.append((out, fuzz, replay, env)) or True)
+                        lambda session, out, *, fuzz, seed, shard=None, replay=True, env=None, sweep_seconds=None:
+                        calls.append((out, fuzz, replay, env, sweep_seconds)) or True)
     monkeypatch.setattr(noxfile, "parity_parts", lambda session, **kw: [])
     monkeypatch.setattr(noxfile, "merged_found_nothing", lambda session, parts, out, **kw: True)
     monkeypatch.setattr(noxfile, "install", lambda session, *extras, **kw: None)
@@ -209,7 +209,8 @@ def test_the_nightly_runs_the_real_set(tmp_path, monkeypatch):
     noxfile.nightly.func(session)
     # the default documents, as parity-real's (doc-large is an engine's long input: the shipped vocabularies')
     short_docs = {"GGUF_PARITY_DOCUMENTS": "default"}
-    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ, False, short_docs)]
+    assert calls == [(Path("reports/nightly/real"), noxfile.NIGHTLY_REAL_FUZZ, False, short_docs,
+                      noxfile.NIGHTLY_REAL_SWEEP_SECONDS)]
 
 
 def test_the_nightly_s_real_set_is_live_only_and_a_shard_checks_its_share(tmp_path, monkeypatch):
@@ -237,7 +238,7 @@ def nightly_commands(tmp_path, monkeypatch, shard: str | None,
     monkeypatch.setattr(noxfile, "SHARD", shard)
     commands = []
 
-    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, env=None):
+    def real_check(session, out, *, fuzz, seed, shard=None, replay=True, env=None, sweep_seconds=None):
         time.sleep(0.2)  # the conversion takes a while; the other lane's stubbed steps take none
         commands.append(f"<real set converted into {session.env['GGUF_PARITY_REAL_GGUF']}>")
         real.append((out, shard))
