@@ -67,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
         bump={"from": LLAMA_CPP_PYTHON_VERSION, "to": args.version, "work_tree": str(work_tree),
               "checkout": str(checkout)},
         steps=steps, files=files, points=change_report.code_point_changes(checkout, work_tree),
-        builds_dir=report / "builds")
+        builds_dir=report / "builds", changes=change_report.file_changes(checkout, work_tree, files))
     json_path, md_path = change_report.write(data, report)
     for row in data["vocabularies"]:
-        print(f"  {row['vocabulary']}: golden +{row['golden_added']} -{row['golden_removed']} lines, "
+        print(f"  {row['vocabulary']}: golden cases changed {row['cases_changed'] or '-'}, "
               f"code-point calls changed {row['code_point_calls_changed'] or '-'}, "
               f"differences {row['differences'] if row['differences'] is not None else '-'}")
     print(data["builds"]["verdict"] or "the builds were not compared")

@@ -11,6 +11,7 @@ Nothing in the checkout is touched: adopting is the reviewer's `git` commands, p
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -51,18 +52,55 @@ def code_point_changes(checkout: Path, work_tree: Path) -> dict[str, dict[str, A
     return out
 
 
-def rows(files: list[dict[str, Any]], points: dict[str, dict[str, Any]], builds: dict[str, Any]) -> list[dict]:
-    """One row per vocabulary: its golden's lines changed, its code-point calls changed, the comparison's counts."""
+BUILD_KEYS = ('"ggml_commit"', '"ggml_version"', '"llama_cpp_python"')  # the recording build's lines
+
+
+def recorded_changes(old: str, new: str) -> dict[str, int]:
+    """A golden's (or chat golden's) change in its own layout: case lines (one case a line, after the
+    `"cases": [` line) changed of how many, and header lines changed besides the recording build's."""
+    def split(text: str) -> tuple[list[str], list[str]]:
+        lines = text.splitlines()
+        at = next((i for i, line in enumerate(lines) if line.strip().startswith('"cases": [')), len(lines))
+        return lines[:at], [line.rstrip(",") for line in lines[at + 1:] if line.lstrip().startswith("{")]
+    (old_head, old_cases), (new_head, new_cases) = split(old), split(new)
+    gone = Counter(old_head) - Counter(new_head)
+    head = [line for line in (Counter(new_head) - Counter(old_head)) + gone
+            if not line.strip().startswith(BUILD_KEYS)]
+    return {"cases": len(new_cases), "cases_changed": sum((Counter(new_cases) - Counter(old_cases)).values()),
+            "cases_gone": max(0, len(old_cases) - len(new_cases)), "header_changed": len(head)}
+
+
+def file_changes(checkout: Path, work_tree: Path, files: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """`recorded_changes` of every golden and chat golden the procedure changed, by path."""
+    out = {}
+    for entry in files:
+        path = entry["path"]
+        if path.startswith("golden/") and path.endswith(".json") and "/code-points/" not in path:
+            old, new = checkout / path, work_tree / path
+            out[path] = recorded_changes(old.read_text(encoding="utf-8") if old.is_file() else "",
+                                         new.read_text(encoding="utf-8") if new.is_file() else "")
+    return out
+
+
+def rows(files: list[dict[str, Any]], points: dict[str, dict[str, Any]], builds: dict[str, Any],
+         changes: dict[str, dict[str, int]] | None = None) -> list[dict]:
+    """One row per vocabulary: its golden's lines and cases changed, its code-point calls changed, the
+    comparison's counts."""
     table: dict[str, dict[str, Any]] = {}
 
     def row(name: str) -> dict[str, Any]:
         return table.setdefault(name, {"vocabulary": name, "golden_added": 0, "golden_removed": 0,
+                                       "cases_changed": None, "header_changed": None,
                                        "code_point_calls_changed": None, "differences": None, "not_answered": None})
     for entry in files:
         name = vocabulary_of(entry["path"])
         if name is not None and "/code-points/" not in entry["path"]:
             row(name)["golden_added"] += entry.get("added") or 0
             row(name)["golden_removed"] += entry.get("removed") or 0
+            change = (changes or {}).get(entry["path"])
+            if change is not None:
+                row(name)["cases_changed"] = f"{change['cases_changed']}/{change['cases']}"
+                row(name)["header_changed"] = change["header_changed"]
     for name, change in points.items():
         row(name)["code_point_calls_changed"] = f"{change['changed']}/{change['calls']}"
     for compared in builds.get("vocabularies") or []:
@@ -72,13 +110,18 @@ def rows(files: list[dict[str, Any]], points: dict[str, dict[str, Any]], builds:
 
 
 def report(*, bump: dict[str, Any], steps: list[dict[str, Any]], files: list[dict[str, Any]],
-           points: dict[str, dict[str, Any]], builds_dir: Path) -> dict[str, Any]:
+           points: dict[str, dict[str, Any]], builds_dir: Path,
+           changes: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """bump.json's content: the steps, the files changed, per vocabulary what changed, the comparison."""
     builds = _json(builds_dir / "builds.json") or {}
+    changes = changes or {}
     failed = [s["step"] for s in steps if s.get("exit_code") not in (0, 1)]
     changed = [f for f in files if f["path"] != "harness/data/pin.txt"]
     counts = builds.get("counts") or {}
     data = {"kind": KIND, **bump, "steps": steps, "seconds": round(sum(s.get("seconds") or 0 for s in steps), 1),
-            "files": files, "vocabularies": rows(files, points, builds), "code_points": points,
+            "files": files, "vocabularies": rows(files, points, builds, changes), "code_points": points,
+            "chat_goldens": {path: change for path, change in changes.items() if path.startswith("golden/chat/")
+                             and (change["cases_changed"] or change["header_changed"] or change["cases_gone"])},
             "builds": {"verdict": builds.get("verdict"), "counts": counts, "builds": builds.get("builds"),
                        "page": str(builds_dir / "builds.html"), "differences": builds.get("differences") or [],
                        "chat": {k: v for k, v in (builds.get("chat") or {}).items() if k != "findings"}},
@@ -100,12 +143,19 @@ def markdown(data: dict[str, Any]) -> str:
            "## Steps", "", "| step | exit | time (s) |", "|---|---|---|"]
     out += [f"| {s['step']} | {s.get('exit_code')} | {s.get('seconds')} |" for s in data["steps"]]
     out += ["", "## Per vocabulary", "",
-            "| vocabulary | golden lines +/- | code-point calls changed | differences | not answered |",
-            "|---|---|---|---|---|"]
-    out += [f"| {r['vocabulary']} | +{r['golden_added']} -{r['golden_removed']} | "
-            f"{r['code_point_calls_changed'] or '-'} | {_cell(r['differences'])} | {_cell(r['not_answered'])} |"
-            for r in data["vocabularies"]]
-    others = [f for f in data["files"] if vocabulary_of(f["path"]) is None]
+            "Golden: its lines added and removed, its cases whose line changed, its header lines changed besides "
+            "the recording build's; code-point calls whose digest changed; the comparison's differences.", "",
+            "| vocabulary | golden lines +/- | cases changed | header changed | code-point calls changed | "
+            "differences | not answered |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['vocabulary']} | +{r['golden_added']} -{r['golden_removed']} | {_cell(r['cases_changed'])} | "
+            f"{_cell(r['header_changed'])} | {r['code_point_calls_changed'] or '-'} | {_cell(r['differences'])} | "
+            f"{_cell(r['not_answered'])} |" for r in data["vocabularies"]]
+    chat = data.get("chat_goldens") or {}
+    recorded = sum(f["path"].startswith("golden/chat/") for f in data["files"])
+    out += ["", f"## Chat goldens changed beyond the recording build ({len(chat)} of {recorded} recorded again)", ""]
+    out += [f"- `{path}`: {c['cases_changed']}/{c['cases']} cases, {c['header_changed']} header line(s)"
+            for path, c in sorted(chat.items())]
+    others = [f for f in data["files"] if vocabulary_of(f["path"]) is None and not f["path"].startswith("golden/chat/")]
     out += ["", "## Other files changed", ""] + [f"- `{f['path']}` (+{f['added']} -{f['removed']})" for f in others]
     builds = data["builds"]
     out += ["", "## The two builds compared", "", f"{builds.get('verdict')}", "", f"Page: `{builds['page']}`", ""]

@@ -39,14 +39,17 @@ def test_each_vocabulary_gets_its_golden_code_point_and_difference_counts(tmp_pa
              {"path": "harness/data/pin.txt", "added": 1, "removed": 1}]
     points = bump.code_point_changes(old, new)
     assert points == {"toy": {"calls": 3, "changed": 1, "recorded": ["old", "new"]}}
+    changes = {"golden/ggml-vocab-toy.json": {"cases": 9, "cases_changed": 2, "cases_gone": 0, "header_changed": 0},
+               "golden/chat/tmpl-x.json": {"cases": 4, "cases_changed": 1, "cases_gone": 0, "header_changed": 0}}
     data = bump.report(bump={"from": "1.0.0", "to": "1.0.1", "work_tree": str(new), "checkout": str(old)},
-                       steps=STEPS, files=files, points=points, builds_dir=builds_dir)
+                       steps=STEPS, files=files, points=points, builds_dir=builds_dir, changes=changes)
     assert data["vocabularies"] == [{"vocabulary": "toy", "golden_added": 4, "golden_removed": 4,
-                                     "code_point_calls_changed": "1/3", "differences": 1, "not_answered": 0}]
+                                     "cases_changed": "2/9", "header_changed": 0, "code_point_calls_changed": "1/3",
+                                     "differences": 1, "not_answered": 0}]
     assert data["seconds"] == 500.5 and bump.exit_status(data) == 1
     json_path, md_path = bump.write(data, tmp_path)
     page = md_path.read_text(encoding="utf-8")
-    assert "| toy | +4 -4 | 1/3 | 1 | 0 |" in page and "`golden/chat/tmpl-x.json` (+2 -2)" in page
+    assert "| toy | +4 -4 | 2/9 | 0 | 1/3 | 1 | 0 |" in page and "`golden/chat/tmpl-x.json`: 1/4 cases" in page
     assert "d-0123456789ab" in page and "pinned 1 2 `⇥`, new 1 3 `↵`" in page and "| goldens | 0 | 200.5 |" in page
     assert json.loads(json_path.read_text(encoding="utf-8"))["kind"] == bump.KIND
 
@@ -61,3 +64,11 @@ def test_nothing_changed_is_0_and_a_failed_step_is_2(tmp_path):
     failed = [*STEPS, {"step": "chat helper", "command": "c", "exit_code": 2, "seconds": 1, "tail": "no g++"}]
     data = bump.report(bump=same, steps=failed, files=[], points={}, builds_dir=builds_dir)
     assert bump.exit_status(data) == 2 and "no g++" in bump.markdown(data)
+
+
+def test_a_goldens_change_is_counted_in_cases_not_in_its_recording_builds_lines():
+    old = '{\n "llama": {\n  "ggml_commit": "a",\n  "llama_cpp_python": "1"\n },\n "vocab": 1,\n "cases": [\n' \
+          '{"id": 1},\n{"id": 2},\n{"id": 3}\n]}\n'
+    new = old.replace('"a"', '"b"').replace('"1"\n', '"2"\n').replace('{"id": 2}', '{"id": 2, "x": 1}')
+    assert bump.recorded_changes(old, new) == {"cases": 3, "cases_changed": 1, "cases_gone": 0, "header_changed": 0}
+    assert bump.recorded_changes(old, new.replace('"vocab": 1', '"vocab": 2'))["header_changed"] == 2
