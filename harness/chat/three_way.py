@@ -57,9 +57,12 @@ class ThreeWay:
     cards: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     not_asked: int = 0  # cases never asked: past the deadline, or of a template a side hung on (bounds)
+    # "template: case key" of every case where the original and llama.cpp differ (all of them, unlike the
+    # cards): `repair`'s messages layer compares two files conversation by conversation. Not in `data()`.
+    differ_keys: list[str] = field(default_factory=list)
 
     def data(self) -> dict[str, Any]:
-        return {**self.__dict__, "classes": dict(self.classes)}
+        return {**{k: v for k, v in self.__dict__.items() if k != "differ_keys"}, "classes": dict(self.classes)}
 
     def lines(self) -> list[str]:
         agree, na = self.classes.get(mc.AGREE, 0), self.classes.get(mc.NOT_APPLICABLE, 0)
@@ -185,6 +188,8 @@ def _one(result: ThreeWay, tok: Any, target: Target, case: Case, name: str,
     ours_verdict = verdict(llama, ours)
     result.cases += 1
     result.classes[cls] += 1
+    if cls not in (mc.AGREE, mc.NOT_APPLICABLE):
+        result.differ_keys.append(f"{name or 'default'}: {case.key}")
     result.ours_differ += ours_verdict != MATCH
     counts = [len(a.ids) if a.ids is not None else None for a in (original, llama, ours)]
     differs = counts[0] is not None and counts[1] is not None and counts[0] != counts[1]

@@ -32,8 +32,9 @@ from ..errors import SetupError
 
 # What `repair` means by the codes of the README's table (harness.cli.exit_help prints them under it).
 EXIT_STATUS = {
-    0: "the repaired file agrees three ways on every case checked (or the input already did: nothing is written)",
-    1: "differences remain (before/after shows which causes and layers), or no key fix applies or every one makes "
+    0: "the repaired file agrees three ways on every case checked and every layer measured (or the input already "
+       "did: nothing is written)",
+    1: "differences remain in the ids or in any layer (before/after shows which causes and layers), or no key fix applies or every one makes "
        "a layer worse (nothing is written), or a fix written with --allow-regression made a layer worse, or the "
        "file that stands at the end holds a NaN or an infinite value (named by key and index: a finding about "
        "the file)",
@@ -94,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(done.as_dict(), indent=2, ensure_ascii=False) + "\n", "--json")
     final = done.after or done.before
-    clean = not final.conversion and not final.parity and not final.new_failures(done.before)
+    clean = not final.conversion and not final.parity and not final.new_failures(done.before) \
+        and not any(layer.measured and layer.differ for name, layer in final.layers.items() if name != "ids")
     return 0 if clean and not done.left_non_finite and not worse(done.before, final) else 1
 
 
@@ -146,7 +148,7 @@ def _message_layer(gguf: Path, folder: Path, log: Any) -> Any:
                      + (f" ({len(block.templates)} template finding(s))" if block.templates else ""))
     differ: Counter[str] = Counter({k: n for k, n in block.classes.items() if k not in (mc.AGREE, mc.NOT_APPLICABLE)})
     items = {f"template {t['name'] or 'default'}: {t['class']}" for t in block.templates}
-    items |= {f"{cls} #{i}" for cls, n in differ.items() for i in range(n)}
+    items |= {f"conversation {key}" for key in block.differ_keys}  # by conversation: a class change is no new one
     checked = block.cases - block.classes.get(mc.NOT_APPLICABLE, 0) + len(block.templates)
     return Layer(checked, frozenset(items), tuple(f"{cls}: {n}" for cls, n in differ.most_common()))
 
@@ -189,8 +191,14 @@ def render(done: dict, gguf: Path, out: Path) -> str:
         lines.append(f"not applied: {fix['name']}: {fix['why']}" + (f" ({fix['what']})" if fix["what"] else ""))
     left = done["non_finite"]["before"] if after is None else done["non_finite"]["after"]
     if after is None and not before["conversion_differ"] and not before["parity_differ"]:
-        lines.append("nothing to repair: llama.cpp and the original agree on every case; nothing written"
-                     + (f" (the file's {len(left)} key(s) with NaN or infinite values stay: above)" if left else ""))
+        stays = f" (the file's {len(left)} key(s) with NaN or infinite values stay: above)" if left else ""
+        layers = layers_differing(done["layers"])
+        if layers:  # the ids agree, another layer does not: no key fix is searched for a layer alone
+            lines.append(f"llama.cpp and the original give the same ids on every case, but {layers}; no key fix is "
+                         f"tried for a layer alone: nothing written{stays}")
+        else:
+            lines.append(f"nothing to repair: llama.cpp and the original agree on every case and every layer "
+                         f"measured; nothing written{stays}")
         return "\n".join(lines)
     if after is None:
         refused = any("makes a layer worse" in fix["why"] for fix in done["not_applied"])
@@ -207,6 +215,15 @@ def render(done: dict, gguf: Path, out: Path) -> str:
                  f"ours vs llama.cpp: {after['parity_differ']} differ")
     lines += [f"finding about the file: {out}: {non_finite_line(e)}" for e in left]
     return "\n".join(lines)
+
+
+def layers_differing(rows: list[dict]) -> str:
+    """`detokenize 208, pieces 3 differ` from the layer table's rows (after where measured, else before); ''.
+    Not the ids: their cases are the causes above, and a case llama.cpp crashes on (a known crash) is no layer's."""
+    left = [(row["label"], row["after"] if row["after"] is not None else row["before"]) for row in rows
+            if row["layer"] != "ids"]
+    left = [(label, n) for label, n in left if n]
+    return ", ".join(f"{label} {n:,}" for label, n in left) + " differ" if left else ""
 
 
 def layer_table(rows: list[dict]) -> list[str]:

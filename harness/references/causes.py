@@ -51,6 +51,7 @@ MAX_SET = 2  # changes tried together at most
 MAX_CASES = 300  # cases searched per model; the rest are marked not traced
 Pair = tuple[bool, bool]
 UNEXPLAINED = "unexplained"
+NOT_TRACED = "not traced"  # past MAX_CASES, a bytes input, or a search that could not run: no experiment ran
 AGREES = "agrees-unchanged"
 
 
@@ -323,9 +324,9 @@ def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CA
         first = group[0]
         cause: dict
         if sum(counts.values()) >= limit:
-            cause = {"cause": "not traced", "why": f"past the first {limit} cases searched"}
+            cause = {"cause": NOT_TRACED, "why": f"past the first {limit} cases searched"}
         elif first.get("bytes") is not None or not isinstance(first.get("text"), str):
-            cause = {"cause": "not traced", "why": "a bytes input: the candidates rewrite text"}
+            cause = {"cause": NOT_TRACED, "why": "a bytes input: the candidates rewrite text"}
         else:
             pairs = [(bool(e["add_special"]), bool(e["parse_special"])) for e in group]
             text = (texts or {}).get(case_id, first["text"])

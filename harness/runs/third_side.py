@@ -251,7 +251,7 @@ class ReferenceSide:
         except Exception as exc:  # noqa: BLE001 - a cause is a lead for the reader, never the run's failure
             why = f"the cause search could not run: {type(exc).__name__}: {exc}"[:300]
             for entry in entries:
-                entry.setdefault("cause", {"cause": "not traced", "why": why})
+                entry.setdefault("cause", {"cause": causes.NOT_TRACED, "why": why})
             self.causes = Counter({str(e.get("case_id")): e["cause"]["cause"] for e in entries}.values())
         self.classes = count_classes(result.reference_findings)
 
@@ -301,10 +301,17 @@ def decode_cause(outcomes: list[str], config: dict) -> dict:
 
 def count_classes(findings: list[dict]) -> Counter[str]:
     """Conversion cases per class of difference (each case's `cause["class"]`, as `causes` counts its cause;
-    a decode finding names its class on the entry)."""
-    seen = {str(e.get("case_id")): e["cause"].get("class") or causes.UNEXPLAINED
+    a decode finding names its class on the entry). A case no experiment was run on is `not traced`, not
+    unexplained: past the search's limit, nothing is known about it."""
+    seen = {str(e.get("case_id")): _class_of(e["cause"])
             for e in findings if e.get("class") == "conversion" and isinstance(e.get("cause"), dict)}
     return Counter(seen.values())
+
+
+def _class_of(cause: dict) -> str:
+    if cause.get("cause") == causes.NOT_TRACED:
+        return causes.NOT_TRACED
+    return str(cause.get("class") or causes.UNEXPLAINED)
 
 
 def _keys(path: Path, spec: str) -> list[str]:

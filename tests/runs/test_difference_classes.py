@@ -77,3 +77,4 @@ def test_a_default_run_names_the_model_type_and_the_normalizer(tmp_path):
     assert found["prose-en-1"]["class"] == "model-type" and found["prose-en-2"]["class"] == "model-type", found
     block = report["summary"]["reference"]
     assert block["cause_classes"] == {"normalizer": 2, "model-type": 2}, block
+
