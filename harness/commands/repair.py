@@ -34,10 +34,10 @@ from ..errors import SetupError
 EXIT_STATUS = {
     0: "the repaired file agrees three ways on every case checked and every layer measured (or the input already "
        "did: nothing is written)",
-    1: "differences remain in the ids or in any layer (before/after shows which causes and layers), or no key fix applies or every one makes "
-       "a layer worse (nothing is written), or a fix written with --allow-regression made a layer worse, or the "
-       "file that stands at the end holds a NaN or an infinite value (named by key and index: a finding about "
-       "the file)",
+    1: "differences remain in the ids or in any layer (before/after shows which causes and layers), or no key "
+       "fix applies or every one makes a layer worse (nothing is written), or a fix written with "
+       "--allow-regression made a layer worse, or the file that stands at the end holds a NaN or an infinite "
+       "value (named by key and index: a finding about the file)",
     2: "bad input (a file that is not a GGUF, a bad --reference, --out the same file as the input)",
 }
 

@@ -313,14 +313,16 @@ def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CA
     search runs on the whole text.
 
     Past `limit` cases the rest are `not traced` (said so on each), so a model with thousands of
-    differing cases costs a bounded time.
+    differing cases costs a bounded time. The search takes first one case of each distinct difference
+    (its entries' `signature`, `harness.compare.signature`), then the rest in order: a difference that
+    only a late case shows (one added token among thousands of sweep cases) is traced within the limit.
     """
     cases: dict[str, list[dict]] = {}
     for entry in entries:
         if entry.get("class") == "conversion":
             cases.setdefault(str(entry.get("case_id")), []).append(entry)
     counts: Counter[str] = Counter()
-    for case_id, group in cases.items():
+    for case_id, group in _each_difference_first(cases):
         first = group[0]
         cause: dict
         if sum(counts.values()) >= limit:
@@ -335,3 +337,15 @@ def explain_findings(entries: list[dict], finder: Finder, *, limit: int = MAX_CA
         for entry in group:
             entry["cause"] = cause
     return counts
+
+
+def _each_difference_first(cases: dict[str, list[dict]]) -> list[tuple[str, list[dict]]]:
+    """The cases, the first of each signature (in order of appearance) before all the others."""
+    seen: set[str] = set()
+    first: list[tuple[str, list[dict]]] = []
+    rest: list[tuple[str, list[dict]]] = []
+    for case_id, group in cases.items():
+        new = {str(e["signature"]) for e in group if e.get("signature")} - seen
+        seen |= new
+        (first if new else rest).append((case_id, group))
+    return first + rest

@@ -123,6 +123,16 @@ def test_the_findings_of_a_run_are_given_their_case_cause_once(smaug):
     assert again[1]["cause"]["why"] == "past the first 1 cases searched"
 
 
+def test_each_distinct_difference_is_searched_before_a_repeat_of_one(smaug):
+    def entry(case: str, signature: str) -> dict:
+        return {"class": "conversion", "case_id": case, "text": " zebra", "bytes": None, "add_special": False,
+                "parse_special": False, "signature": signature}
+
+    entries = [entry("first", "d-a"), entry("repeat", "d-a"), entry("late", "d-b")]
+    assert causes.explain_findings(entries, smaug, limit=2) == {"pre-name": 2, "not traced": 1}
+    assert [e["cause"]["cause"] for e in entries] == ["pre-name", "not traced", "pre-name"]
+
+
 def test_prepends_space_reads_the_sentencepiece_layouts():
     replace = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
     prepend = {"type": "Prepend", "prepend": "\u2581"}
