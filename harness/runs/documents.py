@@ -70,7 +70,8 @@ def check_documents(name: str, judge: Judge, view: strategies.VocabView | None, 
     with warnings.catch_warnings():  # Hypothesis warns that a 66 kB example's repr is large: it is meant to be
         warnings.simplefilter("ignore", HypothesisWarning)
         outcome = hunt(strategy, judged, n=docs, seed=seed, database=database, database_dir=database_dir,
-                       key=f"{name}:long", shrink=False, known=known, prefix="long", on_example=generated, on_found=found.append)
+                       key=f"{name}:long", shrink=False, known=known, prefix="long", on_example=generated,
+                       on_found=found.append)
     for new in found:
         _cut(new, judged, result, after=outcome.generated)
     if not outcome.failing:
