@@ -12,7 +12,7 @@ in force, and a limit that cannot be set is a `LimitError` (a set-up error, exit
 crash of what the child runs. `exec_bounded` is that for a program that is not Python (the chat
 helper): capped, tied to its parent's life, then exec'd.
 Kept at the bottom floor, beside `harness.errors`: every stage starts children.
-May import: the standard library only.
+May import: `harness.environment_vars`, the standard library.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from .environment_vars import VENVS
 
 GIB = 1 << 30
 DEFAULT_MEMORY = 4 * GIB       # or half the machine's memory, whichever is smaller
@@ -77,8 +79,8 @@ def project_root() -> Path:
 
 def venvs_dir() -> Path:
     """Where the harness's own venvs live, for every llama-cpp-python version: another release's
-    (`--engine llama.cpp@VERSION`) and llama.cpp's converter (`GGUF_PARITY_VENVS` overrides it)."""
-    return Path(os.environ.get("GGUF_PARITY_VENVS", Path.home() / ".cache" / "gguf-parity" / "venvs"))
+    (`--engine llama.cpp@VERSION`) and llama.cpp's converter (`$GGUF_PARITY_VENVS` overrides it)."""
+    return VENVS.get() or Path.home() / ".cache" / "gguf-parity" / "venvs"
 
 
 class LimitError(RuntimeError):

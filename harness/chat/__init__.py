@@ -7,5 +7,5 @@ third side, the original's own templates (original) rendered by transformers in 
 (transformers_child, transformers_side), compared three ways (three_way) with a class per
 difference (message_classes), on the real set's originals given their templates (real_chat).
 May import: `harness.report`, `harness.compare` (the token-level diff rows), `harness.models`,
-`harness.files`, `harness.contained`, `harness.environment`, `harness.errors`, `tokenizer`.
+`harness.files`, `harness.contained`, `harness.environment`, `harness.environment_vars`, `harness.errors`, `tokenizer`.
 """

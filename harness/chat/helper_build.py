@@ -48,6 +48,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
+from ..environment_vars import LLAMA_LIB
 from ..errors import SetupError
 from ..files.atomic import building, locked, write_text_atomic
 from ..models.fetch import download_sdist, extract, read_manifest, sha256_file
@@ -90,8 +91,9 @@ def llama_lib_dir() -> Path:
 
     `$GGUF_PARITY_LLAMA_LIB` overrides it (a folder holding the same version's libllama).
     """
-    if os.environ.get("GGUF_PARITY_LLAMA_LIB"):
-        return Path(os.environ["GGUF_PARITY_LLAMA_LIB"])
+    named = LLAMA_LIB.get()
+    if named:
+        return named
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None or not spec.submodule_search_locations:
         raise SetupError("llama-cpp-python is not installed: the chat helper links its libllama")

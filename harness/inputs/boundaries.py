@@ -34,7 +34,6 @@ a Hypothesis strategy.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
@@ -43,10 +42,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
+from ..environment_vars import BOUNDARIES
 from ..models.model import Model, as_model
 from .cases import make_case, spread
 
-LEVEL_ENV = "GGUF_PARITY_BOUNDARIES"   # slice (default), full or off
+LEVEL_ENV = BOUNDARIES.name   # slice (default), full or off
 
 PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
@@ -340,8 +340,7 @@ def pack(probes: Iterable[str | bytes], *, size: int, sep: str = " ") -> Iterato
 
 
 def level() -> str:
-    value = os.environ.get(LEVEL_ENV, "slice")
-    return value if value in ("off", "slice", "full") else "slice"
+    return BOUNDARIES.get()
 
 
 def cases(model: Model | Path | None, level_name: str = "slice") -> list[dict[str, Any]]:

@@ -29,14 +29,15 @@ import os
 import random
 from pathlib import Path
 
+from ..environment_vars import DOCUMENT_LEVELS, DOCUMENTS
 from ..models.model import Model, as_model
 from .cases import chosen_tokens, encodable, make_case
 
 CORPORA_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora"  # package data: ships in the wheel
 DIVERSE = CORPORA_DIR / "diverse.txt"
 DIVERSE_SHA256 = "261bf0319ec34e44b7428cdd604c6f3f0bdc85f439c37347f39825e0e9701253"
-LEVEL_ENV = "GGUF_PARITY_DOCUMENTS"   # default, full, mixed or off
-LEVELS = ("off", "mixed", "default", "full")
+LEVEL_ENV = DOCUMENTS.name   # default, full, mixed or off
+LEVELS = DOCUMENT_LEVELS
 MIXED_BYTES = 96 << 10
 LARGE_BYTES = 900 << 10
 SEED = 29
@@ -60,8 +61,7 @@ class DocumentError(ValueError):
 
 
 def level() -> str:
-    value = os.environ.get(LEVEL_ENV, "default")
-    return value if value in LEVELS else "default"
+    return DOCUMENTS.get()
 
 
 def diverse_text() -> str:

@@ -32,7 +32,6 @@ in all (after that, new differences are kept as generated, not shrunk).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,12 +50,13 @@ from hypothesis.errors import HypothesisException, NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
 from ..environment import project_root
+from ..environment_vars import HYPOTHESIS_DB, HYPOTHESIS_GITHUB, HYPOTHESIS_PROFILE, github_artifact
 from ..errors import SetupError
 from . import strategies
 
-PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"
-DB_ENV = "GGUF_PARITY_HYPOTHESIS_DB"
-GITHUB_ENV = "GGUF_PARITY_HYPOTHESIS_GITHUB"  # OWNER/REPO[/ARTIFACT]: the nightly's shared examples
+PROFILE_ENV = HYPOTHESIS_PROFILE.name
+DB_ENV = HYPOTHESIS_DB.name
+GITHUB_ENV = HYPOTHESIS_GITHUB.name  # OWNER/REPO[/ARTIFACT]: the nightly's shared examples
 GITHUB_ARTIFACT = "hypothesis-example-db"
 SHRINK_BUDGET = 150   # new inputs judged while shrinking one difference, at most
 SHRINK_TOTAL = 1200   # new inputs judged while shrinking, in one hunt, at most
@@ -66,17 +66,18 @@ ROUND_SLACK = 10      # examples a round may run past its budget (inputs generat
 # --- settings profiles and the example database ---------------------------------------------
 
 def database_dir() -> Path:
-    return Path(os.environ.get(DB_ENV) or project_root() / ".hypothesis" / "examples")
+    return HYPOTHESIS_DB.get() or project_root() / ".hypothesis" / "examples"
 
 
-def example_database() -> ExampleDatabase:
-    """The local database; with ``$GGUF_PARITY_HYPOTHESIS_GITHUB``, also the shared one, read-only.
+def example_database(directory: Path | None = None) -> ExampleDatabase:
+    """The local database (in `directory`, else `database_dir()`); with ``$GGUF_PARITY_HYPOTHESIS_GITHUB``,
+    also the shared one, read-only.
 
     New failures are saved only locally: the nightly workflow uploads that folder
     as the next shared artifact, a pull request's run uploads nothing.
     """
-    local = DirectoryBasedExampleDatabase(str(database_dir()))
-    shared = shared_database(os.environ.get(GITHUB_ENV, ""))
+    local = DirectoryBasedExampleDatabase(str(directory or database_dir()))
+    shared = shared_database(HYPOTHESIS_GITHUB.get() or "")
     return local if shared is None else MultiplexedDatabase(local, shared)
 
 
@@ -84,9 +85,10 @@ def shared_database(spec: str) -> ReadOnlyDatabase | None:
     """`OWNER/REPO[/ARTIFACT]` as a read-only `GitHubArtifactDatabase`; None for ""; `SetupError` if malformed."""
     if not spec.strip():
         return None
-    parts = spec.strip().split("/")
-    if len(parts) not in (2, 3) or not all(parts):
-        raise SetupError(f"${GITHUB_ENV}={spec!r}: expected OWNER/REPO or OWNER/REPO/ARTIFACT")
+    try:
+        parts = github_artifact(spec).split("/")
+    except ValueError as exc:
+        raise SetupError(f"${GITHUB_ENV}={spec!r}: {exc}") from None
     artifact = parts[2] if len(parts) == 3 else GITHUB_ARTIFACT
     return ReadOnlyDatabase(GitHubArtifactDatabase(parts[0], parts[1], artifact_name=artifact))
 
@@ -105,7 +107,7 @@ _register_profiles()
 
 def load_profile(name: str | None = None) -> str:
     """Load `name`, else ``$GGUF_PARITY_HYPOTHESIS_PROFILE``, else `ci`; returns the name loaded."""
-    name = name or os.environ.get(PROFILE_ENV) or "ci"
+    name = name or HYPOTHESIS_PROFILE.get() or "ci"
     settings.load_profile(name)
     return name
 
@@ -140,16 +142,17 @@ def finding_signature(finding: Any) -> str:
 
 
 def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int, seed: int | None, key: str,
-         database: bool | None = None, shrink: bool = True, shrink_budget: int = SHRINK_BUDGET,
-         shrink_total: int = SHRINK_TOTAL, known: Iterable[str] = (), prefix: str = "fuzz",
-         on_example: Callable[[dict, list], None] | None = None,
+         database: bool | None = None, database_dir: Path | None = None, shrink: bool = True,
+         shrink_budget: int = SHRINK_BUDGET, shrink_total: int = SHRINK_TOTAL, known: Iterable[str] = (),
+         prefix: str = "fuzz", on_example: Callable[[dict, list], None] | None = None,
          on_found: Callable[[Found], None] | None = None) -> Hunt:
     """Generate `n` distinct inputs, each judged once; see the module docstring.
 
     `on_example(case, findings)` is called for each generated input once judged, `on_found(found)` for each
     new difference once shrunk (`shrink` false: as generated; a long document is shrunk by
     `harness.inputs.shrink` instead). `known` signatures count as seen already. `database` (default: when
-    unseeded) replays and saves failures in the example database, under `key` (one key per round: `_key`).
+    unseeded) replays and saves failures in the example database, under `key` (one key per round: `_key`):
+    the one in `database_dir`, else the project's (`example_database`).
     """
     search = _Search(judge, n, known=known, shrink_budget=shrink_budget, prefix=prefix, on_example=on_example)
     found: list[Found] = []
@@ -163,7 +166,8 @@ def hunt(strategy: SearchStrategy[Any], judge: Callable[[dict], list], *, n: int
         shrinking = shrink and search.shrunk_total < shrink_total
         try:
             value = _find(strategy, search.fails, _settings(n - search.generated, database=use_database,
-                                                            shrink=shrinking, key=_key(key, index)),
+                                                            directory=database_dir, shrink=shrinking,
+                                                            key=_key(key, index)),
                           seed=None if seed is None else round_seed(seed, index))
         except (NoSuchExample, _BudgetSpent):
             value = None
@@ -339,15 +343,16 @@ class _Keyed(ExampleDatabase):
         self.database.move(self._mapped(src), self._mapped(dest), value)
 
 
-def _settings(n: int, *, database: bool, shrink: bool, key: bytes) -> settings:
+def _settings(n: int, *, database: bool, shrink: bool, key: bytes, directory: Path | None = None) -> settings:
     """A round of up to `n` new inputs, quiet, no deadline, one failure reported (as `hypothesis.find` has
-    it); with `database`, round `key`'s entries of the example database replayed before generating, and
+    it); with `database`, round `key`'s entries of the example database (in `directory`, else the project's)
+    replayed before generating, and
     what the round finds saved there.
 
     Hypothesis counts an input generated again (the memo's) as an example too: the round may run a few more,
     which cost no judgement (`_Search`: an input past the budget counts as passing, unjudged).
     """
     phases = ([Phase.reuse] if database else []) + [Phase.generate] + ([Phase.shrink] if shrink else [])
-    return settings(max_examples=max(n, 1) + ROUND_SLACK, database=_Keyed(example_database(), key) if database
+    return settings(max_examples=max(n, 1) + ROUND_SLACK, database=_Keyed(example_database(directory), key) if database
                     else None, deadline=None, phases=phases, verbosity=Verbosity.quiet, derandomize=False,
                     report_multiple_bugs=False, suppress_health_check=list(HealthCheck))

@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..environment import child_memory, physical_memory, venvs_dir
+from ..environment_vars import CHILD_MEMORY, FOLDER_CODE
 from ..errors import SetupError
 from ..files.atomic import building, check_output_path, locked, write_text_atomic
 from ..files.input_limits import tokenizer_file_limit
@@ -63,7 +64,7 @@ _KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
 MODEL_TYPES = {"LlamaForCausalLM": "llama", "BertModel": "bert", "MistralForCausalLM": "mistral"}
 Log = Callable[[str], None]
 CUSTOM_CODE = "CustomCodeRefused"  # the driver's error type when transformers was about to run a folder's code
-FOLDER_CODE_ENV = "GGUF_PARITY_FOLDER_CODE"  # the custom tokenizer auto_map named, for the driver
+FOLDER_CODE_ENV = FOLDER_CODE.name  # the custom tokenizer auto_map named, for the driver
 SHOWN_LEFT_OUT = 20  # names of the files left out of the copy shown (a folder may hold 100,000)
 
 
@@ -281,7 +282,7 @@ def run_driver(mode: str, args: list[str], *, timeout: float = 900, folder_code:
         # HF_MODULES_CACHE: an empty folder of this run, so no module a past run cached can be imported
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                    TOKENIZERS_PARALLELISM="false", PYTHONPATH="", HF_MODULES_CACHE=str(Path(tmp) / "modules"),
-                   GGUF_PARITY_CHILD_MEMORY=str(converter_memory()))
+                   **{CHILD_MEMORY.name: str(converter_memory())})
         env.pop(FOLDER_CODE_ENV, None)
         if folder_code:
             env[FOLDER_CODE_ENV] = folder_code

@@ -14,7 +14,6 @@ at test time and nothing fetched is committed.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import tarfile
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..environment_vars import REAL_GGUF
 from ..errors import SetupError
 from ..files.atomic import write_bytes_atomic
 from ..files.input_limits import read_side_text
@@ -79,14 +79,13 @@ def real_dir() -> Path:
     return cache_dir() / "real"
 
 
-REAL_GGUF_ENV = "GGUF_PARITY_REAL_GGUF"  # another folder of converted GGUFs (the nightly's reports/nightly/real/gguf)
+REAL_GGUF_ENV = REAL_GGUF.name  # another folder of converted GGUFs (the nightly's reports/nightly/real/gguf)
 
 
 def real_gguf_dir() -> Path:
     """`<cache>/real-gguf/`: the real set converted by llama.cpp's converter (`harness convert --real`),
     or the folder GGUF_PARITY_REAL_GGUF names (the nightly converts into its report folder)."""
-    named = os.environ.get(REAL_GGUF_ENV)
-    return Path(named) if named else cache_dir() / "real-gguf"
+    return REAL_GGUF.get() or cache_dir() / "real-gguf"
 
 
 def load_manifest(path: Path = MANIFEST) -> list[RealTokenizer]:

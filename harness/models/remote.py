@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import signal
@@ -54,20 +53,27 @@ from typing import Any
 from tokenizer.errors import GGUFTruncated
 from tokenizer.gguf import reader as gguf
 
+from ..environment_vars import (
+    FETCH_TIMEOUT,
+    HEADER_CAP,
+    MAX_FETCH_SECONDS,
+    MAX_HEADER_CAP,
+    MIN_HEADER_CAP,
+    byte_size,
+    seconds,
+)
 from ..errors import SetupError
 from ..files.atomic import write_bytes_atomic, write_text_atomic
 from .shipped import cache_dir
 
 FIRST_WINDOW = 2 << 20
-DEFAULT_CAP = 64 << 20
-MAX_HEADER = 1 << 30  # the largest --header-cap: no tokenizer's metadata comes near it
-DEFAULT_DEADLINE = 300.0  # seconds for the whole header fetch, HEAD included (--fetch-timeout)
-MAX_DEADLINE = 3600.0
+DEFAULT_CAP = HEADER_CAP.default
+MAX_HEADER = MAX_HEADER_CAP  # the largest --header-cap: no tokenizer's metadata comes near it
+DEFAULT_DEADLINE = FETCH_TIMEOUT.default  # seconds for the whole header fetch, HEAD included (--fetch-timeout)
+MAX_DEADLINE = MAX_FETCH_SECONDS
 CONNECT_TIMEOUT = 10.0    # seconds to connect, per request (or less when the deadline is nearer)
 READ_TIMEOUT = 30.0       # seconds without a byte, per request (idem)
 ALARM_GRACE = 1.0         # the alarm behind the deadline rings this late: a request's own timeout says more
-CAP_ENV = "GGUF_PARITY_HEADER_CAP"
-DEADLINE_ENV = "GGUF_PARITY_FETCH_TIMEOUT"
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 _SCHEMES = ("http://", "https://", "hf://")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
@@ -85,10 +91,7 @@ class Settings:
 
 def _from_env() -> Settings:
     offline = os.environ.get(OFFLINE_ENV, "").strip().upper() in ("1", "ON", "YES", "TRUE")
-    cap = os.environ.get(CAP_ENV)
-    deadline = os.environ.get(DEADLINE_ENV)
-    return Settings(parse_size(cap) if cap else DEFAULT_CAP, offline,
-                    parse_deadline(deadline) if deadline else DEFAULT_DEADLINE)
+    return Settings(HEADER_CAP.get(), offline, FETCH_TIMEOUT.get())
 
 
 def configure(*, cap: int | None = None, offline: bool | None = None, deadline: float | None = None) -> None:
@@ -104,25 +107,17 @@ def configure(*, cap: int | None = None, offline: bool | None = None, deadline: 
 def parse_deadline(text: str) -> float:
     """Seconds for a whole header fetch: more than 0, at most an hour (`SetupError` otherwise)."""
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value > MAX_DEADLINE:
-        raise SetupError(f"--fetch-timeout {text!r}: give seconds, more than 0 and at most {MAX_DEADLINE:g}")
-    return value
+        return seconds(text, MAX_DEADLINE)
+    except ValueError as exc:
+        raise SetupError(f"--fetch-timeout {text!r}: {exc}") from None
 
 
 def parse_size(text: str) -> int:
     """`64M`, `2MiB`, `1G` or a byte count, as bytes (`SetupError` if it is none of these or below 1 MiB)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(i?b)?\s*", text, flags=re.I)
-    if not match:
-        raise SetupError(f"--header-cap {text!r}: give bytes, or a size such as 64M or 1G")
-    value = int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2].lower()]
-    if value < 1 << 20:
-        raise SetupError(f"--header-cap {text!r}: at least 1M (the first window is {FIRST_WINDOW >> 20} MiB)")
-    if value > MAX_HEADER:
-        raise SetupError(f"--header-cap {text!r}: at most {MAX_HEADER >> 30}G")
-    return value
+    try:
+        return byte_size(text, MIN_HEADER_CAP, MAX_HEADER)
+    except ValueError as exc:
+        raise SetupError(f"--header-cap {text!r}: {exc}") from None
 
 
 SETTINGS = _from_env()

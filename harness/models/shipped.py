@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..environment_vars import CACHE
 from ..errors import SetupError
 from .pin import LLAMA_CPP_PYTHON_VERSION  # the pinned release, written once in harness/data/pin.txt
 
@@ -27,9 +28,9 @@ SHIPPED = (
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("GGUF_PARITY_CACHE")
-    if env:  # absolute: oracle workers run in another directory
-        return Path(env).expanduser().absolute()
+    named = CACHE.get()
+    if named:  # absolute: oracle workers run in another directory
+        return named.expanduser().absolute()
     return Path.home() / ".cache" / "gguf-parity" / LLAMA_CPP_PYTHON_VERSION
 
 

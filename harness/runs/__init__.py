@@ -5,5 +5,5 @@ run (live), the golden replay (replay), what both record per model (outcomes), `
 the peer matrix (matrix), the end of a run (finish), progress, interrupts and `--shard` (shard).
 May import everything below it: `harness.report`, `harness.compare`, `harness.references`,
 `harness.subjects`, `harness.oracle`, `harness.golden`, `harness.inputs`, `harness.models`, `harness.files`,
-`harness.environment`, `harness.errors`, `tokenizer`.
+`harness.environment`, `harness.environment_vars`, `harness.errors`, `tokenizer`.
 """

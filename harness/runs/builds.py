@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..environment import child_env
+from ..environment_vars import DOCUMENTS
 from ..errors import SetupError
 from ..files.atomic import write_text_atomic
 from ..golden import every_code_point as cpts
@@ -187,7 +188,7 @@ def live_step(plan: Plan, part: str, selection: list[str]) -> dict[str, Any]:
         args += ["--seed", str(plan.seed)]
     if plan.timeout is not None:
         args += ["--timeout", f"{plan.timeout:g}"]
-    return {"part": part, **harness_step(args, env={"GGUF_PARITY_DOCUMENTS": "off"})}
+    return {"part": part, **harness_step(args, env={DOCUMENTS.name: "off"})}
 
 
 def golden_step(plan: Plan) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..environment import child_env
+from ..environment_vars import CACHE
 from ..errors import SetupError
 from ..files.atomic import write_text_atomic
 from ..models import pin
@@ -93,7 +94,7 @@ def step(name: str, argv: list[Any], *, cwd: Path, env: dict[str, str] | None = 
 def work_env(bump: Bump) -> dict[str, str]:
     """The work tree's environment: its venv first, none of the checkout's paths or cache overrides."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "GGUF_PARITY_CACHE", "VIRTUAL_ENV", "PYTHONHOME")}
+           if k not in ("PYTHONPATH", CACHE.name, "VIRTUAL_ENV", "PYTHONHOME")}
     env["VIRTUAL_ENV"] = str(bump.python.parent.parent)
     env["PATH"] = f"{bump.python.parent}{os.pathsep}{env.get('PATH', '')}"
     return env

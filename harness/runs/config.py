@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..environment_vars import HYPOTHESIS_DB, HYPOTHESIS_PROFILE, SWEEPS
 from ..errors import SetupError
 from ..models.families import members
 from ..models.shipped import SHIPPED
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 # The committed fuzz finds (package data: they ship in the wheel and every run of ours replays them).
 FOUND_DIR = Path(__file__).resolve().parents[1] / "data" / "corpora" / "found"
-PROFILE_ENV = "GGUF_PARITY_HYPOTHESIS_PROFILE"  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
-SWEEPS_ENV = "GGUF_PARITY_SWEEPS"  # the --sweeps a three-way run takes when not given one (default: "default")
+PROFILE_ENV = HYPOTHESIS_PROFILE.name  # harness.inputs.fuzz.PROFILE_ENV; not imported, so --help stays light
+SWEEPS_ENV = SWEEPS.name  # the --sweeps a three-way run takes when not given one (default: "default")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def fuzz_budget(args: argparse.Namespace) -> int:
         if args.fuzz < 0:
             raise SetupError("--fuzz must be 0 or more")
         return args.fuzz
-    if os.environ.get(PROFILE_ENV):
+    if HYPOTHESIS_PROFILE.get():
         from hypothesis import settings
 
         from ..inputs.fuzz import load_profile
@@ -121,7 +121,7 @@ LONG_DEFAULTS = {"default": (1, 132_000, 12_000), "nightly": (2, 1_100_000, 40_0
 
 def long_fields(args: argparse.Namespace) -> dict:
     """RunConfig fields for --long-docs, --long-bytes and --calls (`SetupError` on a bad one)."""
-    docs, size, calls = LONG_DEFAULTS["nightly" if os.environ.get(PROFILE_ENV) == "nightly" else "default"]
+    docs, size, calls = LONG_DEFAULTS["nightly" if HYPOTHESIS_PROFILE.get() == "nightly" else "default"]
     if getattr(args, "case", None) or getattr(args, "keyword", None) or getattr(args, "last_failed", False):
         docs, calls = 0, 0  # a reproduce command (--case ID), -k or --lf checks its cases, not new documents
     given = {"long_docs": getattr(args, "long_docs", None), "long_bytes": getattr(args, "long_bytes", None),
@@ -139,7 +139,7 @@ def sweep_fields(args: argparse.Namespace) -> dict:
     `DEFAULT_SECONDS` per model; `--sweep-seconds` sets that budget for any value."""
     from ..inputs import sweeps as generators
     given = getattr(args, "sweeps", None)
-    text = given if given is not None else os.environ.get(SWEEPS_ENV) or "default"
+    text = given if given is not None else SWEEPS.get() or "default"
     try:
         sizes = generators.parse(text)
     except ValueError as exc:
@@ -234,9 +234,7 @@ def found_fields(args: argparse.Namespace) -> dict:
     found = (args.found_dir or Path(args.report) / "found").absolute()  # workers run elsewhere
     if is_ours(args.engine) and not getattr(args, "reference", None):  # a reference's finds are the user's too
         return {"found_dir": found, "found_corpora": (FOUND_DIR,)}
-    from ..inputs.fuzz import DB_ENV  # late: importing Hypothesis would slow down every --help
-
-    return {"found_dir": found, "hypothesis_db": Path(os.environ.get(DB_ENV) or found / ".hypothesis")}
+    return {"found_dir": found, "hypothesis_db": HYPOTHESIS_DB.get() or found / ".hypothesis"}
 
 
 def reference_fields(args: argparse.Namespace) -> dict:

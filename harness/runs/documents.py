@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from hypothesis.errors import HypothesisWarning
 
@@ -43,9 +44,11 @@ def corpus_texts(cases: list[dict]) -> tuple[str, ...]:
 
 def check_documents(name: str, judge: Judge, view: strategies.VocabView | None, texts: tuple[str, ...],
                     result: ModelResult, *, docs: int, max_bytes: int, seed: int | None, database: bool | None = None,
-                    known: Iterable[str] = (), on_example: Callable[[dict, list], None] | None = None) -> int:
+                    database_dir: Path | None = None, known: Iterable[str] = (),
+                    on_example: Callable[[dict, list], None] | None = None) -> int:
     """`docs` long documents judged, each new difference's first document cut to its smallest window; how many
-    documents were judged. `on_example(case, findings)` sees each document (not the windows)."""
+    documents were judged. `on_example(case, findings)` sees each document (not the windows); `database_dir`
+    is the example database's folder (`hunt`)."""
     if docs <= 0:
         return 0
     memo: dict[str, list] = {}
@@ -66,8 +69,9 @@ def check_documents(name: str, judge: Judge, view: strategies.VocabView | None, 
     strategy = strategies.long_documents(view, texts=texts, max_bytes=max_bytes)
     with warnings.catch_warnings():  # Hypothesis warns that a 66 kB example's repr is large: it is meant to be
         warnings.simplefilter("ignore", HypothesisWarning)
-        outcome = hunt(strategy, judged, n=docs, seed=seed, database=database, key=f"{name}:long", shrink=False,
-                       known=known, prefix="long", on_example=generated, on_found=found.append)
+        outcome = hunt(strategy, judged, n=docs, seed=seed, database=database, database_dir=database_dir,
+                       key=f"{name}:long", shrink=False, known=known, prefix="long", on_example=generated,
+                       on_found=found.append)
     for new in found:
         _cut(new, judged, result, after=outcome.generated)
     if not outcome.failing:

@@ -19,11 +19,9 @@ prints it and records it in the report: `--seed N` generates the same inputs aga
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from queue import Queue
@@ -36,7 +34,7 @@ from ..errors import SetupError
 from ..files import jsonl
 from ..inputs import strategies
 from ..inputs.corpus import CorpusError, default_corpora, load_corpus
-from ..inputs.fuzz import DB_ENV, Found, Hunt, hunt
+from ..inputs.fuzz import Found, Hunt, hunt
 from ..models.families import family_of
 from ..models.model import Model, open_model
 from ..models.paths import Fingerprint, attach_source, check_same, fingerprint
@@ -354,10 +352,9 @@ def _fuzz(subject: Subject, session: OracleSession, config: RunConfig, result: M
         tally.flush()
 
     try:
-        with _database(config.hypothesis_db):
-            outcome = hunt(strategies.fuzz_inputs(_view(subject, config, third)), judge, n=config.fuzz,
-                           seed=config.seed, database=config.example_database, key=f"{subject.name}:False",
-                           on_example=tally, on_found=on_found)
+        outcome = hunt(strategies.fuzz_inputs(_view(subject, config, third)), judge, n=config.fuzz,
+                       seed=config.seed, database=config.example_database, database_dir=config.hypothesis_db,
+                       key=f"{subject.name}:False", on_example=tally, on_found=on_found)
         stopped = _stop_reason(outcome, config.fuzz - outcome.generated)
     finally:
         tally.flush()
@@ -391,28 +388,11 @@ def _long_phases(subject: Subject, session: OracleSession, config: RunConfig, re
         tally = _Tally(subject, result, third, record=False)  # documents records its own, windowed
         judge = _judge(subject, session, known_seen={}, last=tally.last, third=third)
         known = {entry["signature"] for kind in FINDINGS for entry in getattr(result, kind) if entry.get("signature")}
-        with _database(config.hypothesis_db):
-            documents.check_documents(subject.name, judge, _view(subject, config, third), texts, result,
-                                      docs=config.long_docs, max_bytes=config.long_bytes, seed=config.seed,
-                                      database=config.example_database, known=known, on_example=tally)
+        documents.check_documents(subject.name, judge, _view(subject, config, third), texts, result,
+                                  docs=config.long_docs, max_bytes=config.long_bytes, seed=config.seed,
+                                  database=config.example_database, database_dir=config.hypothesis_db,
+                                  known=known, on_example=tally)
     calls.check_calls(subject, recorder, config.calls, result, seed=config.seed)
-
-
-@contextmanager
-def _database(path: Path | None) -> Iterator[None]:
-    """Point the fuzzer's example database at `path` for one hunt (a non-default engine's own)."""
-    if path is None:
-        yield
-        return
-    saved = os.environ.get(DB_ENV)
-    os.environ[DB_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ[DB_ENV]
-        else:
-            os.environ[DB_ENV] = saved
 
 
 def _stop_reason(outcome: Hunt, budget: int) -> str | None:

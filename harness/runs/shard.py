@@ -37,7 +37,6 @@ from itertools import islice
 
 from ..errors import SetupError
 
-ENV = "GGUF_PARITY_SHARD"  # K/N for nox's parity sessions (noxfile.py passes it on as --shard)
 MODEL = "<model>"          # a model's own checks: load outcome, vocabulary record
 # The notes a model's load outcome writes (harness.runs.live, harness.runs.outcomes); every other note is
 # about cases or the fuzz hunt and stays with the shard that ran them.

@@ -51,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..environment_vars import BOUNDARIES, HYPOTHESIS_PROFILE
 from ..files.atomic import write_text_atomic
 from ..models import synth_sensitivity
 from ..models.families import members as of_families
@@ -186,8 +187,8 @@ def run_one(detector: str, vocabs: list[str], workdir: Path, s: Settings) -> tup
     """(outcome, last output line, killing vocabulary) of one detector run on `vocabs` inside `workdir`."""
     report = workdir / "reports" / detector.replace("+", "-") / "-".join(vocabs)[:80]
     env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
-    for setting in ("GGUF_PARITY_HYPOTHESIS_PROFILE", "GGUF_PARITY_BOUNDARIES"):  # the main job's own settings,
-        env.pop(setting, None)                                                    # even inside the nightly
+    for setting in (HYPOTHESIS_PROFILE.name, BOUNDARIES.name):  # the main job's own settings,
+        env.pop(setting, None)                                   # even inside the nightly
     budget = s.timeout * len(vocabs)  # --timeout is per vocabulary
     try:
         proc = subprocess.run(command(detector, vocabs, report, s), cwd=workdir, env=env,

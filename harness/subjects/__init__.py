@@ -5,5 +5,5 @@ the in-process guard (guard), what an engine offers (capabilities), its records 
 and the built-in peers (peers, hf, llama_release). The children that serve the protocol
 in another process live in `harness/children/`.
 May import: `harness.golden`, `harness.inputs`, `harness.files`,
-`harness.contained`, `harness.environment`, `harness.errors`, `tokenizer`.
+`harness.contained`, `harness.environment`, `harness.environment_vars`, `harness.errors`, `tokenizer`.
 """

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..environment import child_memory, venvs_dir
+from ..environment_vars import WHEELS
 from ..errors import SetupError
 from ..files.atomic import locked
 
@@ -61,7 +62,7 @@ def cache_root() -> Path:
 
 def wheel_dir() -> Path:
     """The wheel cache noxfile.py uses too (`GGUF_PARITY_WHEELS` overrides it)."""
-    return Path(os.environ.get("GGUF_PARITY_WHEELS", cache_root() / "wheels"))
+    return WHEELS.get() or cache_root() / "wheels"
 
 
 def venv_dir(version: str) -> Path:

@@ -261,3 +261,14 @@ def test_hunt_without_a_seed_saves_each_difference_and_replays_them_first(tmp_pa
     again, seen = _hunt(seed=None, n=2)  # round 0 replays the first difference, round 1 the second
     assert again.generated == 2 and {f.new for f in again.found} == {("d-digit",), ("d-tab",)}
     assert {case_id for case_id, _ in seen} == {f.case["id"] for f in found.found}
+
+
+def test_hunt_saves_in_the_database_folder_it_is_given(tmp_path, monkeypatch):
+    """`database_dir` (a user engine's `<report>/found/.hypothesis`) wins over the project's database, and
+    nothing is written to `os.environ` to say so (harness.runs.live passes it down)."""
+    monkeypatch.setenv(fuzz.DB_ENV, str(tmp_path / "project"))
+    before = dict(os.environ)
+    found, _ = _hunt(seed=None, database_dir=tmp_path / "own")
+    assert sorted(f.new for f in found.found) == [("d-digit",), ("d-tab",)]
+    assert len(list((tmp_path / "own").iterdir())) >= 2 and not (tmp_path / "project").exists()
+    assert dict(os.environ) == before
