@@ -1,6 +1,6 @@
 """Hypothesis strategies for GGUF content, and raw byte builders for hand-made files.
 
-The strategies produce what `tokenizer.gguf.writer.build` takes (metadata,
+The strategies produce what `harness.models.gguf_writer.build` takes (metadata,
 explicit types, version, alignment, tensors) and aim at the traps of a GGUF
 reader: every value type and element type, string values that are not valid
 UTF-8, empty and nested arrays, v1's 32-bit lengths, alignments other than 32,

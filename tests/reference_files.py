@@ -58,7 +58,7 @@ def bpe_gguf(tokenizer_json: Path, path: Path, *, pre: str = "llama-bpe", add_bo
     """A vocab-only GGUF of `tokenizer_json`, as the converter would lay it out, with `pre` and add_bos given
     (and `retype`: an added token's text -> the GGUF token type to write instead, a planted fault;
     `extra`: more metadata keys, e.g. a `tokenizer.chat_template`)."""
-    from tokenizer.gguf import writer as gguf_writer
+    from harness.models import gguf_writer
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = dict(data["model"]["vocab"])
     types = {}
@@ -142,7 +142,7 @@ def tekken_gguf(tekken: Path, path: Path, *, pre: str = "tekken", add_bos: bool 
     merges from `extract_vocab_merges_from_model`), with `pre` and add_bos given."""
     from gguf.vocab import MistralVocab
 
-    from tokenizer.gguf import writer as gguf_writer
+    from harness.models import gguf_writer
     vocab = MistralVocab(tekken.parent)
     rows = list(vocab.all_tokens())
     gguf_writer.write(path, {
@@ -173,7 +173,7 @@ def spm_style_json(path: Path) -> Path:
 def spm_style_gguf(tokenizer_json: Path, path: Path) -> Path:
     """What the converter writes for such a folder (no tokenizer.model): model llama, every score the
     placeholder -1000.0, and no tokenizer.ggml.add_space_prefix (llama.cpp then reads it as on)."""
-    from tokenizer.gguf import writer as gguf_writer
+    from harness.models import gguf_writer
     vocab = json.loads(tokenizer_json.read_text(encoding="utf-8"))["model"]["vocab"]
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     types = [2 if t == "<unk>" else 3 if t in ("<s>", "</s>") else 1 for t in tokens]
@@ -215,8 +215,8 @@ def unigram_model(path: Path, *, config: dict | None = None) -> Path:
 def spm_gguf(model: Path, path: Path, *, tokenizer_model: str = "llama") -> Path:
     """What the converter's `_set_vocab_sentencepiece` writes for `model`: tokenizer.ggml.model `llama` whatever
     the model's type (a Unigram model too), the pieces, scores and types (user-defined as NORMAL), no BOS/EOS."""
+    from harness.models import gguf_writer
     from harness.references.gguf_keys import read_spm
-    from tokenizer.gguf import writer as gguf_writer
     spm = read_spm(model.read_bytes())
     gguf_writer.write(path, {
         "general.architecture": "llama", "general.name": "tiny-unigram",
@@ -260,7 +260,7 @@ def gemma_style_gguf(tokenizer_json: Path, path: Path, *, add_space_prefix: bool
     """The GGUF the converter's tokenizer.json path writes for it (model llama), with each token scored by the
     rank of the merge that makes it (so llama.cpp merges as the original does), every added token that is not
     special typed NORMAL, and `tokenizer.ggml.add_space_prefix` absent (llama.cpp reads it as on) unless given."""
-    from tokenizer.gguf import writer as gguf_writer
+    from harness.models import gguf_writer
     data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = {**data["model"]["vocab"], **{t["content"]: t["id"] for t in data["added_tokens"]}}
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]

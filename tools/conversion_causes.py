@@ -11,7 +11,7 @@ which llama.cpp and the original agree on every flag pair the report lists
 for it. A fix changes one of three things:
 
 - the GGUF, where a key could carry the original's behaviour (the fix is then
-  the key the converter should have written; `tokenizer.gguf.writer.rewrite`);
+  the key the converter should have written; `harness.models.gguf_writer.rewrite`);
 - the original's tokenizer.json, where llama.cpp lacks the feature (the fix
   switches the original's feature off, to show that it is the one);
 - the input text, where the two normalise a class of code points differently
@@ -146,8 +146,8 @@ class Sides:
     def llama(self, fixes: Iterable[Fix]) -> object:
         import llama_cpp
 
+        from harness.models.gguf_writer import rewrite
         from tokenizer.gguf.reader import read
-        from tokenizer.gguf.writer import rewrite
         key = tuple(f.name for f in fixes if f.gguf)
         if key not in self._llama:
             path = self.gguf

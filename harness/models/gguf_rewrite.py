@@ -4,7 +4,7 @@
 `src` in their order and on-disk types, with `changes` applied (a new key gets
 llama.cpp's type for it, `tokenizer.gguf.constants.KEY_TYPES`), and each
 tensor's bytes copied from `src` byte for byte to its place in `dst`, at the
-same alignment. `tokenizer.gguf.writer.rewrite` is the other one: it writes
+same alignment. `harness.models.gguf_writer.rewrite` is the other one: it writes
 zeros for the tensor data, which is enough for a vocabulary-only file and
 not for a model.
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from harness.models.gguf_writer import GGUFWriteError, header
 from tokenizer.errors import GGUFError
 from tokenizer.gguf.constants import Keys
 from tokenizer.gguf.reader import GGUFFile, read
-from tokenizer.gguf.writer import GGUFWriteError, header
 
 from ..errors import SetupError
 from ..files.atomic import building

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.models import gguf_writer
 from tokenizer.attrs import TokenType
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys, ValueType
 from tokenizer.pretokenize.names import PRE_NAMES, resolve
 

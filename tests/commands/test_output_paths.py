@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from harness.compare.result import ModelResult
+from harness.models import gguf_writer
 from harness.report import build as reporting
 from tests import reference_files as rf
-from tokenizer.gguf import writer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def plant(path: Path, kind: str) -> Path:
 
 
 def tiny_gguf(path: Path) -> Path:
-    writer.write(path, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2",
+    gguf_writer.write(path, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2",
                         "tokenizer.ggml.tokens": ["a", "b"], "tokenizer.ggml.token_type": [1, 1]})
     return path
 

@@ -171,7 +171,7 @@ def test_a_sentencepiece_reference_wants_no_pre(actual, consistent):
 
 
 def test_inspect_reference_exit_status_follows_the_verdict(tmp_path, fake_converter, capsys):
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
 
     gguf = tmp_path / "v.gguf"
     write(gguf, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "llama-bpe",

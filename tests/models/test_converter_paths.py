@@ -46,7 +46,7 @@ def llama_hf_converted() -> dict:
 @pytest.fixture
 def driver(tmp_path, monkeypatch):
     """No venv: each driver run answers `answer`; its `write` keys, if any, become the GGUF at --outfile."""
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
     src = tmp_path / "converter"
     (src / "conversion").mkdir(parents=True)
     (src / "convert_hf_to_gguf.py").write_text("# the converter\n")
@@ -70,7 +70,7 @@ def driver(tmp_path, monkeypatch):
 
 
 def gguf(path: Path, pre: str) -> Path:
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
     write(path, {"general.architecture": "llama", "tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": pre,
                  "tokenizer.ggml.tokens": ["a", "b"]})
     return path

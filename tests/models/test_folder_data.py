@@ -57,7 +57,7 @@ def test_convert_refuses_a_tekken_file_without_its_vocabulary_size(tmp_path, no_
 
 @pytest.fixture
 def spm_gguf(tmp_path):
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
 
     path = tmp_path / "v.gguf"
     write(path, {"general.architecture": "llama", "tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default",

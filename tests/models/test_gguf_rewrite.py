@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.models import gguf_writer
 from harness.models.gguf_rewrite import CHUNK, RewriteError, rewrite_metadata
-from tokenizer.gguf import writer
 from tokenizer.gguf.reader import read
 
 META = {"general.architecture": "llama", "general.name": "tiny", "general.alignment": 64,
@@ -26,7 +26,7 @@ TENSORS = [("tok_embd.weight", (8, 3), "F32"), ("odd", (5,), "F16"), ("big", (CH
 
 def model_file(path) -> None:
     """A GGUF with three tensors whose data is random bytes (the writer writes zeros: filled in afterwards)."""
-    writer.write(path, META, tensors=TENSORS)
+    gguf_writer.write(path, META, tensors=TENSORS)
     f = read(path)
     rng = np.random.default_rng(0)
     with open(path, "r+b") as fh:
@@ -59,10 +59,10 @@ def test_a_changed_key_keeps_every_other_key_and_the_tensor_bytes(tmp_path):
 
 
 def test_the_zeroing_rewrite_would_lose_the_tensor_data(tmp_path):
-    """The reason this module exists: tokenizer.gguf.writer.rewrite writes zeros, fine for vocab-only files only."""
+    """The reason this module exists: gguf_writer.rewrite writes zeros, fine for vocab-only files only."""
     src = tmp_path / "x.gguf"
     model_file(src)
-    writer.rewrite(src, tmp_path / "zeroed.gguf", {"tokenizer.ggml.pre": "llama-bpe"})
+    gguf_writer.rewrite(src, tmp_path / "zeroed.gguf", {"tokenizer.ggml.pre": "llama-bpe"})
     assert digests(tmp_path / "zeroed.gguf") != digests(src)
 
 
@@ -76,7 +76,7 @@ def test_a_key_dropped_and_a_longer_header_move_the_data_but_not_its_bytes(tmp_p
 
 def test_a_vocab_only_file_is_rewritten_too(tmp_path):
     src, dst = tmp_path / "v.gguf", tmp_path / "w.gguf"
-    writer.write(src, META)
+    gguf_writer.write(src, META)
     rewrite_metadata(src, dst, {"tokenizer.ggml.token_type": [1, 1, 4]})
     assert list(read(dst).metadata["tokenizer.ggml.token_type"]) == [1, 1, 4]
     assert read(dst).tensors == []
@@ -133,7 +133,7 @@ except BaseException as exc:
 
 def alignment_file(path, alignment: int) -> None:
     """A vocabulary-only GGUF (no tensors: any power of two reads) whose general.alignment is `alignment`."""
-    writer.write(path, META)
+    gguf_writer.write(path, META)
     data = bytearray(path.read_bytes())
     needle = b"general.alignment" + struct.pack("<II", 4, 64)  # key, UINT32, the value written
     at = data.index(needle) + len(needle) - 4

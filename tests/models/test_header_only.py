@@ -1,7 +1,7 @@
 """A GGUF file cut after its metadata is checked through a vocab-only copy (harness/models/header_only.py).
 
 The cut files are built here: a shipped vocabulary's metadata with two
-tensors (our writer, tokenizer/gguf/writer.py), cut inside the tensor data,
+tensors (our writer, harness/models/gguf_writer.py), cut inside the tensor data,
 inside the tensor directory, or as the first shard of a split upload. A file
 cut inside its metadata stays an input error naming the offset.
 """
@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.models import header_only
+from harness.models import gguf_writer, header_only
 from tokenizer.errors import GGUFError
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import ValueType
 
 ROOT = Path(__file__).resolve().parents[2]

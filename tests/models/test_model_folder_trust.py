@@ -173,7 +173,7 @@ def test_convert_goes_on_without_the_code_where_the_converter_does_not_ask_for_i
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_inspect_reference_refuses_a_tokenizer_that_is_only_code(tmp_path, stand_in, capsys, architecture):
     """`hf:` on a folder whose auto_map names a tokenizer and that has no tokenizer.json: exit 2, nothing run."""
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
 
     gguf = tmp_path / "v.gguf"
     write(gguf, {"general.architecture": "qwen2", "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "qwen2",

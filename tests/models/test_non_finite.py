@@ -1,6 +1,6 @@
 """NaN and infinite values in GGUF metadata are named as what they are (issue 47, "repair and NaN").
 
-A synthetic GGUF (tokenizer/gguf/writer.py) with a NaN and an infinite score, an infinite
+A synthetic GGUF (harness/models/gguf_writer.py) with a NaN and an infinite score, an infinite
 float key and a special id stored as a NaN float: `inspect` lists each by key and index (it
 called a NaN id `int()` and ended in exit 3), its `--json` is JSON (no bare NaN), a rewrite of
 such a file reads back as written (NaN != NaN called every rewrite failed, so `repair` blamed
@@ -18,12 +18,12 @@ import pytest
 
 from harness import cli
 from harness.models.gguf_rewrite import rewrite_metadata
+from harness.models.gguf_writer import write
 from harness.models.summary import non_finite
 from harness.references import cause_candidates, gguf_keys
 from tokenizer import Tokenizer
 from tokenizer.gguf.constants import ValueType
 from tokenizer.gguf.reader import read
-from tokenizer.gguf.writer import write
 
 TOKENS = ["<unk>", "<s>", "</s>", "\u2581a", "\u2581b", "a", "b", "\u2581"]
 SCORES = [0.0, 0.0, 0.0, -1.0, math.inf, -3.0, -4.0, -5.0]

@@ -26,14 +26,13 @@ from harness.errors import SetupError
 from harness.golden.files import GOLDEN_DIR, load_golden
 from harness.golden.identity import mismatch
 from harness.golden.records import diff_vocab, evaluate_case, vocab_record
-from harness.models import synth, synth_base
+from harness.models import gguf_writer, synth, synth_base
 from harness.models.paths import resolve
 from harness.models.shipped import FETCH_COMMAND
 from tests.llama_sources import llama_source
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.engines.rwkv import unescape
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
 from tokenizer.pretokenize.names import PRE_NAMES
 

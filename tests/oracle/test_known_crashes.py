@@ -81,9 +81,9 @@ sys.exit(main(sys.argv[1:]))
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_known_crashes_path_that_is_no_file_is_one_line_in_bounded_time_and_memory(tmp_path, kind):
     """issue 47: `run --known-crashes /dev/zero` read until memory ran out (3.3 GB, then MemoryError)."""
-    from tokenizer.gguf import writer
+    from harness.models import gguf_writer
     model = tmp_path / "tiny.gguf"
-    writer.write(model, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2",
+    gguf_writer.write(model, {"general.architecture": "llama", "tokenizer.ggml.model": "gpt2",
                          "tokenizer.ggml.tokens": ["a", "b"], "tokenizer.ggml.token_type": [1, 1]})
     path = Path("/dev/zero") if kind == "dev-zero" else tmp_path / "fifo"
     if kind == "fifo":

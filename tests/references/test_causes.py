@@ -70,8 +70,8 @@ def test_a_case_no_candidate_fixes_is_unexplained_with_what_was_tried(tmp_path):
     """An original whose merges the GGUF lost: no candidate rewrites merges, so nothing makes it agree."""
     original = rf.bpe_json(tmp_path / "o" / "tokenizer.json", ignore_merges=False, bos=False)
     gguf = rf.bpe_gguf(original, tmp_path / "x.gguf", pre="gpt-2", add_bos=False)
+    from harness.models.gguf_writer import rewrite
     from tokenizer.gguf.reader import read
-    from tokenizer.gguf.writer import rewrite
     merges = list(read(gguf).metadata["tokenizer.ggml.merges"])
     rewrite(gguf, tmp_path / "fewer.gguf", {"tokenizer.ggml.merges": merges[:5]})
     (tmp_path / "work").mkdir()

@@ -60,10 +60,10 @@ def wpm_pair(tmp: Path) -> tuple[Path, Path]:
     original = tmp / "wpm" / "tokenizer.json"
     original.parent.mkdir(parents=True)
     original.write_text(json.dumps(data), encoding="utf-8")
-    from tokenizer.gguf import writer
+    from harness.models import gguf_writer
     tokens = SPECIALS + [w[2:] if w.startswith("##") else "\u2581" + w for w in WORDS]
     gguf = tmp / "wpm.gguf"
-    writer.write(gguf, {
+    gguf_writer.write(gguf, {
         "general.architecture": "bert", "general.name": "tiny-wpm",
         "tokenizer.ggml.model": "bert", "tokenizer.ggml.pre": "jina-v2-en", "tokenizer.ggml.tokens": tokens,
         "tokenizer.ggml.token_type": [3] * len(SPECIALS) + [1] * len(WORDS),
@@ -109,8 +109,8 @@ def bpe(cc, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bpe")
     original = rf.bpe_json(tmp / "o" / "tokenizer.json", ignore_merges=True, bos=False)
     gguf = rf.bpe_gguf(original, tmp / "smaug.gguf", pre="smaug-bpe", add_bos=False)
+    from harness.models.gguf_writer import rewrite
     from tokenizer.gguf.reader import read
-    from tokenizer.gguf.writer import rewrite
     types = list(read(gguf).metadata["tokenizer.ggml.token_type"])
     tool = next(t["id"] for t in json.loads(original.read_text())["added_tokens"] if t["content"] == rf.TOOL)
     types[tool] = 3

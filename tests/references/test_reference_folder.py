@@ -119,7 +119,7 @@ def test_an_hf_reference_in_the_hugging_face_cache_is_read(tmp_path):
 
 @pytest.fixture
 def spm_gguf(tmp_path):
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
 
     path = tmp_path / "v.gguf"
     write(path, {"general.architecture": "llama", "tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default",

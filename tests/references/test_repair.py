@@ -78,7 +78,7 @@ def test_a_file_that_agrees_already_is_left_alone(tmp_path):
 def test_a_difference_no_key_fixes_writes_nothing_and_exits_1(tmp_path):
     """Merges the GGUF lost: no candidate change brings them back, so the case is unexplained."""
     original, gguf, corpus = twin(tmp_path, pre="llama-bpe")
-    from tokenizer.gguf.writer import rewrite
+    from harness.models.gguf_writer import rewrite
     merges = list(read(gguf).metadata["tokenizer.ggml.merges"])
     rewrite(gguf, tmp_path / "fewer.gguf", {"tokenizer.ggml.merges": merges[:5]})
     corpus.write_text(json.dumps({"id": "c", "text": "the cat sat on the mat"}) + "\n")
@@ -221,7 +221,7 @@ def test_a_nan_float_key_is_named_and_the_causes_are_still_found(tmp_path):
     """One NaN in a float key made every rewrite "fail" its read-back (NaN != NaN): each key candidate could not
     be tried, another cause was blamed and "no key fix applies". Now the causes are the twin's own, the fix is
     written with the NaN kept, and the NaN is named as a finding about the file (exit 1: it is still there)."""
-    from tokenizer.gguf.writer import rewrite
+    from harness.models.gguf_writer import rewrite
 
     original, gguf, corpus = twin(tmp_path)
     rewrite(gguf, tmp_path / "nan.gguf", {"general.some_float": float("nan")})
@@ -244,7 +244,7 @@ def _no_constant(name: str) -> None:
 def test_a_nan_score_is_refused_naming_the_key_and_the_token(tmp_path):
     """A NaN score leaves llama.cpp's merge order undefined and our engine refuses the file: exit 2 naming the
     token and the key, before any work (it was an internal error, exit 3)."""
-    from tokenizer.gguf.writer import write
+    from harness.models.gguf_writer import write
 
     original = rf.spm_model(tmp_path / "o" / "tokenizer.model", config={"add_bos_token": False})
     tokens = [f"t{i}" for i in range(8)]

@@ -148,10 +148,10 @@ def test_abort_inputs_crash_llama(require_vocab):
 ])
 def test_token_text_above_10ffff(text, refused, require_vocab, tmp_path):
     """llama.cpp decodes every byte-level piece while loading; one above U+10FFFF fails the load."""
+    from harness.models import gguf_writer
     from harness.oracle.llama import LlamaOracle, OracleError
     from tokenizer import UnsupportedVocab
     from tokenizer.gguf import reader as gguf
-    from tokenizer.gguf import writer as gguf_writer
 
     src = require_vocab("gpt-2")
     tokens = list(gguf.read(src).metadata["tokenizer.ggml.tokens"])

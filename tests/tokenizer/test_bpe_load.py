@@ -22,11 +22,11 @@ import random
 import numpy as np
 import pytest
 
+from harness.models import gguf_writer
 from harness.models.shipped import vocab_path
 from tests.tokenizer.test_bpe import BPE_SHIPPED
 from tokenizer.engines import bpe, bpe_ids
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer
 from tokenizer.vocab import Merges, _split_merges, load_vocab
 
 
@@ -130,7 +130,7 @@ def test_joined_is_the_strings_joined_by_nul(seed, width):
 
 @pytest.mark.parametrize("version", [1, 3])
 def test_a_string_array_with_a_nul_inside_reads_one_by_one(version):
-    data = writer.build({"k": ["a\x00b", "c", ""], "m": ["x", "y\udcff"], "e": []}, version=version)
+    data = gguf_writer.build({"k": ["a\x00b", "c", ""], "m": ["x", "y\udcff"], "e": []}, version=version)
     f = gguf.parse(data)
     assert f.metadata["k"] == ["a\x00b", "c", ""] and "k" not in f.raw_strings
     assert f.metadata["m"] == ["x", "y\udcff"] and f.raw_strings["m"] == b"x\x00y\xff"
@@ -192,7 +192,7 @@ def test_numpy_string_starts_are_the_walks(width, odd):
 @pytest.mark.parametrize("version", [1, 3])
 def test_lazy_strings_are_the_same_strings(version):
     meta = {"t": ["a", "\u0120b", "c\udcff", "d" * 30], "n": ["a\x00b", "c"], "one": ["x"]}
-    data = writer.build(meta, version=version)
+    data = gguf_writer.build(meta, version=version)
     eager, lazy = gguf.parse(data), gguf.parse(data, lazy_strings=True)
     assert isinstance(lazy.metadata["t"], gguf.StringArray) and not isinstance(eager.metadata["t"], gguf.StringArray)
     assert not isinstance(lazy.metadata["n"], gguf.StringArray)  # a NUL inside: decoded at once

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.models.gguf_writer import build
 from tests.gguf_strategies import (
     array_payload,
     gguf_files,
@@ -32,7 +33,6 @@ from tests.gguf_strategies import (
 from tokenizer.errors import GGUFError
 from tokenizer.gguf.constants import ValueType as VT
 from tokenizer.gguf.reader import parse, read
-from tokenizer.gguf.writer import build
 
 H = 24  # bytes in a v3 header: magic, version, tensor count, metadata count
 U8, U32, U64 = (struct.Struct(f).pack for f in ("<B", "<I", "<Q"))

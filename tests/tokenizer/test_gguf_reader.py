@@ -5,7 +5,7 @@ compared key by key (order and names), type by type, and value by value on the
 exact bytes. `GGUFReader` needs about 100 s for all 19 files, so the default
 run cross-checks six of them (about 12 s of CPU; GGUF v2 and v3, SPM, BPE and
 WPM) and `--nightly` all 19. Every file's header is still pinned in the
-default run by the writer's byte-exact rebuild (tests/tokenizer/test_gguf_writer.py). A file
+default run by the writer's byte-exact rebuild (tests/models/test_gguf_writer.py). A file
 written by the `gguf` package's own writer covers every value type and nested arrays; hand-built bytes cover
 GGUF v1; a sparse multi-gigabyte file shows that tensor data is never read.
 """

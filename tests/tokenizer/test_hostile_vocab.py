@@ -1,6 +1,6 @@
 """Hostile tokenizer metadata: a clear GGUFError or UnsupportedVocab, never a stray exception.
 
-Each case builds a small synthetic SPM vocabulary with `tokenizer.gguf.writer`,
+Each case builds a small synthetic SPM vocabulary with `harness.models.gguf_writer`,
 breaks one thing, and checks the error names the key and, where there is one,
 the token id. Several of these inputs are accepted by llama.cpp (it warns and
 carries on, or misreads them); the module `ACCEPTED_BY_LLAMA_CPP` list says
@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.models.gguf_writer import write
 from tokenizer import GGUFError, Tokenizer, UnsupportedVocab
 from tokenizer import vocab as vocab_mod
 from tokenizer.gguf.constants import ValueType
-from tokenizer.gguf.writer import write
 
 # Inputs we reject although llama.cpp loads them (docs/refusals.md).
 ACCEPTED_BY_LLAMA_CPP = {

@@ -205,8 +205,8 @@ VARIANTS = {
 
 @pytest.fixture(scope="module")
 def variant_pairs(tmp_path_factory):
+    from harness.models.gguf_writer import write
     from tokenizer.gguf import reader as gguf
-    from tokenizer.gguf.writer import write
 
     src_path = vocab_path("llama-spm")
     if not src_path.is_file():

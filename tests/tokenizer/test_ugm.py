@@ -20,6 +20,7 @@ import itertools
 import numpy as np
 import pytest
 
+from harness.models import gguf_writer
 from tests.conformance import (
     DETOK,
     ENCODER_GETTERS,
@@ -43,7 +44,6 @@ from tests.conformance import (
 from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys, ValueType
 
 oracle_mod = pytest.importorskip("harness.oracle.llama")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from harness.golden.records import SPECIALS, diff_vocab, vocab_record
+from harness.models.gguf_writer import write
 from tokenizer import Tokenizer
-from tokenizer.gguf.writer import write
 
 pytestmark = pytest.mark.oracle
 

@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 import pytest
 
+from harness.models import gguf_writer
 from harness.models.shipped import models_dir
 from tests.conformance import (
     DETOK,
@@ -44,7 +45,6 @@ from tokenizer import Tokenizer, UnsupportedVocab
 from tokenizer.attrs import TokenType
 from tokenizer.engines import wpm, wpm_batch
 from tokenizer.gguf import reader as gguf
-from tokenizer.gguf import writer as gguf_writer
 from tokenizer.gguf.constants import Keys
 from tokenizer.unicode import UnencodableCodepoint, decode_lenient
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .constants import (
+from tokenizer.gguf.constants import (
     DEFAULT_ALIGNMENT,
     GGML_TYPES,
     GGUF_MAGIC,
@@ -45,7 +45,7 @@ from .constants import (
     Keys,
     ValueType,
 )
-from .reader import MAX_ARRAY_DEPTH, read
+from tokenizer.gguf.reader import MAX_ARRAY_DEPTH, read
 
 __all__ = ["GGUFWriteError", "build", "header", "infer_type", "rewrite", "write"]
 

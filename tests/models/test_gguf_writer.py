@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from harness.models.gguf_writer import GGUFWriteError, build, infer_type, write
 from harness.models.shipped import SHIPPED
 from tests.gguf_strategies import gguf_files
 from tokenizer.gguf.constants import Keys, ValueType
 from tokenizer.gguf.reader import as_bytes, parse, read
-from tokenizer.gguf.writer import GGUFWriteError, build, infer_type, write
 
 VT = ValueType
 
@@ -224,7 +224,7 @@ def test_tensors_round_trip_byte_exact_through_the_reader():
 
 
 def test_rewrite_changes_drops_and_keeps_the_rest(require_vocab, tmp_path):
-    from tokenizer.gguf.writer import rewrite
+    from harness.models.gguf_writer import rewrite
     src = require_vocab("bert-bge")
     out = tmp_path / "rewritten.gguf"
     rewrite(src, out, {Keys.PRE: "gpt-2", "custom.flag": True, Keys.PAD_ID: 1},
