@@ -68,11 +68,22 @@ def test_the_key_causes_are_repaired_and_the_file_then_agrees_three_ways(tmp_pat
 
 
 def test_a_file_that_agrees_already_is_left_alone(tmp_path):
-    original, gguf, corpus = twin(tmp_path, pre="llama-bpe")
+    original, _, corpus = twin(tmp_path, pre="llama-bpe")
+    gguf = rf.bpe_gguf(original, tmp_path / "y.gguf", pre="llama-bpe", add_bos=False)  # <tool> not retyped
     corpus.write_text(json.dumps({"id": "ok", "text": "the cat"}) + "\n")
     done = repair(tmp_path, original, gguf, corpus)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "nothing to repair" in done.stdout and not (tmp_path / "x.fixed.gguf").exists()
+
+
+def test_ids_that_agree_with_a_layer_that_does_not_are_said_and_exit_1(tmp_path):
+    # <tool> typed CONTROL: llama.cpp gives it no piece unless special is asked, the original decodes it
+    original, gguf, corpus = twin(tmp_path, pre="llama-bpe")
+    corpus.write_text(json.dumps({"id": "ok", "text": "the cat"}) + "\n")
+    done = repair(tmp_path, original, gguf, corpus)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "nothing to repair" not in done.stdout and not (tmp_path / "x.fixed.gguf").exists()
+    assert "give the same ids on every case, but pieces 1 differ; no key fix is tried" in done.stdout
 
 
 def test_a_difference_no_key_fixes_writes_nothing_and_exits_1(tmp_path):
