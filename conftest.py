@@ -18,7 +18,7 @@
   builds itself (vocabularies, synthetic vocabularies, the chat helper) fails the run.
 - The suite's three-way runs sweep nothing unless they ask (`GGUF_PARITY_SWEEPS=none` unless set):
   the sweeps (harness/runs/sweeps.py) take about 100 s on a tiny model and add cases to what a
-  test counts; tests/runs/test_sweeps.py asks for them with `--sweeps`.
+  test counts; tests/runs/test_sweeps_run.py asks for them with `--sweeps`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 - a folder is `tokenizer/` (the product), a folder of `harness/` of the same name, `commands/` (the
   command line) or `project/` (the repository as a whole);
 - a test file named after exactly one module of the project (`test_check.py` for
-  `harness/runs/check.py`) sits in that module's folder.
+  `harness/runs/check.py`) sits in that module's folder;
+- no two test files share a name: the folders are no packages, so pytest imports a test file by its
+  name, and the second of two is an "import file mismatch" error that stops the run.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ def misplaced(root: Path) -> list[str]:
             problems.append(f"{path.relative_to(root)}: tests/{folder}/ names no folder of the code")
         elif name not in harness_folders(root) and len(homes.get(name, ())) == 1 and folder not in homes[name]:
             problems.append(f"{path.relative_to(root)}: named after a module of {next(iter(homes[name]))}/")
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(tests.glob("*/test_*.py")):
+        by_name[path.name].append(str(path.relative_to(root)))
+    problems += [f"{' and '.join(paths)}: one name in two folders (rename one)" for paths in by_name.values()
+                 if len(paths) > 1]
     return problems
 
 
@@ -65,4 +72,6 @@ def test_the_check_sees_a_misplaced_test(tmp_path):
         "tests/misc/test_x.py: tests/misc/ names no folder of the code",
         "tests/report/test_check.py: named after a module of runs/",
         "tests/runs/test_bpe.py: named after a module of tokenizer/",
+        "tests/report/test_check.py and tests/runs/test_check.py: one name in two folders (rename one)",
+        "tests/runs/test_bpe.py and tests/tokenizer/test_bpe.py: one name in two folders (rename one)",
     ]
