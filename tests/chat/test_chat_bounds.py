@@ -121,6 +121,7 @@ def test_a_cpu_bomb_is_a_finding_in_bounded_time(tmp_path):
     assert seconds < 45, seconds
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @needs_helper
 def test_a_loop_bomb_llama_cpp_refuses_is_a_finding_not_a_shared_refusal(tmp_path):
     """llama.cpp's helper fails at once (its cap), ours runs into its 5 s budget: today's main called that
@@ -135,6 +136,7 @@ def test_a_loop_bomb_llama_cpp_refuses_is_a_finding_not_a_shared_refusal(tmp_pat
     assert seconds < 45, seconds
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @needs_helper
 def test_a_cpu_bomb_on_both_sides_of_three_ways_is_a_finding_of_its_class_in_bounded_time(tmp_path):
     """Today's main: each case waits for the helper and for transformers (2 s each), and ours (5 s)."""

@@ -52,6 +52,7 @@ def two_calls(tmp_path, monkeypatch, require_vocab):
     return records
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_a_planted_build_is_found_by_every_step_with_both_sides(tmp_path, two_calls, require_vocab, capsys):
     corpus = tmp_path / "tabs.jsonl"
     corpus.write_text(json.dumps({"id": "tab", "text": "x\t\ty"}) + "\n" + json.dumps({"id": "hi", "text": "Hi"})

@@ -72,6 +72,7 @@ TEXT_AND_PIECES = {"op": "hello", "path": ["capabilities"],
                    "raw": '["tokenize", "bytes_input", "token_text", "token_to_piece"]'}
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_malformed_values_are_engine_errors_naming_the_field_never_exit_3(tmp_path, require_vocab):
     """One model per value that ended in "internal error" before (bert-bge's score 10^400, phi-3's attr 2^40,
     deepseek-coder's specials as a list, baichuan's lone surrogate, gpt-2's text differing from an engine

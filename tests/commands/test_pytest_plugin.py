@@ -146,6 +146,7 @@ def test_k_selects_cases_and_only_those_are_checked(serial, tmp_path):
     assert done.returncode == (1 if failed(results) else 0)
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @needs_node
 @pytest.mark.oracle
 def test_xdist_gives_the_serial_results(serial, tmp_path):
@@ -250,6 +251,7 @@ def test_a_clean_engine_gives_passing_items_only(tmp_path, require_vocab):
     assert summary.endswith("; none failed"), summary
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_under_xdist_the_fuzz_item_lists_each_failing_input(tmp_path, require_vocab):
     """A pytest-xdist worker checks at the first item (workers must collect the same items): no item per input,
@@ -281,6 +283,7 @@ def test_a_deselected_fuzz_item_hunts_nothing(tmp_path, require_vocab):
     assert "fuzz" not in report["summary"] and not (tmp_path / "parity-report" / "found").exists()
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_the_long_item_fails_with_the_smallest_failing_window(tmp_path, require_vocab):
     """tests/long_engines.py:load_past_64k drops what follows 65,536 bytes: the corpus item passes, <long>

@@ -213,6 +213,7 @@ def _findings_of(tmp_path, require_vocab, engine: str, phase: str) -> tuple[dict
     return report, found
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_a_bug_past_64_kib_is_found_by_the_default_corpora_documents(tmp_path, require_vocab):
     """With the default corpora's long documents the corpus phase finds it first (on a document); the long
@@ -249,6 +250,7 @@ def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, re
     assert again.returncode == 1, again.stderr  # the window alone reproduces it
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_a_bug_from_the_10000th_call_is_found_with_default_options(tmp_path, require_vocab):
     report, found = _findings_of(tmp_path, require_vocab, "tests.long_engines:load_late", "calls")

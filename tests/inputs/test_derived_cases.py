@@ -149,6 +149,7 @@ def test_llama_cpps_rewrite_of_the_case_classes_is_found_by_a_default_run(tmp_pa
     assert len(whole) == 1 and len(llama_ids(gguf, "AÇÃO")[0]) == 2
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_an_nfc_normalizer_the_gguf_cannot_carry_is_found_by_a_default_run(tmp_path):
     """The original composes "e" + U+0301 into "é" (NFC) and finds " école" whole; llama.cpp has no NFC for

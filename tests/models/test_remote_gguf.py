@@ -141,6 +141,7 @@ def harness(*args: str, env: dict) -> subprocess.CompletedProcess:
                           env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, timeout=600, check=False)
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_run_record_and_compare_on_a_url_exit_0_and_name_the_source(big, tmp_path):
     path, header_bytes, size = big

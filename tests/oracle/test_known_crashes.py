@@ -261,6 +261,7 @@ def test_run_known_crash_does_not_fail(tmp_path):
     assert "Known llama.cpp crashes" in (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_run_fuzz_passes_over_a_known_crash(tmp_path):
     """pre-whitespace aborts on most inputs with two spaces; a known crash is no fuzz finding."""

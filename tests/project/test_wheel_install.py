@@ -65,6 +65,7 @@ def step(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 90
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 @pytest.mark.vocab
 def test_the_wheel_installed_in_a_fresh_venv_checks_llama_spm(tmp_path, require_vocab):

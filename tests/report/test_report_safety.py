@@ -131,6 +131,7 @@ def _start(args: list[str], tmp_path: Path, slow_model: str) -> subprocess.Popen
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_sigterm_mid_compare_writes_an_interrupted_partial_report(tmp_path: Path, require_vocab):
     for name in ("llama-spm", "phi-3"):
         require_vocab(name)

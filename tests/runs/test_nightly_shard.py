@@ -60,6 +60,7 @@ FEW = [{"id": "hello", "text": "Hello world"}, {"id": "special", "text": " <s>x<
        {"id": "mixed", "text": "naïve café, 東京"}]
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 @pytest.mark.vocab
 def test_drift_in_four_shards_merges_to_the_unsharded_drift(require_vocab, tmp_path: Path, capsys):
@@ -88,6 +89,7 @@ def test_drift_in_four_shards_merges_to_the_unsharded_drift(require_vocab, tmp_p
 
 # --- chat -----------------------------------------------------------------------------------------
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_chat_in_four_shards_merges_to_the_unsharded_check(tmp_path: Path, capsys, monkeypatch):
     """Three templates, 2 fuzzed conversations each, one rendering bug planted: the same findings."""
@@ -113,6 +115,7 @@ def test_chat_shard_refuses_the_three_way_check(capsys):
 
 # --- selftest -------------------------------------------------------------------------------------
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.vocab
 def test_selftest_in_four_shards_merges_to_the_unsharded_kill_table(require_vocab, tmp_path: Path, capsys):
     """Two mutants under the vectors detector: one killed, one survivor (so the verdict is 1 both ways)."""
@@ -127,6 +130,7 @@ def test_selftest_in_four_shards_merges_to_the_unsharded_kill_table(require_voca
     assert kills == {"spm-no-byte-fallback": True, "wpm-accents-kept": False}
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.vocab
 def test_selftest_until_main_kill_in_four_shards_merges_to_the_unsharded_kill_table(require_vocab, tmp_path: Path,
                                                                                       capsys):
@@ -174,6 +178,7 @@ def collected(*args: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_pytest_shards_run_every_selected_test_once():
     whole = collected()
     parts = [collected("--shard", f"{k}/{PARTS}") for k in range(1, PARTS + 1)]

@@ -193,6 +193,7 @@ def run_sharded(tmp_path: Path, command: list[str], count: int) -> tuple[dict, d
 SMALL = ["--model", "llama-spm", "--model", "bert-bge", "--model", "gpt-2"]
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_three_shards_merge_to_the_unsharded_run(tmp_path, require_vocab):
     for name in ("llama-spm", "bert-bge", "gpt-2"):
@@ -211,6 +212,7 @@ def test_three_shards_merge_to_the_unsharded_run(tmp_path, require_vocab):
     assert merged == whole
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
 def test_three_shards_of_the_golden_replay_merge_to_the_unsharded_one(tmp_path, require_vocab):
     for name in ("llama-spm", "bert-bge", "gpt-2"):

@@ -461,6 +461,7 @@ def test_the_originals_own_added_tokens_become_boundary_cases(tmp_path):
                                                                              entry["parse_special"]))]
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_the_fuzzer_draws_the_originals_own_added_tokens_too(tmp_path):
     """<tool> written NORMAL is in neither of the GGUF's special lists the fuzzer draws from; with
     --reference the original's own list is added to them, so the hunt finds and shrinks it (with the GGUF's

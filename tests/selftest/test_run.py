@@ -100,6 +100,7 @@ def test_skipped_cells_count_in_no_rate():
     assert "1/1 run (100%)" in text_table(report) and "- (none run)" in markdown(report)
 
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.vocab
 def test_selftest_until_main_kill_skips_live_fuzz_and_its_baseline(require_vocab, tmp_path):
     """Two SPM mutants that golden kills, judged two at a time: golden's baseline runs once, live+fuzz

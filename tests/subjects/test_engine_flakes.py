@@ -39,7 +39,8 @@ def run(tmp_path: Path, engine: str, *extra: str, cases: list[dict] = CASES
 
 
 @pytest.mark.parametrize(("engine", "first"), [
-    pytest.param("tests.flaky_engines:load_hang_once", "engine hung: no reply within 3s", id="hang"),
+    pytest.param("tests.flaky_engines:load_hang_once", "engine hung: no reply within 3s", id="hang",
+                 marks=pytest.mark.nightly),  # 23 s of waiting on hangs: the nightly runs it
     pytest.param("tests.flaky_engines:load_exit_once", f"exited with status {EXIT_STATUS}", id="exit"),
 ])
 def test_a_failure_that_does_not_repeat_is_an_engine_flake(tmp_path, require_vocab, engine, first):

@@ -326,6 +326,7 @@ def test_random_charsmaps_matches_llama_nightly(tmp_path):
 
 # --- tries too deep to explore ------------------------------------------------------------------
 
+@pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 def test_deep_trie_is_walked_exactly_without_exploring_it_all():
     """A 5,000-byte key: past the exploration budget the map stays usable (and exact),
     served by the walker alone."""

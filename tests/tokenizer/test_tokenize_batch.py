@@ -26,7 +26,8 @@ def _shipped_goldens() -> list:
             if p.name.startswith("ggml-vocab-")]
 
 
-@pytest.mark.parametrize("merge", ["numpy", "word-by-word"])
+# word by word is the path of a short call, which every golden test takes already: the batch's in the nightly
+@pytest.mark.parametrize("merge", ["numpy", pytest.param("word-by-word", marks=pytest.mark.nightly)])
 @pytest.mark.parametrize("path", _shipped_goldens())
 def test_batch_of_every_golden_case_gives_llama_ids(path, merge, monkeypatch):
     """All of a golden's cases in one call per flag combination, a fresh tokenizer each."""
@@ -57,8 +58,13 @@ def _documents(ours: Tokenizer) -> list[str]:
     return [*lines, ""]
 
 
+# two flag pairs by default, the other two in the nightly: the batch path is the same code under every pair
+DOCUMENT_FLAGS = [pytest.param(add, parse, id=f"{int(add)}-{int(parse)}",
+                               marks=() if add == parse else pytest.mark.nightly) for add, parse in FLAGS]
+
+
 @pytest.mark.parametrize("name", BATCH_VOCABS)
-@pytest.mark.parametrize(("add", "parse"), FLAGS, ids=lambda flag: str(int(flag)))
+@pytest.mark.parametrize(("add", "parse"), DOCUMENT_FLAGS)
 def test_batch_of_documents_gives_llama_ids(pair_for, name, add, parse):
     """The documents in one `tokenize_batch` call and one `tokenize` call each, each with a
     fresh tokenizer: llama.cpp's ids for every document."""
