@@ -47,13 +47,13 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def llama_wheel(session: nox.Session) -> Path:
-    """The cached llama-cpp-python wheel, built on first use (about 5 minutes on 2 cores)."""
+    """The cached llama-cpp-python wheel, built on first use (5 to 11 minutes on 2 cores)."""
     pattern = f"llama_cpp_python-{LLAMA_CPP_PYTHON}-*.whl"
     found = sorted(WHEEL_DIR.glob(pattern))
     if found:
         return found[-1]
     WHEEL_DIR.mkdir(parents=True, exist_ok=True)
-    session.log(f"building llama-cpp-python {LLAMA_CPP_PYTHON} once into {WHEEL_DIR} (about 5 minutes) ...")
+    session.log(f"building llama-cpp-python {LLAMA_CPP_PYTHON} once into {WHEEL_DIR} (5 to 11 minutes on 2 cores) ...")
     session.run(
         "python", "-m", "pip", "wheel", "--no-deps", "--no-binary", "llama-cpp-python",
         "-w", str(WHEEL_DIR), f"llama-cpp-python=={LLAMA_CPP_PYTHON}",

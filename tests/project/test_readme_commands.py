@@ -99,6 +99,9 @@ def test_the_quickstart_says_where_its_environment_is_and_how_to_enter_it():
     section = text[text.index("\n## Quickstart\n"):text.index("\n## ", text.index("\n## Quickstart\n") + 1)]
     for words in ("./quickstart.sh shell", "./quickstart.sh exec", "source .nox/env/bin/activate", ".nox/env"):
         assert words in section, words
+    block = section[section.index("```sh\n") + 6:section.index("\n```", section.index("```sh\n"))]
+    assert [line.split("#")[0].split() for line in block.splitlines()] == [
+        ["./quickstart.sh", "parity"], ["./quickstart.sh", "tests"]]  # exactly two commands: the main job, the tests
     assert 'env_dir="$PWD/.nox/env"' in (ROOT / "quickstart.sh").read_text(encoding="utf-8")
 
 
