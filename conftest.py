@@ -111,3 +111,15 @@ def pair_for():
     cache = PairCache()
     yield cache
     cache.close()
+
+
+# What the nightly session sets for its own runs (noxfile.py `nightly`): a test that checks what a *default*
+# run does asks for `default_environment`, so that it measures the same thing in the nightly as anywhere.
+NIGHTLY_SETTINGS = ("GGUF_PARITY_HYPOTHESIS_PROFILE", "GGUF_PARITY_BOUNDARIES", "GGUF_PARITY_DOCUMENTS")
+
+
+@pytest.fixture
+def default_environment(monkeypatch):
+    """The children this test starts see the defaults, not the nightly session's settings."""
+    for name in NIGHTLY_SETTINGS:
+        monkeypatch.delenv(name, raising=False)

@@ -252,6 +252,7 @@ def test_a_bug_past_64_kib_is_found_with_default_options_and_shrunk(tmp_path, re
 
 @pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
+@pytest.mark.usefixtures("default_environment")  # a default run, also in the nightly
 def test_a_bug_from_the_10000th_call_is_found_with_default_options(tmp_path, require_vocab):
     report, found = _findings_of(tmp_path, require_vocab, "tests.long_engines:load_late", "calls")
     assert all(m.get("calls") for m in report["mismatches"])  # every corpus case agreed first

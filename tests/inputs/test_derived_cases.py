@@ -151,6 +151,7 @@ def test_llama_cpps_rewrite_of_the_case_classes_is_found_by_a_default_run(tmp_pa
 
 @pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
+@pytest.mark.usefixtures("default_environment")  # a default run, also in the nightly
 def test_an_nfc_normalizer_the_gguf_cannot_carry_is_found_by_a_default_run(tmp_path):
     """The original composes "e" + U+0301 into "é" (NFC) and finds " école" whole; llama.cpp has no NFC for
     BPE and splits the decomposed bytes. The vocabulary's own word, decomposed, is a derived case."""

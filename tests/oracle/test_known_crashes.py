@@ -263,6 +263,7 @@ def test_run_known_crash_does_not_fail(tmp_path):
 
 @pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
+@pytest.mark.usefixtures("default_environment")  # a default run, also in the nightly
 def test_run_fuzz_passes_over_a_known_crash(tmp_path):
     """pre-whitespace aborts on most inputs with two spaces; a known crash is no fuzz finding."""
     pytest.importorskip("tokenizer.api", reason="tokenizer.Tokenizer has not landed yet")

@@ -195,6 +195,7 @@ SMALL = ["--model", "llama-spm", "--model", "bert-bge", "--model", "gpt-2"]
 
 @pytest.mark.nightly  # one of the longest end-to-end runs: the nightly runs it (README "Tests")
 @pytest.mark.oracle
+@pytest.mark.usefixtures("default_environment")  # a default run, also in the nightly
 def test_three_shards_merge_to_the_unsharded_run(tmp_path, require_vocab):
     for name in ("llama-spm", "bert-bge", "gpt-2"):
         require_vocab(name)
