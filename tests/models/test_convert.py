@@ -22,6 +22,7 @@ from harness.models import convert, real_set
 from harness.models.pin import LLAMA_CPP_PYTHON_VERSION as PIN
 from harness.models.shipped import SetupError
 from harness.references import pre_check
+from tests.converter_fakes import fake_sources
 
 SMAUG = "c136ed14d01c2745d4f60a9596ae66800e2b61fa45643e72436041855ad4089d"
 
@@ -36,12 +37,7 @@ def bpe_folder(root: Path, *, wordpiece: bool = False) -> Path:
 @pytest.fixture
 def fake_converter(tmp_path, monkeypatch):
     """No venv: the converter's sources are two files, and each driver run answers `answer`."""
-    src = tmp_path / "converter"
-    (src / "conversion").mkdir(parents=True)
-    (src / "convert_hf_to_gguf.py").write_text("# the converter\n")
-    (src / "conversion" / "base.py").write_text("# its base\n")
-    monkeypatch.setattr(convert, "sources_dir", lambda: src)
-    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path("python"))
+    fake_sources(tmp_path, monkeypatch)
     seen: dict = {"answer": None, "runs": []}
 
     def run_driver(mode, args, *, timeout=900, folder_code=None):

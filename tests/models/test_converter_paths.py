@@ -19,6 +19,7 @@ import pytest
 from harness import cli
 from harness.models import convert
 from tests import reference_files as rf
+from tests.converter_fakes import fake_sources
 
 CHKHSH = "ab" * 32
 NOT_RECOGNIZED = "BPE pre-tokenizer was not recognized - update get_vocab_base_pre()"
@@ -47,12 +48,7 @@ def llama_hf_converted() -> dict:
 def driver(tmp_path, monkeypatch):
     """No venv: each driver run answers `answer`; its `write` keys, if any, become the GGUF at --outfile."""
     from harness.models.gguf_writer import write
-    src = tmp_path / "converter"
-    (src / "conversion").mkdir(parents=True)
-    (src / "convert_hf_to_gguf.py").write_text("# the converter\n")
-    (src / "conversion" / "base.py").write_text("# its base\n")
-    monkeypatch.setattr(convert, "sources_dir", lambda: src)
-    monkeypatch.setattr(convert, "ensure_venv", lambda **kw: Path("python"))
+    fake_sources(tmp_path, monkeypatch)
     seen: dict = {"answer": None, "modes": []}
 
     def run_driver(mode, args, *, timeout=900, folder_code=None):
