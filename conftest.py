@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import environment_vars
 from harness.errors import SetupError
 from harness.inputs import fuzz
 from harness.models.paths import resolve
@@ -115,7 +116,8 @@ def pair_for():
 
 # What the nightly session sets for its own runs (noxfile.py `nightly`): a test that checks what a *default*
 # run does asks for `default_environment`, so that it measures the same thing in the nightly as anywhere.
-NIGHTLY_SETTINGS = ("GGUF_PARITY_HYPOTHESIS_PROFILE", "GGUF_PARITY_BOUNDARIES", "GGUF_PARITY_DOCUMENTS")
+NIGHTLY_SETTINGS = tuple(v.name for v in (environment_vars.HYPOTHESIS_PROFILE, environment_vars.BOUNDARIES,
+                                          environment_vars.DOCUMENTS))
 
 
 @pytest.fixture
